@@ -1,0 +1,56 @@
+# sharness.d/ddp.sh - project helpers for the sharness tests.
+#
+# Cluster tests call `ddp_cluster_require` once, before their first
+# test_expect_success.  It points srun (SLURM_CONF) at the run's shared test
+# cluster, started by t0000-cluster-start.t and stopped by
+# t9999-cluster-stop.t.  A test run alone starts a private cluster and stops
+# it when it exits.  When no cluster can be started the test file is skipped
+# with the reason, unless DDP_REQUIRE_CLUSTER=1 (contrib/check.sh and
+# `make check-cluster` set it), which turns that into a failure.
+
+DDP_CLUSTER=$DDP_SRC_DIR/tests/cluster/ddp-test-cluster
+DDP_CLUSTER_STATE=$DDP_BUILD_DIR/tests/.cluster
+DDP_PROGS=$DDP_BUILD_DIR/tests/progs
+DDP_PLUGIN=${DDP_PLUGIN-$DDP_BUILD_DIR/spank/ddp.so}
+export DDP_PLUGIN
+
+# ddp_cluster_unavailable WHY: skip this file, or fail it when required.
+ddp_cluster_unavailable () {
+    if [ "${DDP_REQUIRE_CLUSTER:-0}" = 1 ]; then
+        echo "Bail out! the test cluster is required (DDP_REQUIRE_CLUSTER=1) but: $1"
+        EXIT_OK=t
+        exit 1
+    fi
+    skip_all="no test cluster: $1"
+    test_done
+}
+
+# ddp_shared_cluster: print the shared cluster's directory if it is up.
+ddp_shared_cluster () {
+    local dir
+    [ -f "$DDP_CLUSTER_STATE" ] || return 1
+    dir=$(cat "$DDP_CLUSTER_STATE")
+    "$DDP_CLUSTER" status "$dir" || return 1
+    echo "$dir"
+}
+
+ddp_cluster_require () {
+    local dir why
+    if dir=$(ddp_shared_cluster); then
+        . "$dir/env"
+        return 0
+    fi
+    why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
+    dir=$("$DDP_CLUSTER" start 2>"$DDP_BUILD_DIR/tests/.cluster-start.err") \
+        || ddp_cluster_unavailable "start failed: $(tail -n 30 "$DDP_BUILD_DIR/tests/.cluster-start.err")"
+    rm -f "$DDP_BUILD_DIR/tests/.cluster-start.err"
+    DDP_PRIVATE_CLUSTER=$dir
+    trap '"$DDP_CLUSTER" stop "$DDP_PRIVATE_CLUSTER"; die' EXIT
+    . "$dir/env"
+    say "# using a private test cluster in $dir"
+}
+
+# ddp_srun ARGS...: srun with a bounded run time so a hang fails the test.
+ddp_srun () {
+    timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"
+}
