@@ -1,13 +1,272 @@
-/* ddp.h - public interface of libddp (placeholder; the core API lands with issue 4). */
+/* ddp.h - libddp: distributed data-parallel helpers for jobs launched by Slurm.
+ *
+ * A program calls ddp_init() once; the library finds its rank and peers
+ * through PMIx (under `srun --ddp`, or any PMIx launcher) or runs as a single
+ * process (rank 0 of 1) when started without one.  Collectives follow NCCL's
+ * argument order, without communicator and stream.
+ *
+ * Errors: every function that can fail returns 0 or a negative DDP_E* code
+ * (ddp_strerror() names it; with DDP_DEBUG set the library also logs why).
+ * Nothing in the library aborts the process on bad input.
+ *
+ * Threads: call ddp_init(), ddp_finalize() and the collectives from one
+ * thread at a time (like MPI_THREAD_SERIALIZED).  The query functions
+ * (ddp_rank() ... ddp_is_distributed(), ddp_strerror(), ddp_version()) are
+ * safe from any thread after ddp_init() returned.
+ *
+ * Environment: DDP_DEBUG=1 logs what init found and how long each phase took;
+ * DDP_TIMEOUT=SECONDS bounds every wait for a peer (see ddp(3)).
+ */
 #ifndef DDP_H
 #define DDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Returns the library version as "MAJOR.MINOR.PATCH"; never NULL. */
+/* Error codes (always negative; 0 is success). */
+enum {
+    DDP_OK = 0,
+    DDP_EINVAL = -1,     /* a bad argument (NULL buffer, root out of range, ...) */
+    DDP_ENOINIT = -2,    /* called before ddp_init() or after ddp_finalize() */
+    DDP_ENOMEM = -3,     /* out of memory */
+    DDP_ENOLAUNCH = -4,  /* the environment says world > 1 but no PMIx server */
+    DDP_EPMIX = -5,      /* a PMIx call failed */
+    DDP_ETRANSPORT = -6, /* the host transport (shared memory, sockets) failed */
+    DDP_ETIMEDOUT = -7,  /* a peer did not arrive within DDP_TIMEOUT */
+    DDP_EPEER = -8,      /* a peer died or aborted */
+    DDP_EREMOTE = -9,    /* an operation failed on another rank (e.g. main) */
+    DDP_EUSER = -10,     /* a user callback returned failure on this rank */
+    DDP_ENOTSUP = -11,   /* not supported by this build or backend */
+    DDP_ENCCL = -12,     /* an NCCL call failed */
+    DDP_ECUDA = -13,     /* a CUDA call failed */
+    DDP_EMISMATCH = -14, /* ranks disagree (different counts, names, ...) */
+};
+
+/* Element types.  FLOAT16 and BFLOAT16 are stored as uint16_t bit patterns. */
+typedef enum {
+    DDP_INT8 = 0,
+    DDP_UINT8,
+    DDP_INT32,
+    DDP_UINT32,
+    DDP_INT64,
+    DDP_UINT64,
+    DDP_FLOAT16,
+    DDP_BFLOAT16,
+    DDP_FLOAT32,
+    DDP_FLOAT64,
+    DDP_NUM_DTYPES
+} ddp_dtype_t;
+
+/* Reduction operations.  AVG is SUM divided by the world size (integer
+ * types: truncated toward zero). */
+typedef enum {
+    DDP_SUM = 0,
+    DDP_PROD,
+    DDP_MIN,
+    DDP_MAX,
+    DDP_AVG,
+    DDP_NUM_OPS
+} ddp_op_t;
+
+/* ---- Setup and identity ------------------------------------------------ */
+
+/* Start the library: find rank and peers (PMIx, else a single process),
+ * connect the backend (DDP_BACKEND or auto).  Idempotent: later calls return
+ * 0 at once.  Returns 0, or DDP_ENOLAUNCH (world > 1 without a PMIx server:
+ * launch with `srun --ddp`), DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
+ * DDP_ENCCL, DDP_ECUDA, DDP_ENOMEM.  On failure nothing is left initialized
+ * and ddp_init() may be called again. */
+int ddp_init (void);
+
+/* Release everything ddp_init() set up (after a final barrier when the peers
+ * are alive).  Returns 0, or DDP_ENOINIT if not initialized. */
+int ddp_finalize (void);
+
+/* Identity of this process.  Before ddp_init() they describe a single
+ * process (rank 0 of 1). */
+int ddp_rank (void);             /* 0 .. world_size-1 */
+int ddp_world_size (void);       /* >= 1 */
+int ddp_local_rank (void);       /* rank among the processes of this node */
+int ddp_local_world_size (void); /* processes on this node */
+int ddp_node_rank (void);        /* index of this node in the job, 0-based */
+int ddp_num_nodes (void);        /* nodes in the job */
+bool ddp_is_main (void);         /* rank 0 */
+bool ddp_is_local_main (void);   /* local rank 0 */
+bool ddp_is_distributed (void);  /* initialized with world_size > 1 */
+
+/* Name of the backend in use ("host", "nccl"), or "none" before init. */
+const char *ddp_backend_name (void);
+
+/* A static, human-readable description of err (a DDP_E* code); never NULL. */
+const char *ddp_strerror (int err);
+
+/* The library version, "MAJOR.MINOR.PATCH"; never NULL. */
 const char *ddp_version (void);
+
+/* End the whole job: every other rank's pending and next collective fails
+ * with DDP_EPEER naming this rank, then the step ends.  errcode is the exit
+ * status the launcher reports; msg (may be NULL) is logged.  Returns only if
+ * it could not reach the launcher (then a negative DDP_E* code). */
+int ddp_abort (int errcode, const char *msg);
+
+/* ---- Collectives ------------------------------------------------------ *
+ * Every rank must call the same collectives in the same order with matching
+ * count, dtype, op and root.  sendbuf == recvbuf means in place.  count 0 is
+ * valid (nothing moves, but the call still synchronizes where stated).  Each
+ * returns 0 or a negative DDP_E* code: DDP_EINVAL for NULL buffers with
+ * count > 0, unknown dtype/op, root out of range; DDP_ENOINIT before init;
+ * DDP_ETIMEDOUT / DDP_EPEER when a peer does not arrive or died.  Results are
+ * bitwise identical on every rank. */
+
+/* Wait until every rank has called ddp_barrier(). */
+int ddp_barrier (void);
+
+/* Copy count elements of buf on root to buf on every rank. */
+int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root);
+
+/* Reduce count elements of every rank's sendbuf with op into recvbuf on root
+ * (recvbuf is ignored, and may be NULL, on other ranks). */
+int ddp_reduce (const void *sendbuf, void *recvbuf, size_t count,
+                ddp_dtype_t dtype, ddp_op_t op, int root);
+
+/* Reduce count elements of every rank's sendbuf with op into every rank's
+ * recvbuf. */
+int ddp_allreduce (const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype, ddp_op_t op);
+
+/* Gather count elements from every rank into recvbuf on root, rank order
+ * (recvbuf holds world_size * count elements; ignored on other ranks). */
+int ddp_gather (const void *sendbuf, void *recvbuf, size_t count,
+                ddp_dtype_t dtype, int root);
+
+/* Gather count elements from every rank into every rank's recvbuf (holds
+ * world_size * count elements, rank order). */
+int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype);
+
+/* Size in bytes of one element of dtype, or 0 for an unknown dtype. */
+size_t ddp_dtype_size (ddp_dtype_t dtype);
+
+/* ---- Variable-size data (the C form of broadcasting Python objects) --- */
+
+/* Broadcast a byte buffer whose size only root knows.  On root *buf and *len
+ * are inputs (unchanged).  On other ranks *buf receives a malloc'd copy
+ * (free() it; NULL when the length is 0) and *len its length.  Returns 0 or
+ * a negative DDP_E* code; on failure non-root *buf is NULL. */
+int ddp_bcast_bytes (void **buf, size_t *len, int root);
+
+/* Gather a byte buffer of any length from every rank on root.  On root,
+ * *out receives a malloc'd concatenation in rank order and *lens a malloc'd
+ * array of world_size lengths (free() both); on other ranks both are set to
+ * NULL.  Returns 0 or a negative DDP_E* code. */
+int ddp_gatherv_bytes (const void *buf, size_t len, void **out, size_t **lens,
+                       int root);
+
+/* As ddp_gatherv_bytes(), with the result on every rank. */
+int ddp_allgatherv_bytes (const void *buf, size_t len, void **out,
+                          size_t **lens);
+
+/* ---- Main-process helpers --------------------------------------------- *
+ * A callback returns 0 on success, non-zero on failure.  A failure on the
+ * rank that runs the callback is shared with every rank in the same
+ * collective that ends the helper: that rank gets DDP_EUSER, every other
+ * rank DDP_EREMOTE, and nobody waits forever or carries on unaware. */
+typedef int (*ddp_fn_t) (void *arg);
+
+/* Main (rank 0) runs fn(arg); every rank waits for it.  If it succeeded,
+ * post_fn(post_arg) (may be NULL) then runs on every non-main rank, and on
+ * main too when post_on_main is true.  Returns 0, DDP_EUSER or DDP_EREMOTE
+ * (fn or post_fn failed; post_fn failures are also shared), or another
+ * DDP_E* code. */
+int ddp_run_on_main (ddp_fn_t fn, void *arg, ddp_fn_t post_fn, void *post_arg,
+                     bool post_on_main);
+
+/* A main-only block: main runs fn(arg), the others wait for its status. */
+int ddp_main_only (ddp_fn_t fn, void *arg);
+
+/* Rank 0 runs fn(arg) first; once it succeeded every other rank runs
+ * fn(arg) (e.g. rank 0 downloads/prepares data, the others then load it).
+ * If rank 0 fails the others do not run fn and get DDP_EREMOTE.  A failure
+ * on any other rank is reported to all ranks as well. */
+int ddp_rank0_first (ddp_fn_t fn, void *arg);
+
+/* As ddp_rank0_first(), per node: local rank 0 of each node first. */
+int ddp_local_rank0_first (ddp_fn_t fn, void *arg);
+
+/* Produces a byte buffer: sets *out to malloc'd memory and *len; returns 0
+ * on success, non-zero on failure. */
+typedef int (*ddp_compute_fn_t) (void *arg, void **out, size_t *len);
+
+/* root runs fn(arg, ...) and its result is broadcast: every rank gets a
+ * malloc'd copy in *out (free() it) and its length in *len. */
+int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
+                           void **out, size_t *len);
+
+/* A user reduction: combine count elements of in into inout. */
+typedef void (*ddp_user_op_t) (void *inout, const void *in, size_t count,
+                               void *ctx);
+
+/* Reduce buf (count elements of elem_size bytes) over all ranks with op
+ * applied in rank order (rank 0's data, then op with rank 1's, ...), then
+ * broadcast the result into every rank's buf. */
+int ddp_reduce_bcast (void *buf, size_t count, size_t elem_size,
+                      ddp_user_op_t op, void *ctx);
+
+/* In-place average of buf over all ranks (allreduce with DDP_AVG). */
+int ddp_average (void *buf, size_t count, ddp_dtype_t dtype);
+
+/* A named scalar for ddp_average_named(). */
+typedef struct {
+    const char *name;
+    double value;
+} ddp_named_value_t;
+
+/* Average n named values over all ranks in one collective; every rank must
+ * pass the same names in the same order (else DDP_EMISMATCH on all). */
+int ddp_average_named (ddp_named_value_t *values, size_t n);
+
+/* Gather one double from every rank: on root out[r] is rank r's value (out
+ * holds world_size doubles; ignored elsewhere). */
+int ddp_gather_scalar (double value, double *out, int root);
+
+/* ---- Distributed sampler (PyTorch DistributedSampler semantics) ------- */
+typedef struct {
+    uint64_t dataset_size;
+    int world_size;
+    int rank;
+    bool shuffle;
+    bool drop_last;
+    uint64_t seed;
+    uint64_t epoch;
+    uint64_t num_samples; /* items this rank gets per epoch */
+    uint64_t total_size;  /* num_samples * world_size */
+} ddp_sampler_t;
+
+/* Set up a sampler over dataset_size items for rank of world_size.  Without
+ * drop_last the index list is padded (wrapping around) to a multiple of
+ * world_size; with it the tail is dropped.  Returns 0 or DDP_EINVAL. */
+int ddp_sampler_init (ddp_sampler_t *s, uint64_t dataset_size, int world_size,
+                      int rank, bool shuffle, uint64_t seed, bool drop_last);
+
+/* Select the epoch: with shuffle, the permutation depends on (seed, epoch). */
+void ddp_sampler_set_epoch (ddp_sampler_t *s, uint64_t epoch);
+
+/* Write this rank's num_samples indices for the current epoch to out (room
+ * for n).  Returns 0, or DDP_EINVAL if out is NULL or n < num_samples. */
+int ddp_sampler_indices (const ddp_sampler_t *s, uint64_t *out, size_t n);
+
+/* ---- Logging ----------------------------------------------------------- */
+
+/* printf to stderr prefixed "[ddp rank R/W] " (a whole line, one write). */
+void ddp_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* As ddp_log(), printed by the main rank only. */
+void ddp_log_main (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 #ifdef __cplusplus
 }
