@@ -1,0 +1,53 @@
+# contrib/deps.sh - the Debian 12 packages slurm-ddp needs, and a function
+# that installs the missing ones.  Sourced by check.sh and quickstart.sh; the
+# single list of what a fresh machine must get.
+
+# Build: toolchain, autotools, Slurm's SPANK header, PMIx.
+DDP_PKGS_BUILD="gcc g++ make autoconf automake libtool pkg-config libc6-dev
+libslurm-dev libpmix-dev"
+# Test cluster and tests: Slurm daemons and client, munge, the TAP tools,
+# Open MPI (the peer the benchmarks measure against), and what the harness
+# scripts call.
+DDP_PKGS_TEST="slurm-wlm slurm-wlm-basic-plugins munge sharness perl
+openmpi-bin libopenmpi-dev iproute2 procps util-linux coreutils man-db groff-base"
+
+# ddp_install_deps [extra packages...]: apt-get install what is missing.
+# Needs root; does nothing (and needs nothing) when all are installed.
+ddp_install_deps () {
+    local p missing=""
+    for p in $DDP_PKGS_BUILD $DDP_PKGS_TEST "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+            || missing="$missing $p"
+    done
+    if [ -z "$missing" ]; then
+        echo "deps: all packages present"
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        echo "deps: missing packages:$missing; run as root or install them" >&2
+        return 1
+    fi
+    echo "deps: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || return 1
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null || return 1
+}
+
+# ddp_build TOP BUILD [configure args...]: configure and build TOP out of
+# tree in BUILD (recreated, so the build starts clean).
+ddp_build () {
+    local top=$1 build=$2; shift 2
+    ( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "autoreconf failed" >&2; return 1; }
+    rm -rf "$build" && mkdir -p "$build" || return 1
+    ( cd "$build" && "$top/configure" "$@" >configure.out 2>&1 ) \
+        || { tail -n 30 "$build/configure.out" >&2; echo "configure failed (see $build/config.log)" >&2; return 1; }
+    sed -n '/configuration summary/,$p' "$build/configure.out"
+    make -C "$build" -j"$(nproc)" >"$build/make.out" 2>&1 \
+        || { tail -n 40 "$build/make.out" >&2; echo "make failed" >&2; return 1; }
+    if grep -q 'warning:' "$build/make.out"; then
+        grep 'warning:' "$build/make.out" >&2
+        echo "the build has compiler warnings" >&2
+        return 1
+    fi
+}
