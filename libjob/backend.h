@@ -1,0 +1,74 @@
+/* backend.h - the internal interface between libddp's core and a backend.
+ *
+ * The core (core.c) owns the public API: it checks every argument (NULL
+ * buffers with count > 0, dtype/op/root range, init state), handles count == 0
+ * where no synchronization is promised, converts "sendbuf == recvbuf" into
+ * in-place, and then calls the backend chosen by DDP_BACKEND (host, nccl,
+ * auto).  A backend therefore sees only valid arguments: dtype < DDP_NUM_DTYPES,
+ * op < DDP_NUM_OPS, 0 <= root < world size, non-NULL buffers where count > 0
+ * (recvbuf of reduce/gather may be NULL on non-root ranks).
+ *
+ * Every backend function returns 0 or a negative DDP_E* code, and on failure
+ * records why with ddp_error() (ddp_internal.h), naming the rank(s) at fault
+ * where it knows them.  After DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT the
+ * core marks the library broken: later collectives fail with the same code
+ * without calling the backend again.  Every wait is bounded by
+ * cfg->timeout_s.  Collectives must give bitwise identical results on every
+ * rank (a fixed reduction order); reduce.h has the element arithmetic.
+ *
+ * Threading: the core calls a backend from one thread at a time.
+ */
+#ifndef DDP_BACKEND_H
+#define DDP_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ddp.h"
+#include "bootstrap.h"
+
+/* Settings read once by ddp_init() from the environment. */
+struct ddp_config {
+    double timeout_s;   /* DDP_TIMEOUT, seconds (default 30) */
+    bool debug;         /* DDP_DEBUG */
+};
+
+struct ddp_backend {
+    const char *name;   /* "host", "nccl": what ddp_backend_name() returns */
+
+    /* Connect this rank to its peers.  b is the bootstrap handle (its
+     * exchange is the only way to publish setup data; it stays valid until
+     * destroy).  On success sets *ctxp and returns 0; on failure returns a
+     * negative DDP_E* code after ddp_error(), leaving nothing behind (no
+     * segment, socket or thread). */
+    int (*create) (struct bootstrap *b, const struct ddp_config *cfg,
+                   void **ctxp);
+
+    /* Release everything create() made.  The core has already run a final
+     * barrier when the peers were alive; destroy must not wait for peers. */
+    void (*destroy) (void *ctx);
+
+    int (*barrier) (void *ctx);
+    int (*bcast) (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                  int root);
+    /* recvbuf is NULL on non-root ranks when the caller passed NULL. */
+    int (*reduce) (void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype, ddp_op_t op, int root);
+    int (*allreduce) (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, ddp_op_t op);
+    int (*gather) (void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype, int root);
+    int (*allgather) (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype);
+
+    /* Best effort, must not block: tell the peers this rank is aborting so
+     * their pending and next collectives fail with DDP_EPEER naming it.  Called
+     * by ddp_abort() before the launcher is asked to end the job.  May be
+     * NULL. */
+    void (*abort) (void *ctx);
+};
+
+/* The host backend (shared memory within a node, TCP between nodes). */
+extern const struct ddp_backend ddp_backend_host;
+
+#endif /* DDP_BACKEND_H */
