@@ -37,5 +37,5 @@ cd "$top"
 start=$(date +%s)
 # Sharness tests run verbose (-v after ::) so the log shows what the cluster
 # tests ran; unit tests ignore the flag.
-prove -r --timer "$build/tests/unit" tests :: -v
+prove -r -v --timer "$build/tests/unit" tests :: -v
 echo "== check: suite took $(( $(date +%s) - start )) s"
