@@ -1,0 +1,105 @@
+/* ddp.c - SPANK entry points of ddp.so: parse the plugstack.conf arguments,
+ * register --ddp, and dispatch to the context files (local.c: srun;
+ * remote.c: slurmstepd).  sbatch and salloc (allocator context) only
+ * validate --ddp; Slurm carries it to the steps. */
+#include "config.h"
+#include <slurm/spank.h>
+
+#include "ddp_spank.h"
+
+SPANK_PLUGIN (ddp, 1);
+
+struct ddp_state ddp_state;
+
+static int option_cb (int val, const char *optarg, int remote);
+
+static struct spank_option ddp_option = {
+    .name = "ddp",
+    .arginfo = "BACKEND",
+    .usage = "Launch the tasks for distributed training: set RANK, "
+             "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, ..., bind "
+             "one GPU per task and start PMIx.  BACKEND is auto (default), "
+             "nccl, host or off; append ',nobind' to keep all GPUs visible.",
+    .has_arg = 2,
+    .val = 0,
+    .cb = option_cb,
+};
+
+struct sp_request ddp_effective_request (void)
+{
+    struct sp_request r = {
+        .backend = ddp_state.conf.default_backend,
+        .nobind = false,
+    };
+    return ddp_state.have_option ? ddp_state.option : r;
+}
+
+/* --ddp[=VALUE], from srun/sbatch/salloc (remote == 0) or forwarded to
+ * slurmstepd (remote == 1; errors there are only logged, so srun validates
+ * first).  It may run more than once: srun first applies the value inherited
+ * from sbatch/salloc (SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp), then its own
+ * command line, and slurmstepd gets it both from the launch message and the
+ * environment.  The last value wins, as for srun's own options. */
+static int option_cb (int val, const char *optarg, int remote)
+{
+    struct sp_request r;
+    char err[DDP_ERRLEN];
+
+    (void) val;
+    (void) remote;
+    if (sp_option_parse (optarg, &r, err, sizeof (err)) < 0) {
+        slurm_error ("%s", err);
+        return -1;
+    }
+    ddp_state.option = r;
+    ddp_state.have_option = true;
+    return 0;
+}
+
+int slurm_spank_init (spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context ();
+    char err[DDP_ERRLEN];
+    spank_err_t rc;
+
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    if (sp_conf_parse (ac, av, &ddp_state.conf, err, sizeof (err)) < 0) {
+        slurm_error ("%s; the ddp plugin refuses to load", err);
+        return -1;
+    }
+    if ((rc = spank_option_register (sp, &ddp_option)) != ESPANK_SUCCESS) {
+        slurm_error ("ddp: cannot register --ddp: %s", spank_strerror (rc));
+        return -1;
+    }
+    if (ctx == S_CTX_LOCAL)
+        return ddp_local_init (sp);
+    return 0;
+}
+
+int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
+{
+    (void) ac;
+    (void) av;
+    if (spank_context () != S_CTX_LOCAL)
+        return 0;
+    return ddp_local_user_init (sp);
+}
+
+int slurm_spank_user_init (spank_t sp, int ac, char **av)
+{
+    (void) ac;
+    (void) av;
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    return ddp_remote_user_init (sp);
+}
+
+int slurm_spank_task_init (spank_t sp, int ac, char **av)
+{
+    (void) ac;
+    (void) av;
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    return ddp_remote_task_init (sp);
+}

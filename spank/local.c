@@ -1,0 +1,116 @@
+/* local.c - srun (local context).
+ *
+ * Turning PMIx on must happen in slurm_spank_init, before srun reads
+ * SLURM_MPI_TYPE and before any option callback runs, so here the plugin
+ * finds --ddp itself: in srun's own argument vector, else in the variable
+ * that carries --ddp from sbatch/salloc, else the plugstack default.  Only
+ * then does it set SLURM_MPI_TYPE=pmix, without overwriting: an explicit
+ * --mpi still wins, and local_user_init turns a non-PMIx choice into an
+ * error.  Without --ddp (and default=off) nothing is touched.
+ */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ddp_spank.h"
+#include "sp_option.h"
+
+#define CMDLINE_MAX (256 * 1024)
+#define ARGV_MAX 4096
+
+/* The request srun's init saw (argv, environment or default). */
+static struct sp_request init_request;
+static const char *init_source = "the plugstack.conf default";
+
+/* Read /proc/self/cmdline into BUF and split it into ARGV.  Returns argc,
+ * or -1.  A truncated command line keeps only its complete words. */
+static int read_cmdline (char *buf, size_t len, char **argv, int max)
+{
+    ssize_t n, total = 0;
+    int fd, argc = 0;
+    char *p;
+
+    if ((fd = open ("/proc/self/cmdline", O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    while ((size_t) total < len - 1
+           && (n = read (fd, buf + total, len - 1 - (size_t) total)) > 0)
+        total += n;
+    close (fd);
+    if (total <= 0)
+        return -1;
+    while (total > 0 && buf[total - 1] != '\0')
+        total--;                    /* drop a cut-off last word */
+    for (p = buf; p < buf + total && argc < max; p += strlen (p) + 1)
+        argv[argc++] = p;
+    return argc;
+}
+
+/* Find the --ddp value srun is about to see.  Returns 1 and sets *VALUE
+ * (possibly NULL) and *SOURCE when given, 0 when not. */
+static int find_request (const char **value, const char **source)
+{
+    static char buf[CMDLINE_MAX];
+    static char *argv[ARGV_MAX];
+    int argc;
+
+    argc = read_cmdline (buf, sizeof (buf), argv, ARGV_MAX);
+    if (argc > 0 && sp_argv_find (argc, argv, "ddp", value) == 1) {
+        *source = "srun's command line";
+        return 1;
+    }
+    if ((*value = getenv (DDP_OPTION_ENV))) {
+        *source = "the job's --ddp (" DDP_OPTION_ENV ")";
+        return 1;
+    }
+    if ((*value = getenv (DDP_OPTION_USER_ENV))) {
+        *source = DDP_OPTION_USER_ENV;
+        return 1;
+    }
+    return 0;
+}
+
+int ddp_local_init (spank_t sp)
+{
+    const char *value = NULL;
+    char err[DDP_ERRLEN];
+
+    (void) sp;
+    init_request.backend = ddp_state.conf.default_backend;
+    init_request.nobind = false;
+    if (find_request (&value, &init_source)
+        && sp_option_parse (value, &init_request, err, sizeof (err)) < 0) {
+        slurm_error ("%s (from %s)", err, init_source);
+        return -1;
+    }
+    if (init_request.backend == SP_BACKEND_OFF)
+        return 0;
+    if (setenv ("SLURM_MPI_TYPE", "pmix", 0) < 0) {
+        slurm_error ("ddp: cannot set SLURM_MPI_TYPE: %s", strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* After option processing and allocation, before launch: srun has put its
+ * MPI plugin choice in SLURM_MPI_TYPE.  --ddp needs PMIx. */
+int ddp_local_user_init (spank_t sp)
+{
+    struct sp_request r = ddp_state.have_option ? ddp_state.option
+                                                : init_request;
+    const char *mpi = getenv ("SLURM_MPI_TYPE");
+
+    (void) sp;
+    if (r.backend == SP_BACKEND_OFF)
+        return 0;
+    if (!mpi || strncmp (mpi, "pmix", 4) != 0) {
+        slurm_error ("ddp: --ddp=%s needs Slurm's PMIx plugin, but this step "
+                     "uses --mpi=%s; drop --mpi (the plugin selects pmix) or "
+                     "use --mpi=pmix", sp_backend_name (r.backend),
+                     mpi ? mpi : "(unset)");
+        return -1;
+    }
+    return 0;
+}

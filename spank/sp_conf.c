@@ -1,0 +1,164 @@
+/* sp_conf.c - parse the plugin's plugstack.conf arguments. */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_conf.h"
+#include "sp_strint.h"
+
+#define SP_CONF_KEYS "default, bind, port_range, torch_env"
+#define SP_CONF_ARGMAX 256
+
+void sp_conf_init (struct sp_conf *conf)
+{
+    if (!conf)
+        return;
+    conf->default_backend = SP_BACKEND_OFF;
+    conf->bind = true;
+    conf->port_lo = SP_CONF_DEFAULT_PORT_LO;
+    conf->port_hi = SP_CONF_DEFAULT_PORT_HI;
+    conf->torch_env = true;
+}
+
+int sp_parse_bool (const char *s, bool *out)
+{
+    static const char *yes[] = { "yes", "true", "1", "on", NULL };
+    static const char *no[] = { "no", "false", "0", "off", NULL };
+    int i;
+
+    if (s && out) {
+        for (i = 0; yes[i]; i++) {
+            if (strcmp (s, yes[i]) == 0) {
+                *out = true;
+                return 0;
+            }
+            if (strcmp (s, no[i]) == 0) {
+                *out = false;
+                return 0;
+            }
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+int sp_parse_port_range (const char *s, unsigned *lo, unsigned *hi)
+{
+    unsigned long long a, b;
+    const char *dash;
+
+    if (!s || !lo || !hi || !(dash = strchr (s, '-'))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (sp_parse_uint_n (s, (size_t) (dash - s), 1, 65535, &a) < 0
+        || sp_parse_uint (dash + 1, 1, 65535, &b) < 0)
+        return -1;
+    if (a > b) {
+        errno = ERANGE;
+        return -1;
+    }
+    *lo = (unsigned) a;
+    *hi = (unsigned) b;
+    return 0;
+}
+
+static __attribute__ ((format (printf, 3, 4)))
+int fail (char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen > 0) {
+        va_start (ap, fmt);
+        vsnprintf (err, errlen, fmt, ap);
+        va_end (ap);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+enum { K_DEFAULT, K_BIND, K_PORT_RANGE, K_TORCH_ENV, K_COUNT };
+static const char *keys[K_COUNT] = {
+    [K_DEFAULT] = "default",
+    [K_BIND] = "bind",
+    [K_PORT_RANGE] = "port_range",
+    [K_TORCH_ENV] = "torch_env",
+};
+static const char *expected[K_COUNT] = {
+    [K_DEFAULT] = "off, auto, host or nccl",
+    [K_BIND] = "gpu or none",
+    [K_PORT_RANGE] = "LO-HI with 1 <= LO <= HI <= 65535",
+    [K_TORCH_ENV] = "yes or no",
+};
+
+static int find_key (const char *arg, size_t len)
+{
+    int k;
+
+    for (k = 0; k < K_COUNT; k++) {
+        if (strlen (keys[k]) == len && strncmp (keys[k], arg, len) == 0)
+            return k;
+    }
+    return -1;
+}
+
+/* Apply VAL to key K of C.  Returns 0 or -1. */
+static int apply (int k, const char *val, struct sp_conf *c)
+{
+    switch (k) {
+    case K_DEFAULT:
+        return sp_backend_parse (val, &c->default_backend);
+    case K_BIND:
+        if (strcmp (val, "gpu") == 0)
+            c->bind = true;
+        else if (strcmp (val, "none") == 0)
+            c->bind = false;
+        else
+            return -1;
+        return 0;
+    case K_PORT_RANGE:
+        return sp_parse_port_range (val, &c->port_lo, &c->port_hi);
+    case K_TORCH_ENV:
+        return sp_parse_bool (val, &c->torch_env);
+    }
+    return -1;
+}
+
+int sp_conf_parse (int ac, char *const av[], struct sp_conf *conf, char *err,
+                   size_t errlen)
+{
+    struct sp_conf c;
+    bool seen[K_COUNT] = { false };
+    const char *arg, *eq;
+    int i, k;
+
+    if (!conf || ac < 0 || (ac > 0 && !av))
+        return fail (err, errlen, "ddp: internal error: bad arguments");
+    sp_conf_init (&c);
+    for (i = 0; i < ac; i++) {
+        if (!(arg = av[i]))
+            return fail (err, errlen, "ddp: plugstack.conf: missing argument");
+        if (strnlen (arg, SP_CONF_ARGMAX + 1) > SP_CONF_ARGMAX)
+            return fail (err, errlen, "ddp: plugstack.conf: argument %d is "
+                         "longer than %d characters", i + 1, SP_CONF_ARGMAX);
+        if (!(eq = strchr (arg, '=')) || eq == arg)
+            return fail (err, errlen, "ddp: plugstack.conf: argument '%s' is "
+                         "not KEY=VALUE (keys: %s)", arg, SP_CONF_KEYS);
+        if ((k = find_key (arg, (size_t) (eq - arg))) < 0)
+            return fail (err, errlen, "ddp: plugstack.conf: unknown key "
+                         "'%.*s' (keys: %s)", (int) (eq - arg), arg,
+                         SP_CONF_KEYS);
+        if (seen[k])
+            return fail (err, errlen, "ddp: plugstack.conf: key '%s' given "
+                         "twice", keys[k]);
+        seen[k] = true;
+        if (apply (k, eq + 1, &c) < 0)
+            return fail (err, errlen, "ddp: plugstack.conf: bad value '%s' "
+                         "for key '%s' (expected %s)", eq + 1, keys[k],
+                         expected[k]);
+    }
+    *conf = c;
+    return 0;
+}

@@ -1,0 +1,61 @@
+/* sp_gpus.h - GPU lists (CUDA_VISIBLE_DEVICES) and the per-task GPU choice.
+ *
+ * A GPU list is what Slurm's gres put in CUDA_VISIBLE_DEVICES: comma-separated
+ * tokens that may be indices ("0,1") or UUIDs ("GPU-8f6c...", "MIG-..."); the
+ * plugin treats them as opaque.  A token is 1..SP_GPU_TOKEN_MAX characters
+ * from [A-Za-z0-9_.:/-]; an empty list has no GPUs.  Anything else (empty
+ * tokens, blanks, other characters, too long) is rejected.
+ */
+#ifndef SP_GPUS_H
+#define SP_GPUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sp_option.h"
+
+#define SP_GPU_TOKEN_MAX 128
+#define SP_GPU_LIST_MAXLEN 8192
+
+/* Number of GPUs in LIST ("" or NULL: 0).  Returns the count, or -1 (errno
+ * EINVAL) if LIST is malformed. */
+int sp_gpus_count (const char *list);
+
+/* Copy token IDX (from 0) of LIST to BUF (LEN bytes).  Returns 0, or -1
+ * with errno EINVAL (malformed list or NULL), ERANGE (IDX >= count) or
+ * ENOSPC (BUF too small). */
+int sp_gpus_pick (const char *list, unsigned idx, char *buf, size_t len);
+
+/* What one task of a step has, for the decision below. */
+struct sp_task_gpus {
+    const char *visible;      /* the task's CUDA_VISIBLE_DEVICES, or NULL */
+    int gpus_on_node;         /* SLURM_GPUS_ON_NODE: the step's GPUs on
+                                 this node, or -1 when unknown */
+    unsigned local_rank;      /* this task's rank on the node */
+    unsigned local_tasks;     /* tasks of the step on this node */
+    enum sp_backend want;     /* auto, host or nccl */
+    bool bind;                /* binding allowed (admin and user) */
+};
+
+/* The decision: the backend and, when binding, the task's one GPU. */
+struct sp_task_choice {
+    enum sp_backend backend;          /* host or nccl */
+    bool bound;                       /* set CUDA_VISIBLE_DEVICES to gpu */
+    char gpu[SP_GPU_TOKEN_MAX + 1];
+};
+
+/* Decide the backend and GPU of one task.  GPUs are the task's
+ * CUDA_VISIBLE_DEVICES.  When it holds fewer than the step's GPUs on the node
+ * and the node has at least one GPU per local task, Slurm has already given
+ * each task its own share (--gpus-per-task, --gpu-bind) and binding picks the
+ * share's first GPU; otherwise binding needs one GPU per local task and picks
+ * the one at the task's local rank.  auto means nccl when the task can
+ * have a GPU of its own (or binding is off and it sees GPUs), host otherwise;
+ * nccl without a GPU of its own is an error.  Binding happens whenever it is
+ * allowed and possible, for either backend.
+ * Returns 0 and fills *OUT; on failure -1 with errno EINVAL and a message in
+ * ERR (ERRLEN bytes) that names the counts. */
+int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
+                    char *err, size_t errlen);
+
+#endif /* SP_GPUS_H */

@@ -1,0 +1,189 @@
+/* sp_option.c - the --ddp option value and its detection in srun's argv. */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_option.h"
+
+static const char *backend_names[] = {
+    [SP_BACKEND_OFF] = "off",
+    [SP_BACKEND_AUTO] = "auto",
+    [SP_BACKEND_HOST] = "host",
+    [SP_BACKEND_NCCL] = "nccl",
+};
+
+#define NBACKENDS (sizeof (backend_names) / sizeof (backend_names[0]))
+
+const char *sp_backend_name (enum sp_backend backend)
+{
+    if ((unsigned) backend >= NBACKENDS)
+        return "?";
+    return backend_names[backend];
+}
+
+int sp_backend_parse (const char *word, enum sp_backend *out)
+{
+    size_t i;
+
+    if (word && out) {
+        for (i = 0; i < NBACKENDS; i++) {
+            if (strcmp (word, backend_names[i]) == 0) {
+                *out = (enum sp_backend) i;
+                return 0;
+            }
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+static __attribute__ ((format (printf, 3, 4)))
+int fail (char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen > 0) {
+        va_start (ap, fmt);
+        vsnprintf (err, errlen, fmt, ap);
+        va_end (ap);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+/* Apply one word of a --ddp value to REQ; SEEN tracks a backend word. */
+static int apply_word (const char *word, struct sp_request *req, bool *seen)
+{
+    enum sp_backend b;
+
+    if (strcmp (word, "nobind") == 0) {
+        if (req->nobind)
+            return -1;
+        req->nobind = true;
+        return 0;
+    }
+    if (*seen || sp_backend_parse (word, &b) < 0)
+        return -1;
+    req->backend = b;
+    *seen = true;
+    return 0;
+}
+
+int sp_option_parse (const char *value, struct sp_request *req, char *err,
+                     size_t errlen)
+{
+    struct sp_request r = { .backend = SP_BACKEND_AUTO, .nobind = false };
+    char buf[SP_OPTION_MAXLEN + 1];
+    char *word, *save = NULL;
+    bool seen = false;
+    size_t len;
+
+    if (!req)
+        return fail (err, errlen, "ddp: internal error: no request");
+    if (value && *value) {
+        len = strnlen (value, sizeof (buf));
+        if (len >= sizeof (buf))
+            return fail (err, errlen, "ddp: --ddp value is longer than %d "
+                         "characters; valid values: %s", SP_OPTION_MAXLEN,
+                         SP_OPTION_VALID);
+        memcpy (buf, value, len + 1);
+        if (buf[0] == ',' || buf[len - 1] == ',' || strstr (buf, ",,"))
+            goto invalid;
+        for (word = strtok_r (buf, ",", &save); word;
+             word = strtok_r (NULL, ",", &save)) {
+            if (apply_word (word, &r, &seen) < 0)
+                goto invalid;
+        }
+    }
+    *req = r;
+    return 0;
+invalid:
+    return fail (err, errlen, "ddp: invalid --ddp value '%s'; valid values: %s",
+                 value, SP_OPTION_VALID);
+}
+
+bool sp_request_equal (const struct sp_request *a, const struct sp_request *b)
+{
+    return a && b && a->backend == b->backend && a->nobind == b->nobind;
+}
+
+/* srun's long options that take no argument or an optional one: a word
+ * after them is not their argument (Slurm 22.05 srun --help). */
+static const char *srun_flag_options[] = {
+    "bcast", "compress", "contiguous", "disable-status", "exact",
+    "exclusive", "help", "hold", "immediate", "kill-on-bad-exit", "label",
+    "multi-prog", "nice", "no-allocate", "no-kill", "overcommit", "overlap",
+    "oversubscribe", "preserve-env", "propagate", "pty", "quiet",
+    "quit-on-interrupt", "reboot", "resv-ports", "send-libs", "spread-job",
+    "test-only", "unbuffered", "usage", "use-min-nodes", "verbose", "version",
+    "whole", "x11", "debugger-test", "share", "jobid-override", NULL,
+};
+
+/* srun's short options that take a required argument. */
+static const char srun_short_with_arg[] = "AbcCdDeGiJLmMnNopqrStTwWx";
+
+static bool is_flag_option (const char *name, size_t len)
+{
+    int i;
+
+    for (i = 0; srun_flag_options[i]; i++) {
+        if (strlen (srun_flag_options[i]) == len
+            && strncmp (srun_flag_options[i], name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Does long option word W (after "--", LEN chars before any '=') name NAME,
+ * possibly abbreviated to at least two characters? */
+static bool names_option (const char *w, size_t len, const char *name)
+{
+    return len >= 2 && len <= strlen (name) && strncmp (w, name, len) == 0;
+}
+
+/* Does the short-option cluster W (after '-') consume the next word? */
+static bool short_takes_next (const char *w)
+{
+    for (; *w; w++) {
+        if (strchr (srun_short_with_arg, *w))
+            return w[1] == '\0';    /* the rest of W would be the argument */
+    }
+    return false;
+}
+
+int sp_argv_find (int argc, char *const argv[], const char *name,
+                  const char **value)
+{
+    int found = 0;
+    int i;
+
+    if (argc < 0 || !argv || !name || !*name || !value) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (i = 1; i < argc && argv[i]; i++) {
+        const char *w = argv[i];
+        const char *eq;
+        size_t len;
+
+        if (w[0] != '-' || w[1] == '\0' || strcmp (w, "--") == 0)
+            break;          /* the command (or "--" before it) */
+        if (w[1] != '-') {
+            if (short_takes_next (w + 1))
+                i++;
+            continue;
+        }
+        w += 2;
+        eq = strchr (w, '=');
+        len = eq ? (size_t) (eq - w) : strlen (w);
+        if (names_option (w, len, name)) {
+            *value = eq ? eq + 1 : NULL;
+            found = 1;
+        }
+        else if (!eq && !is_flag_option (w, len))
+            i++;            /* "--option ARG" */
+    }
+    return found;
+}

@@ -1,0 +1,162 @@
+/* spank_gpus.c - GPU lists and the per-task choice (spank/sp_gpus.c). */
+#include "config.h"
+#include <errno.h>
+#include "sp_gpus.h"
+#include "tap.h"
+
+static void test_lists (void)
+{
+    char buf[SP_GPU_TOKEN_MAX + 1], tiny[3];
+    char longtok[SP_GPU_TOKEN_MAX + 2];
+    const char *uuids = "GPU-8f6c3a1e-1b2c-4d5e-9f00-0123456789ab,"
+                        "MIG-GPU-8f6c3a1e/1/0,MIG-4b5e7c3d-aaaa-bbbb-cccc-000000000000";
+    const char *badlists[] = { ",", "0,", ",0", "0,,1", "0 ,1", " 0", "0;1",
+                               "0\n1", "$(id)", "0,1,", NULL };
+    int i;
+
+    is_int (sp_gpus_count (NULL), 0, "NULL has no GPUs");
+    is_int (sp_gpus_count (""), 0, "an empty list has no GPUs");
+    is_int (sp_gpus_count ("0"), 1, "'0' is one GPU");
+    is_int (sp_gpus_count ("0,1,2,3"), 4, "'0,1,2,3' is four GPUs");
+    is_int (sp_gpus_count (uuids), 3, "three UUID tokens");
+    for (i = 0; badlists[i]; i++) {
+        errno = 0;
+        ok (sp_gpus_count (badlists[i]) == -1 && errno == EINVAL,
+            "malformed list #%d is EINVAL", i);
+    }
+    memset (longtok, '7', sizeof (longtok) - 1);
+    longtok[sizeof (longtok) - 1] = '\0';
+    ok (sp_gpus_count (longtok) == -1, "a token longer than %d is refused",
+        SP_GPU_TOKEN_MAX);
+    longtok[SP_GPU_TOKEN_MAX] = '\0';
+    is_int (sp_gpus_count (longtok), 1, "a token of exactly %d is fine",
+            SP_GPU_TOKEN_MAX);
+
+    ok (sp_gpus_pick ("4,5,6", 0, buf, sizeof (buf)) == 0
+        && strcmp (buf, "4") == 0, "pick 0 of 4,5,6 is 4");
+    ok (sp_gpus_pick ("4,5,6", 2, buf, sizeof (buf)) == 0
+        && strcmp (buf, "6") == 0, "pick 2 of 4,5,6 is 6");
+    ok (sp_gpus_pick (uuids, 1, buf, sizeof (buf)) == 0
+        && strcmp (buf, "MIG-GPU-8f6c3a1e/1/0") == 0,
+        "UUID tokens are copied as they are");
+    errno = 0;
+    ok (sp_gpus_pick ("4,5,6", 3, buf, sizeof (buf)) == -1 && errno == ERANGE,
+        "pick past the end is ERANGE");
+    errno = 0;
+    ok (sp_gpus_pick ("", 0, buf, sizeof (buf)) == -1 && errno == ERANGE,
+        "pick from an empty list is ERANGE");
+    errno = 0;
+    ok (sp_gpus_pick ("4,,6", 0, buf, sizeof (buf)) == -1 && errno == EINVAL,
+        "pick from a malformed list is EINVAL, even before the bad token");
+    errno = 0;
+    ok (sp_gpus_pick ("GPU-123", 0, tiny, sizeof (tiny)) == -1
+        && errno == ENOSPC, "a too-small buffer is ENOSPC");
+    errno = 0;
+    ok (sp_gpus_pick (NULL, 0, buf, sizeof (buf)) == -1 && errno == EINVAL,
+        "pick from NULL is EINVAL");
+    errno = 0;
+    ok (sp_gpus_pick ("0", 0, NULL, 0) == -1 && errno == EINVAL,
+        "pick into NULL is EINVAL");
+}
+
+static struct sp_task_gpus task (const char *visible, int on_node,
+                                 unsigned lrank, unsigned ltasks,
+                                 enum sp_backend want, bool bind)
+{
+    struct sp_task_gpus t = { visible, on_node, lrank, ltasks, want, bind };
+    return t;
+}
+
+static void choose_ok (struct sp_task_gpus t, enum sp_backend backend,
+                       const char *gpu, const char *what)
+{
+    struct sp_task_choice c;
+    char err[256] = "";
+    int rc = sp_gpus_choose (&t, &c, err, sizeof (err));
+    ok (rc == 0 && c.backend == backend
+        && (gpu ? c.bound && strcmp (c.gpu, gpu) == 0 : !c.bound),
+        "%s: %s, %s", what, sp_backend_name (backend), gpu ? gpu : "unbound");
+    if (rc != 0)
+        diag ("  error: %s", err);
+}
+
+static void choose_bad (struct sp_task_gpus t, const char *want_in_msg,
+                        const char *what)
+{
+    struct sp_task_choice c = { .backend = SP_BACKEND_OFF };
+    char err[256] = "";
+    int rc;
+    errno = 0;
+    rc = sp_gpus_choose (&t, &c, err, sizeof (err));
+    ok (rc == -1 && errno == EINVAL && c.backend == SP_BACKEND_OFF
+        && strncmp (err, "ddp: ", 5) == 0 && strstr (err, want_in_msg),
+        "%s fails, message has '%s'", what, want_in_msg);
+    if (rc == 0 || !strstr (err, want_in_msg))
+        diag ("  message: %s", err);
+}
+
+static void test_choose (void)
+{
+    const enum sp_backend A = SP_BACKEND_AUTO, H = SP_BACKEND_HOST,
+                          N = SP_BACKEND_NCCL;
+
+    /* One shared list, one GPU per local task. */
+    choose_ok (task ("0,1", 2, 0, 2, N, true), N, "0", "nccl rank 0 of 2 on 0,1");
+    choose_ok (task ("0,1", 2, 1, 2, N, true), N, "1", "nccl rank 1 of 2 on 0,1");
+    choose_ok (task ("2,3", 2, 1, 2, A, true), N, "3", "auto with enough GPUs");
+    choose_ok (task ("GPU-a,GPU-b", -1, 1, 2, A, true), N, "GPU-b",
+               "UUIDs, unknown node count");
+    choose_ok (task ("0,1,2,3", 4, 1, 2, N, true), N, "1",
+               "more GPUs than tasks: the one at the local rank");
+    choose_ok (task ("0,1", 2, 1, 2, H, true), H, "1",
+               "host with enough GPUs still binds");
+    /* Too few GPUs. */
+    choose_bad (task ("0,1", 2, 2, 3, N, true), "3 local tasks and 2 GPUs",
+                "nccl, 3 tasks on 2 GPUs");
+    choose_ok (task ("0,1", 2, 2, 3, A, true), H, NULL,
+               "auto, 3 tasks on 2 GPUs");
+    choose_ok (task ("0,1", 2, 2, 3, H, true), H, NULL,
+               "host, 3 tasks on 2 GPUs");
+    /* No GPUs. */
+    choose_bad (task (NULL, -1, 0, 1, N, true), "no GPU", "nccl without GPUs");
+    choose_bad (task ("", 0, 0, 1, N, false), "no GPU",
+                "nccl with an empty list, binding off");
+    choose_ok (task (NULL, -1, 0, 2, A, true), H, NULL, "auto without GPUs");
+    choose_ok (task (NULL, -1, 0, 2, H, true), H, NULL, "host without GPUs");
+    /* Slurm already gave each task its own GPU (--gpus-per-task=1). */
+    choose_ok (task ("1", 2, 1, 2, N, true), N, "1",
+               "per-task share: nccl keeps the task's own GPU");
+    choose_ok (task ("1", 2, 1, 2, A, true), N, "1", "per-task share: auto");
+    choose_ok (task ("2,3", 4, 1, 2, N, true), N, "2",
+               "per-task share of two: the first of the share");
+    choose_bad (task ("0", 2, 1, 4, N, true), "4 local tasks and 1 GPUs",
+                "shares smaller than the task count are not own shares");
+    choose_bad (task ("0", 1, 1, 2, N, true), "2 local tasks and 1 GPUs",
+                "one GPU on the node shared by two tasks");
+    /* Binding off (admin bind=none or --ddp=...,nobind). */
+    choose_ok (task ("0,1", 2, 1, 2, N, false), N, NULL, "nccl, binding off");
+    choose_ok (task ("0,1", 2, 2, 3, N, false), N, NULL,
+               "nccl, binding off, more tasks than GPUs: user's choice");
+    choose_ok (task ("0,1", 2, 2, 3, A, false), N, NULL,
+               "auto, binding off, GPUs visible: nccl");
+    /* Garbage in. */
+    choose_bad (task ("0,,1", 2, 0, 2, A, true), "not a valid GPU list",
+                "a malformed CUDA_VISIBLE_DEVICES");
+    choose_bad (task ("0,1", 2, 2, 2, A, true), "internal error",
+                "local rank >= local tasks");
+    choose_bad (task ("0,1", 2, 0, 0, A, true), "internal error",
+                "zero local tasks");
+    choose_bad (task ("0,1", 2, 0, 2, SP_BACKEND_OFF, true), "internal error",
+                "backend off");
+    {
+        struct sp_task_choice c;
+        ok (sp_gpus_choose (NULL, &c, NULL, 0) == -1, "NULL input fails");
+    }
+}
+
+int main (void)
+{
+    test_lists ();
+    test_choose ();
+    return done_testing ();
+}
