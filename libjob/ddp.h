@@ -20,6 +20,7 @@
 #ifndef DDP_H
 #define DDP_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -267,6 +268,30 @@ void ddp_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 /* As ddp_log(), printed by the main rank only. */
 void ddp_log_main (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* ---- Added by the helpers: capabilities found in the seed libraries --- *
+ * (see doc/api-map.md for the whole seed -> C map). */
+
+/* Write the log prefix "[ddp rank R/W] " to buf with snprintf semantics (at
+ * most size bytes including the NUL; buf may be NULL when size is 0), for a
+ * program that logs through its own logger (speechbrain's
+ * rank_prefixed_message).  Returns the prefix length (as snprintf), or
+ * DDP_EINVAL if buf is NULL and size > 0. */
+int ddp_log_prefix (char *buf, size_t size);
+
+/* As ddp_log(), with a va_list (to wrap it in a program's own logger). */
+void ddp_vlog (const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 1, 0)));
+
+/* Gather n named values from every rank into every rank's out (room for
+ * world_size * n doubles; out[r * n + i] is rank r's values[i].value), in
+ * one collective that also checks that every rank passed the same names in
+ * the same order (aitoolbox's mp_sync_dict).  Returns 0; DDP_EMISMATCH on
+ * every rank if names differ; DDP_EINVAL on a rank with NULL values (n > 0),
+ * a NULL name or NULL out (DDP_EREMOTE on the others); DDP_ENOMEM; or
+ * another DDP_E* code. */
+int ddp_allgather_named (const ddp_named_value_t *values, size_t n,
+                         double *out);
 
 #ifdef __cplusplus
 }

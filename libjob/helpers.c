@@ -1,0 +1,772 @@
+/* helpers.c - main-process helpers and variable-size data, built only on
+ * libddp's public API (ddp_bcast, ddp_allreduce, ddp_gather, ...).
+ *
+ * The promise of every helper here: a failure on one rank (a callback that
+ * fails, a bad argument, an allocation that fails) becomes an error on every
+ * rank, carried by the collective that ends the step anyway, so that nobody
+ * waits forever and nobody carries on unaware.  The rank that failed returns
+ * its own code (DDP_EUSER for a callback, DDP_EINVAL, DDP_ENOMEM); every
+ * other rank returns DDP_EREMOTE (with DDP_DEBUG set it also logs which rank
+ * failed and how).  A rank that detects a bad argument still takes part in
+ * the helper's collectives (with a dummy contribution) rather than returning
+ * at once and leaving its peers waiting.
+ *
+ * How this does better than the Python helpers we replace (../doc/api-map.md):
+ * - speechbrain run_on_main: main runs func inside try/finally and reaches the
+ *   barrier even if func raised, but the barrier carries no data: the other
+ *   ranks run post_func and go on as if the files func should have written
+ *   existed.  Here the barrier is an allreduce (MAX) of a status word, so the
+ *   others skip post_fn and get DDP_EREMOTE.
+ * - axolotl zero_first: if rank 0's block raises, rank 0 never reaches the
+ *   barrier the others wait at, and the job hangs until a watchdog (if any)
+ *   kills it.  Here rank 0's status is shared before the others run fn; they
+ *   do not run it and get DDP_EREMOTE at once.
+ * - axolotl compute_and_broadcast / speechbrain ddp_broadcast: an exception
+ *   on the source rank leaves the others blocked in the broadcast.  Here the
+ *   status travels in the header of the broadcast.
+ * - virtex average_across_processes: one all-reduce per dict key.  Here
+ *   ddp_average_named() is one allreduce for all values, and it detects
+ *   ranks passing different names (a silent wrong average in virtex).
+ *
+ * Collective count per helper (W = world size): run_on_main 1 (+1 with a
+ * post_fn), rank0_first 2, compute_and_bcast 1 for results up to
+ * BCAST_INLINE bytes (else 3), gatherv 1 when every buffer fits
+ * GV_INLINE bytes (else 3 or more), reduce_bcast 3, average_named 1.
+ */
+#include "config.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ddp.h"
+
+#define BCAST_INLINE 240            /* bytes carried in the bcast header */
+#define GV_INLINE 48                /* bytes carried in the gatherv header */
+#define GV_SCRATCH (64u << 20)      /* receive scratch of a padded gather */
+#define GV_MIN_CHUNK (64u << 10)
+#define NAMED_STACK 64              /* doubles on the stack for average_named */
+#define NAMED_HASH_SLOTS 6          /* 3 16-bit hash pieces and their squares */
+
+/* Depth of main-only callbacks running on this thread: a helper called
+ * from inside one runs locally, like speechbrain's MAIN_PROC_ONLY guard. */
+static __thread int main_only_depth;
+
+static bool initialized (void)
+{
+    return strcmp (ddp_backend_name (), "none") != 0;
+}
+
+static bool debug (void)
+{
+    const char *s = getenv ("DDP_DEBUG");
+    return s && *s && strcmp (s, "0") != 0;
+}
+
+static bool bad_root (int root)
+{
+    return root < 0 || root >= ddp_world_size ();
+}
+
+/* What one rank tells the others at the end of a step (allreduce MAX). */
+enum {
+    ST_CODE,      /* -DDP_E* of a failed rank, 0 if fine */
+    ST_RANK,      /* world_size - rank of a failed rank: MAX -> lowest rank */
+    ST_CHECK,     /* a value every rank must agree on ... */
+    ST_NCHECK,    /* ... and its complement: MAX of both gives MIN and MAX */
+    ST_FLAG,      /* any rank sets a flag */
+    ST_WORDS
+};
+
+/* Share this rank's status 'local' (0 or a DDP_E* code) and learn
+ * everyone's.  Returns the collective's error if it failed; else 'local' if
+ * this rank failed; DDP_EREMOTE if another did; DDP_EMISMATCH if 'check'
+ * differs across ranks; else 0.  *flag (may be NULL) is set to whether any
+ * rank passed flag_in true. */
+static int sync_status (const char *what, int local, uint64_t check,
+                        bool flag_in, bool *flag)
+{
+    uint64_t w[ST_WORDS] = { 0 };
+    int rc, world = ddp_world_size ();
+
+    if (local < 0) {
+        w[ST_CODE] = (uint64_t) -local;
+        w[ST_RANK] = (uint64_t) (world - ddp_rank ());
+    }
+    w[ST_CHECK] = check;
+    w[ST_NCHECK] = ~check;
+    w[ST_FLAG] = flag_in ? 1 : 0;
+    if ((rc = ddp_allreduce (w, w, ST_WORDS, DDP_UINT64, DDP_MAX)) < 0)
+        return rc;
+    if (flag)
+        *flag = w[ST_FLAG] != 0;
+    if (local < 0)
+        return local;
+    if (w[ST_CODE] != 0) {
+        if (debug ())
+            ddp_log ("%s: rank %d failed: %s", what,
+                     world - (int) w[ST_RANK],
+                     ddp_strerror (-(int) w[ST_CODE]));
+        return DDP_EREMOTE;
+    }
+    if (w[ST_CHECK] != ~w[ST_NCHECK]) {
+        if (debug ())
+            ddp_log ("%s: ranks passed different arguments", what);
+        return DDP_EMISMATCH;
+    }
+    return 0;
+}
+
+/* Run a callback; a non-zero return becomes DDP_EUSER. */
+static int call (ddp_fn_t fn, void *arg, bool main_only)
+{
+    int rc;
+
+    if (main_only)
+        main_only_depth++;
+    rc = fn (arg);
+    if (main_only)
+        main_only_depth--;
+    return rc != 0 ? DDP_EUSER : 0;
+}
+
+/* ---- Variable-size data ----------------------------------------------- */
+
+struct bcast_hdr {
+    uint64_t len;
+    uint64_t status;                /* -DDP_E* of the root, 0 if fine */
+    unsigned char data[BCAST_INLINE];
+};
+
+/* Broadcast (*buf, *len) from root.  'st' is this rank's status so far:
+ * root puts its own in the header (then nothing else moves); another rank's
+ * is shared in the allocation round.  On success a non-root rank has a
+ * malloc'd *buf (NULL for length 0) and *len; on failure *buf is NULL
+ * there.  Root's buffer is never touched. */
+static int bcast_bytes (void **buf, size_t *len, int root, int st)
+{
+    struct bcast_hdr h;
+    bool is_root = ddp_rank () == root;
+    void *p = NULL;
+    int rc;
+
+    memset (&h, 0, sizeof (h));
+    if (is_root) {
+        h.status = st < 0 ? (uint64_t) -st : 0;
+        if (st == 0) {
+            h.len = *len;
+            if (*len <= BCAST_INLINE && *len > 0)
+                memcpy (h.data, *buf, *len);
+        }
+    }
+    if ((rc = ddp_bcast (&h, sizeof (h), DDP_UINT8, root)) < 0)
+        return rc;
+    if (h.status != 0) {
+        if (is_root)
+            return st;
+        if (debug ())
+            ddp_log ("broadcast: root %d failed: %s", root,
+                     ddp_strerror (-(int) h.status));
+        return st < 0 ? st : DDP_EREMOTE;
+    }
+    if (is_root) {
+        if (h.len <= BCAST_INLINE)
+            return 0;
+        if ((rc = sync_status ("broadcast", 0, 0, false, NULL)) < 0)
+            return rc;
+        return ddp_bcast (*buf, *len, DDP_UINT8, root);
+    }
+    if (h.len > SIZE_MAX)
+        st = st < 0 ? st : DDP_ENOMEM;
+    else if (st == 0 && h.len > 0 && !(p = malloc ((size_t) h.len)))
+        st = DDP_ENOMEM;
+    if (h.len <= BCAST_INLINE) {        /* done: no further collective */
+        if (st < 0)
+            goto error;
+        if (h.len > 0)
+            memcpy (p, h.data, (size_t) h.len);
+    }
+    else {
+        if ((rc = sync_status ("broadcast", st, 0, false, NULL)) < 0) {
+            st = rc;
+            goto error;
+        }
+        if ((rc = ddp_bcast (p, (size_t) h.len, DDP_UINT8, root)) < 0) {
+            st = rc;
+            goto error;
+        }
+    }
+    *buf = p;
+    *len = (size_t) h.len;
+    return 0;
+error:
+    free (p);
+    return st;
+}
+
+int ddp_bcast_bytes (void **buf, size_t *len, int root)
+{
+    void *b = NULL;
+    size_t l = 0;
+    int st = 0, rc;
+    bool is_root;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (bad_root (root))
+        return DDP_EINVAL;
+    is_root = ddp_rank () == root;
+    if (!buf || !len)
+        st = DDP_EINVAL;
+    else if (is_root) {
+        b = *buf;
+        l = *len;
+        if (!b && l > 0)
+            st = DDP_EINVAL;
+    }
+    else {
+        *buf = NULL;
+        *len = 0;
+    }
+    rc = bcast_bytes (&b, &l, root, st);
+    if (rc == 0 && !is_root) {
+        *buf = b;
+        *len = l;
+    }
+    return rc;
+}
+
+struct gv_slot {
+    uint64_t len;
+    uint64_t status;
+    unsigned char data[GV_INLINE];
+};
+
+struct gv {
+    const unsigned char *buf;
+    size_t len;
+    bool all;                   /* allgather: every rank receives */
+    bool recv;                  /* this rank receives */
+    int root;
+    int world;
+    size_t max, total;
+    bool equal;                 /* every rank has the same length */
+    struct gv_slot *slots;
+    size_t *lens, *displs;
+    unsigned char *out;
+    unsigned char *scratch;     /* receivers: world * chunk */
+    unsigned char *pad;         /* senders: chunk */
+    size_t chunk;
+};
+
+static void gv_free (struct gv *g)
+{
+    free (g->slots);
+    free (g->lens);
+    free (g->displs);
+    free (g->out);
+    free (g->scratch);
+    free (g->pad);
+}
+
+static int gv_collective (struct gv *g, const void *send, void *recv,
+                          size_t count)
+{
+    if (g->all)
+        return ddp_allgather (send, recv, count, DDP_UINT8);
+    return ddp_gather (send, recv, count, DDP_UINT8, g->root);
+}
+
+/* Exchange every rank's length and status (and data up to GV_INLINE). */
+static int gv_header (struct gv *g, int st)
+{
+    struct gv_slot me;
+    int rc;
+
+    memset (&me, 0, sizeof (me));
+    if (st < 0)
+        me.status = (uint64_t) -st;
+    else {
+        me.len = g->len;
+        if (g->len <= GV_INLINE && g->len > 0)
+            memcpy (me.data, g->buf, g->len);
+    }
+    if ((rc = ddp_allgather (&me, g->slots, sizeof (me), DDP_UINT8)) < 0)
+        return rc;
+    g->max = 0;
+    g->total = 0;
+    g->equal = true;
+    for (int r = 0; r < g->world; r++) {
+        if (g->slots[r].status != 0) {
+            if (st < 0)
+                return st;
+            if (debug ())
+                ddp_log ("gather: rank %d failed: %s", r,
+                         ddp_strerror (-(int) g->slots[r].status));
+            return DDP_EREMOTE;
+        }
+        if (g->slots[r].len > SIZE_MAX - g->total)
+            return DDP_ENOMEM;  /* the same on every rank */
+        if (g->slots[r].len != g->slots[0].len)
+            g->equal = false;
+        if (g->slots[r].len > g->max)
+            g->max = (size_t) g->slots[r].len;
+        g->total += (size_t) g->slots[r].len;
+    }
+    return 0;
+}
+
+/* Allocate what this rank needs for the payload; returns 0 or DDP_ENOMEM. */
+static int gv_alloc (struct gv *g)
+{
+    size_t off = 0;
+
+    if (g->recv) {
+        if (!(g->lens = calloc ((size_t) g->world, sizeof (size_t)))
+            || !(g->displs = calloc ((size_t) g->world, sizeof (size_t))))
+            return DDP_ENOMEM;
+        for (int r = 0; r < g->world; r++) {
+            g->lens[r] = (size_t) g->slots[r].len;
+            g->displs[r] = off;
+            off += g->lens[r];
+        }
+        if (g->total > 0 && !(g->out = malloc (g->total)))
+            return DDP_ENOMEM;
+    }
+    if (g->max <= GV_INLINE || g->equal)
+        return 0;
+    g->chunk = GV_SCRATCH / (size_t) g->world;
+    if (g->chunk < GV_MIN_CHUNK)
+        g->chunk = GV_MIN_CHUNK;
+    if (g->chunk > g->max)
+        g->chunk = g->max;
+    if (g->recv && !(g->scratch = malloc (g->chunk * (size_t) g->world)))
+        return DDP_ENOMEM;
+    if (!(g->pad = malloc (g->chunk)))
+        return DDP_ENOMEM;
+    return 0;
+}
+
+/* Lengths differ: move the data in rounds of 'chunk' bytes per rank, each
+ * rank padding its part of a round to the full chunk. */
+static int gv_padded (struct gv *g)
+{
+    for (size_t off = 0; off < g->max; off += g->chunk) {
+        size_t n = g->max - off < g->chunk ? g->max - off : g->chunk;
+        const void *src = g->pad;
+        int rc;
+
+        if (g->len >= off + n)
+            src = g->buf + off;
+        else {
+            memset (g->pad, 0, n);
+            if (g->len > off)
+                memcpy (g->pad, g->buf + off, g->len - off);
+        }
+        if ((rc = gv_collective (g, src, g->scratch, n)) < 0)
+            return rc;
+        if (!g->recv)
+            continue;
+        for (int r = 0; r < g->world; r++) {
+            if (g->lens[r] > off) {
+                size_t k = g->lens[r] - off < n ? g->lens[r] - off : n;
+                memcpy (g->out + g->displs[r] + off, g->scratch + (size_t) r * n,
+                        k);
+            }
+        }
+    }
+    return 0;
+}
+
+static int gv_payload (struct gv *g)
+{
+    if (g->max <= GV_INLINE) {
+        if (g->recv) {
+            for (int r = 0; r < g->world; r++)
+                if (g->lens[r] > 0)
+                    memcpy (g->out + g->displs[r], g->slots[r].data,
+                            g->lens[r]);
+        }
+        return 0;
+    }
+    if (g->equal)
+        return gv_collective (g, g->buf, g->out, g->max);
+    return gv_padded (g);
+}
+
+static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
+                    int root, bool all)
+{
+    struct gv g;
+    int st = 0, rc;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (!all && bad_root (root))
+        return DDP_EINVAL;
+    memset (&g, 0, sizeof (g));
+    g.buf = buf;
+    g.len = len;
+    g.all = all;
+    g.root = root;
+    g.world = ddp_world_size ();
+    g.recv = all || ddp_rank () == root;
+    if (!out || !lens || (!buf && len > 0))
+        st = DDP_EINVAL;
+    else {
+        *out = NULL;
+        *lens = NULL;
+    }
+    if (!(g.slots = calloc ((size_t) g.world, sizeof (*g.slots)))) {
+        rc = DDP_ENOMEM;    /* cannot take part: peers time out */
+        goto out;
+    }
+    if ((rc = gv_header (&g, st)) < 0)
+        goto out;
+    st = gv_alloc (&g);
+    if (g.max <= GV_INLINE) {   /* no collective left: a local failure */
+        if ((rc = st) < 0)
+            goto out;
+    }
+    else if ((rc = sync_status ("gather", st, 0, false, NULL)) < 0)
+        goto out;
+    if ((rc = gv_payload (&g)) < 0)
+        goto out;
+    if (g.recv) {
+        *out = g.out;
+        *lens = g.lens;
+        g.out = NULL;
+        g.lens = NULL;
+    }
+out:
+    gv_free (&g);
+    return rc;
+}
+
+int ddp_gatherv_bytes (const void *buf, size_t len, void **out, size_t **lens,
+                       int root)
+{
+    return gatherv (buf, len, out, lens, root, false);
+}
+
+int ddp_allgatherv_bytes (const void *buf, size_t len, void **out,
+                          size_t **lens)
+{
+    return gatherv (buf, len, out, lens, 0, true);
+}
+
+/* ---- Main-process helpers --------------------------------------------- */
+
+int ddp_run_on_main (ddp_fn_t fn, void *arg, ddp_fn_t post_fn, void *post_arg,
+                     bool post_on_main)
+{
+    bool is_main = ddp_is_main (), any_post = false;
+    int st, rc;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (main_only_depth > 0) {
+        /* Nested in a main-only callback: only main is here; run locally. */
+        if (!fn)
+            return DDP_EINVAL;
+        if ((rc = call (fn, arg, true)) < 0 || !post_fn || !post_on_main)
+            return rc;
+        return call (post_fn, post_arg, false);
+    }
+    st = 0;
+    if (is_main)    /* only main needs fn */
+        st = fn ? call (fn, arg, true) : DDP_EINVAL;
+    rc = sync_status ("ddp_run_on_main", st, 0, post_fn != NULL, &any_post);
+    if (rc < 0 || !any_post)
+        return rc;
+    st = 0;
+    if (post_fn && (!is_main || post_on_main))
+        st = call (post_fn, post_arg, false);
+    return sync_status ("ddp_run_on_main post_fn", st, 0, false, NULL);
+}
+
+int ddp_main_only (ddp_fn_t fn, void *arg)
+{
+    return ddp_run_on_main (fn, arg, NULL, NULL, false);
+}
+
+/* fn runs first where 'first' is true; the others run it once all of those
+ * succeeded. */
+static int first_then_rest (const char *what, ddp_fn_t fn, void *arg,
+                            bool first)
+{
+    int st = 0, rc;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (main_only_depth > 0)    /* nested on main: only main is here */
+        return fn ? call (fn, arg, false) : DDP_EINVAL;
+    if (!fn)
+        st = DDP_EINVAL;
+    else if (first)
+        st = call (fn, arg, false);
+    if ((rc = sync_status (what, st, 0, false, NULL)) < 0)
+        return rc;
+    if (!first)
+        st = call (fn, arg, false);
+    return sync_status (what, st, 0, false, NULL);
+}
+
+int ddp_rank0_first (ddp_fn_t fn, void *arg)
+{
+    return first_then_rest ("ddp_rank0_first", fn, arg, ddp_is_main ());
+}
+
+int ddp_local_rank0_first (ddp_fn_t fn, void *arg)
+{
+    return first_then_rest ("ddp_local_rank0_first", fn, arg,
+                            ddp_is_local_main ());
+}
+
+int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
+                           void **out, size_t *len)
+{
+    void *p = NULL;
+    size_t l = 0;
+    int st = 0, rc;
+    bool is_root;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (bad_root (root))
+        return DDP_EINVAL;
+    is_root = ddp_rank () == root;
+    if (!out || !len)
+        st = DDP_EINVAL;
+    else {
+        *out = NULL;
+        *len = 0;
+    }
+    if (is_root && !fn)     /* only root needs fn */
+        st = DDP_EINVAL;
+    if (st == 0 && is_root) {
+        if (fn (arg, &p, &l) != 0)
+            st = DDP_EUSER;     /* p is not examined after a failure */
+        else if (!p && l > 0)
+            st = DDP_EUSER;
+        if (st < 0)
+            p = NULL;
+    }
+    rc = bcast_bytes (&p, &l, root, st);
+    if (rc < 0) {
+        if (is_root)
+            free (p);
+        return rc;
+    }
+    *out = p;
+    *len = l;
+    return 0;
+}
+
+int ddp_reduce_bcast (void *buf, size_t count, size_t elem_size,
+                      ddp_user_op_t op, void *ctx)
+{
+    int world = ddp_world_size (), st = 0, rc;
+    bool is_root = ddp_rank () == 0;
+    unsigned char *scratch = NULL;
+    size_t n = 0;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (elem_size != 0 && count > SIZE_MAX / elem_size)
+        st = DDP_EINVAL;
+    else
+        n = count * elem_size;
+    if (!op || (!buf && n > 0) || (elem_size == 0 && count > 0))
+        st = DDP_EINVAL;
+    if (st == 0 && is_root && n > 0) {
+        if (n > SIZE_MAX / (size_t) world
+            || !(scratch = malloc (n * (size_t) world)))
+            st = DDP_ENOMEM;
+    }
+    /* n must agree everywhere: a mismatch is reported, not a hang. */
+    if ((rc = sync_status ("ddp_reduce_bcast", st, n, false, NULL)) < 0)
+        goto out;
+    if (n == 0)
+        goto out;
+    if ((rc = ddp_gather (buf, scratch, n, DDP_UINT8, 0)) < 0)
+        goto out;
+    if (is_root) {
+        for (int r = 1; r < world; r++)
+            op (scratch, scratch + (size_t) r * n, count, ctx);
+        memcpy (buf, scratch, n);
+    }
+    rc = ddp_bcast (buf, n, DDP_UINT8, 0);
+out:
+    free (scratch);
+    return rc;
+}
+
+int ddp_average (void *buf, size_t count, ddp_dtype_t dtype)
+{
+    if (!initialized ())
+        return DDP_ENOINIT;
+    return ddp_allreduce (buf, buf, count, dtype, DDP_AVG);
+}
+
+/* FNV-1a over n and every name (with its terminating NUL). */
+static uint64_t names_hash (const ddp_named_value_t *v, size_t n)
+{
+    uint64_t h = UINT64_C (0xcbf29ce484222325);
+    const uint64_t prime = UINT64_C (0x100000001b3);
+
+    for (size_t i = 0; i < sizeof (n); i++) {
+        h ^= (n >> (8 * i)) & 0xff;
+        h *= prime;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *s = v[i].name;
+        do {
+            h ^= (unsigned char) *s;
+            h *= prime;
+        } while (*s++);
+    }
+    return h;
+}
+
+/* The names check rides in the same SUM allreduce as the values: for each
+ * 16-bit piece p of the names' hash a rank adds p and p*p.  All ranks agree
+ * iff W * sum(p^2) == (sum p)^2 (Cauchy-Schwarz, equality iff every p is
+ * the same).  The sums are integers below 2^53 (W < 2^21), exact in double
+ * whatever the reduction order. */
+static bool names_agree (const double *slot, int world)
+{
+    for (int k = 0; k < NAMED_HASH_SLOTS; k += 2) {
+        unsigned __int128 s1 = (uint64_t) slot[k];
+        unsigned __int128 s2 = (uint64_t) slot[k + 1];
+        if (s2 * (unsigned) world != s1 * s1)
+            return false;
+    }
+    return true;
+}
+
+int ddp_average_named (ddp_named_value_t *values, size_t n)
+{
+    double stackbuf[NAMED_STACK];
+    double *buf = stackbuf;
+    int world = ddp_world_size (), st = 0, rc;
+    uint64_t h = UINT64_C (0x5bd1e9955bd1e995); /* poison: a local error */
+    size_t m;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (n > SIZE_MAX / sizeof (double) - NAMED_HASH_SLOTS)
+        return DDP_EINVAL;
+    m = n + NAMED_HASH_SLOTS;
+    if (m > NAMED_STACK && !(buf = malloc (m * sizeof (double))))
+        return DDP_ENOMEM;  /* cannot take part: peers time out */
+    if (!values && n > 0)
+        st = DDP_EINVAL;
+    for (size_t i = 0; st == 0 && i < n; i++)
+        if (!values[i].name)
+            st = DDP_EINVAL;
+    if (st == 0)
+        h = names_hash (values, n);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = st == 0 ? values[i].value : 0.;
+    for (int k = 0; k < NAMED_HASH_SLOTS / 2; k++) {
+        double p = (double) ((h >> (16 * k)) & 0xffff);
+        buf[n + 2 * k] = p;
+        buf[n + 2 * k + 1] = p * p;
+    }
+    if ((rc = ddp_allreduce (buf, buf, m, DDP_FLOAT64, DDP_SUM)) < 0)
+        goto out;
+    if ((rc = st) < 0)
+        goto out;
+    if (!names_agree (buf + n, world)) {
+        if (debug ())
+            ddp_log ("ddp_average_named: ranks passed different names");
+        rc = DDP_EMISMATCH;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        values[i].value = buf[i] / (double) world;
+out:
+    if (buf != stackbuf)
+        free (buf);
+    return rc;
+}
+
+/* Each rank's slot: [status, names hash (bits), values...]. */
+int ddp_allgather_named (const ddp_named_value_t *values, size_t n,
+                         double *out)
+{
+    int world = ddp_world_size (), me = ddp_rank (), st = 0, rc;
+    size_t m = n + 2;
+    double *all = NULL;
+    uint64_t h = 0, hr;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (n > SIZE_MAX / sizeof (double) / (size_t) world - 2)
+        return DDP_EINVAL;
+    if (!(all = calloc ((size_t) world * m, sizeof (double))))
+        return DDP_ENOMEM;  /* cannot take part: peers time out */
+    if (!out || (!values && n > 0))
+        st = DDP_EINVAL;
+    for (size_t i = 0; st == 0 && i < n; i++)
+        if (!values[i].name)
+            st = DDP_EINVAL;
+    double *mine = all + (size_t) me * m;
+    mine[0] = (double) -st;
+    if (st == 0) {
+        h = names_hash (values, n);
+        memcpy (&mine[1], &h, sizeof (h));
+        for (size_t i = 0; i < n; i++)
+            mine[2 + i] = values[i].value;
+    }
+    if ((rc = ddp_allgather (mine, all, m, DDP_FLOAT64)) < 0)
+        goto out;
+    if ((rc = st) < 0)
+        goto out;
+    for (int r = 0; r < world; r++) {
+        const double *slot = all + (size_t) r * m;
+        if (slot[0] != 0.) {
+            if (debug ())
+                ddp_log ("ddp_allgather_named: rank %d failed: %s", r,
+                         ddp_strerror (-(int) slot[0]));
+            rc = DDP_EREMOTE;
+            goto out;
+        }
+        memcpy (&hr, &slot[1], sizeof (hr));
+        if (hr != h) {
+            if (debug ())
+                ddp_log ("ddp_allgather_named: rank %d passed other names", r);
+            rc = DDP_EMISMATCH;
+            goto out;
+        }
+    }
+    for (int r = 0; r < world; r++)
+        memcpy (out + (size_t) r * n, all + (size_t) r * m + 2,
+                n * sizeof (double));
+out:
+    free (all);
+    return rc;
+}
+
+int ddp_gather_scalar (double value, double *out, int root)
+{
+    double *recv = out, *scratch = NULL;
+    int st = 0, rc;
+
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (bad_root (root))
+        return DDP_EINVAL;
+    if (ddp_rank () == root && !out) {
+        /* Still take part so that the senders are not left waiting. */
+        st = DDP_EINVAL;
+        if (!(recv = scratch = calloc ((size_t) ddp_world_size (),
+                                       sizeof (double))))
+            return DDP_ENOMEM;
+    }
+    rc = ddp_gather (&value, recv, 1, DDP_FLOAT64, root);
+    free (scratch);
+    return rc < 0 ? rc : st;
+}
+
+/* vi: ts=4 sw=4 expandtab
+ */

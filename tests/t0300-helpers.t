@@ -1,0 +1,77 @@
+#!/bin/sh
+test_description='libddp helpers on real steps: main-process helpers, variable-size
+data, failures on one rank reaching every rank without a hang'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+
+CHECK=$DDP_PROGS/helpers_check
+DDP_SRUN_TIMEOUT=${DDP_SRUN_TIMEOUT:-90}
+
+# run_check NAME NTASKS SRUN_ARGS... : run the whole check in a fresh
+# directory and require every rank to finish with no failure.
+run_check () {
+	name=$1 n=$2
+	shift 2
+	rm -rf "$name" && mkdir "$name" &&
+	ddp_srun "$@" "$CHECK" "$PWD/$name" $HELPERS_EXTRA >"$name.out" 2>"$name.err"
+	rc=$?
+	grep -v " ok$" "$name.out"
+	cat "$name.err" >&2
+	test $rc = 0 &&
+	test $(grep -c "done failures=0$" "$name.out") = "$n" &&
+	! grep -q FAIL "$name.out"
+}
+
+test_expect_success 'a single process without srun: every helper' '
+	rm -rf single && mkdir single &&
+	env -u WORLD_SIZE "$CHECK" "$PWD/single" >single.out &&
+	grep -q "^rank 0/1 done failures=0$" single.out
+'
+test_expect_success 'srun -N1 -n1: every helper' '
+	run_check n1 1 --mpi=pmix -N1 -n1
+'
+test_expect_success 'srun -N1 -n4: every helper, failures reach every rank' '
+	run_check n4 4 --mpi=pmix -N1 -n4
+'
+test_expect_success 'srun -N2 -n4: every helper, failures reach every rank' '
+	run_check n2n4 4 --mpi=pmix -N2 -n4
+'
+test_expect_success 'srun -N2 -n3 (uneven): every helper' '
+	run_check n2n3 3 --mpi=pmix -N2 -n3
+'
+test_expect_success 'srun -N2 -n4: tens of MiB through the variable-size paths' '
+	(HELPERS_EXTRA=big && run_check big 4 --mpi=pmix -N2 -n4)
+'
+test_expect_success 'rank 0 failing in run_on_main: EUSER on 0, EREMOTE on all others' '
+	for r in 1 2 3; do
+		grep -q "^rank $r/4 run_on_main main fails: EUSER on main, EREMOTE elsewhere, no post ok$" n2n4.out || return 1
+	done &&
+	grep -q "^rank 0/4 run_on_main main fails: EUSER on main, EREMOTE elsewhere, no post ok$" n2n4.out
+'
+test_expect_success 'rank 0 failing in rank0_first: the others skip fn, get EREMOTE' '
+	test $(grep -c "rank0_first rank 0 fails: the others do not run fn, EREMOTE ok$" n2n4.out) = 4
+'
+test_expect_success 'average_named with a different name: EMISMATCH on every rank' '
+	test $(grep -c "average_named a name differs on the last rank: EMISMATCH everywhere ok$" n2n4.out) = 4
+'
+test_expect_success 'a step whose rank 0 fails inside helpers ends promptly' '
+	rm -rf prompt && mkdir prompt &&
+	start=$(date +%s) &&
+	ddp_srun --mpi=pmix -N2 -n4 "$CHECK" "$PWD/prompt" >prompt.out &&
+	end=$(date +%s) &&
+	echo "took $((end - start)) s" &&
+	test $((end - start)) -lt 30
+'
+test_expect_success 'main dies inside run_on_main: nobody hangs' '
+	rm -rf die && mkdir die &&
+	start=$(date +%s);
+	(export DDP_TIMEOUT=20 DDP_SRUN_TIMEOUT=60 &&
+	 ddp_srun --mpi=pmix -N2 -n4 "$CHECK" "$PWD/die" die >die.out 2>die.err);
+	rc=$? end=$(date +%s);
+	cat die.out; tail -5 die.err;
+	echo "rc $rc, took $((end - start)) s";
+	test $rc != 0 && test $rc != 124 && test $rc != 137 &&
+	test $((end - start)) -lt 50 &&
+	! grep -q "rc=0 " die.out
+'
+test_done
