@@ -9,7 +9,7 @@
  * (recvbuf of reduce/gather may be NULL on non-root ranks).
  *
  * Every backend function returns 0 or a negative DDP_E* code, and on failure
- * records why with ddp_error() (ddp_internal.h), naming the rank(s) at fault
+ * records why with ddpi_error() (ddp_internal.h), naming the rank(s) at fault
  * where it knows them.  After DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT the
  * core marks the library broken: later collectives fail with the same code
  * without calling the backend again.  Every wait is bounded by
@@ -39,7 +39,7 @@ struct ddp_backend {
     /* Connect this rank to its peers.  b is the bootstrap handle (its
      * exchange is the only way to publish setup data; it stays valid until
      * destroy).  On success sets *ctxp and returns 0; on failure returns a
-     * negative DDP_E* code after ddp_error(), leaving nothing behind (no
+     * negative DDP_E* code after ddpi_error(), leaving nothing behind (no
      * segment, socket or thread). */
     int (*create) (struct bootstrap *b, const struct ddp_config *cfg,
                    void **ctxp);
@@ -69,6 +69,6 @@ struct ddp_backend {
 };
 
 /* The host backend (shared memory within a node, TCP between nodes). */
-extern const struct ddp_backend ddp_backend_host;
+extern const struct ddp_backend ddpi_backend_host;
 
 #endif /* DDP_BACKEND_H */

@@ -269,6 +269,65 @@ void ddp_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 /* As ddp_log(), printed by the main rank only. */
 void ddp_log_main (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* ---- NCCL backend ------------------------------------------------------ *
+ * With DDP_BACKEND=nccl (or auto on a node with GPUs) the collectives above
+ * run through NCCL on the GPU this rank was given, on a CUDA stream owned by
+ * the library, and return once the operation completed on the GPU.  Buffers
+ * may be device memory (cudaMalloc, managed) or host memory: host buffers are
+ * staged through the GPU, so the same call works for both.  Every wait is
+ * bounded by DDP_TIMEOUT; an NCCL asynchronous error, a dead peer or the
+ * deadline aborts the communicator and every later collective fails.
+ * DDP_NCCL_RANKS_PER_ROOT (default 128) sets how many ranks share one NCCL
+ * bootstrap root.  See doc/nccl.md.  In a build without NCCL these exist and
+ * report that NCCL is not there. */
+
+/* The ncclComm_t of the library, or NULL when the NCCL backend is not in
+ * use (not initialized, host backend, built without NCCL, or aborted).  Use
+ * it for NCCL calls of your own; do not destroy it. */
+void *ddp_nccl_comm (void);
+
+/* The cudaStream_t the library's collectives run on, or NULL when the NCCL
+ * backend is not in use.  Do not destroy it. */
+void *ddp_cuda_stream (void);
+
+/* The CUDA device index (in this process's view) the library chose and made
+ * current in ddp_init(), or -1 when the NCCL backend is not in use. */
+int ddp_cuda_device (void);
+
+/* Explicit-stream variants of the collectives (stream is a cudaStream_t; NULL
+ * is CUDA's default stream).  With device buffers the operation is only
+ * enqueued on stream (like NCCL): it returns 0 at once and the result is
+ * ready when stream reaches it; order it with your own kernels through the
+ * stream and use ddp_stream_synchronize() to wait with the deadline.  With a
+ * host buffer the call stages through the GPU and returns once done.  Returns
+ * 0, DDP_EINVAL, DDP_ENOINIT, DDP_ENOTSUP (the NCCL backend is not in use),
+ * DDP_ENCCL, DDP_ECUDA, or the code that broke the communicator earlier. */
+int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
+                      void *stream);
+int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream);
+int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, ddp_op_t op, void *stream);
+int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, int root, void *stream);
+int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, void *stream);
+
+/* Wait until everything enqueued on stream (a cudaStream_t, NULL for the
+ * default stream) has completed, polling NCCL for asynchronous errors, for
+ * at most DDP_TIMEOUT.  On an NCCL error or the deadline the communicator
+ * is aborted (every rank's collectives then fail rather than hang).  Returns
+ * 0, DDP_ENOINIT, DDP_ENOTSUP, DDP_ECUDA, DDP_ENCCL, DDP_EPEER or
+ * DDP_ETIMEDOUT. */
+int ddp_stream_synchronize (void *stream);
+
+/* GPU memory of the current CUDA device in bytes: *used (everything in use
+ * on the device, by every process, as nvidia-smi counts it) and *total
+ * (either pointer may be NULL).  Works with any backend once a GPU is
+ * visible.  Returns 0, DDP_ENOTSUP (built without NCCL, or no GPU), or
+ * DDP_ECUDA. */
+int ddp_gpu_mem_info (size_t *used, size_t *total);
+
 /* ---- Added by the helpers: capabilities found in the seed libraries --- *
  * (see doc/api-map.md for the whole seed -> C map). */
 

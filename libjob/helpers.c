@@ -141,7 +141,8 @@ struct bcast_hdr {
  * is shared in the allocation round.  On success a non-root rank has a
  * malloc'd *buf (NULL for length 0) and *len; on failure *buf is NULL
  * there.  Root's buffer is never touched. */
-static int bcast_bytes (void **buf, size_t *len, int root, int st)
+static int bcast_bytes (const char *what, void **buf, size_t *len, int root,
+                        int st)
 {
     struct bcast_hdr h;
     bool is_root = ddp_rank () == root;
@@ -163,14 +164,14 @@ static int bcast_bytes (void **buf, size_t *len, int root, int st)
         if (is_root)
             return st;
         if (debug ())
-            ddp_log ("broadcast: root %d failed: %s", root,
+            ddp_log ("%s: root %d failed: %s", what, root,
                      ddp_strerror (-(int) h.status));
         return st < 0 ? st : DDP_EREMOTE;
     }
     if (is_root) {
         if (h.len <= BCAST_INLINE)
             return 0;
-        if ((rc = sync_status ("broadcast", 0, 0, false, NULL)) < 0)
+        if ((rc = sync_status (what, 0, 0, false, NULL)) < 0)
             return rc;
         return ddp_bcast (*buf, *len, DDP_UINT8, root);
     }
@@ -185,7 +186,7 @@ static int bcast_bytes (void **buf, size_t *len, int root, int st)
             memcpy (p, h.data, (size_t) h.len);
     }
     else {
-        if ((rc = sync_status ("broadcast", st, 0, false, NULL)) < 0) {
+        if ((rc = sync_status (what, st, 0, false, NULL)) < 0) {
             st = rc;
             goto error;
         }
@@ -226,7 +227,7 @@ int ddp_bcast_bytes (void **buf, size_t *len, int root)
         *buf = NULL;
         *len = 0;
     }
-    rc = bcast_bytes (&b, &l, root, st);
+    rc = bcast_bytes ("ddp_bcast_bytes", &b, &l, root, st);
     if (rc == 0 && !is_root) {
         *buf = b;
         *len = l;
@@ -299,7 +300,8 @@ static int gv_header (struct gv *g, int st)
             if (st < 0)
                 return st;
             if (debug ())
-                ddp_log ("gather: rank %d failed: %s", r,
+                ddp_log ("%s: rank %d failed: %s",
+                     g->all ? "ddp_allgatherv_bytes" : "ddp_gatherv_bytes", r,
                          ddp_strerror (-(int) g->slots[r].status));
             return DDP_EREMOTE;
         }
@@ -426,7 +428,9 @@ static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
         if ((rc = st) < 0)
             goto out;
     }
-    else if ((rc = sync_status ("gather", st, 0, false, NULL)) < 0)
+    else if ((rc = sync_status (all ? "ddp_allgatherv_bytes"
+                                    : "ddp_gatherv_bytes", st, 0, false,
+                                NULL)) < 0)
         goto out;
     if ((rc = gv_payload (&g)) < 0)
         goto out;
@@ -550,7 +554,7 @@ int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
         if (st < 0)
             p = NULL;
     }
-    rc = bcast_bytes (&p, &l, root, st);
+    rc = bcast_bytes ("ddp_compute_and_bcast", &p, &l, root, st);
     if (rc < 0) {
         if (is_root)
             free (p);

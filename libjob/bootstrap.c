@@ -1,0 +1,496 @@
+/* bootstrap.c - find rank and peers: PMIx, else a single process.
+ * See bootstrap.h for the contract. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef HAVE_PMIX
+#include <pmix.h>
+#endif
+
+#include "bootstrap.h"
+#include "ddp_internal.h"
+
+#define MAX_BLOB (64 * 1024)
+
+struct bootstrap {
+    struct bootstrap_info info;
+    double timeout_s;
+    bool pmix;
+    char job_id[300];
+#ifdef HAVE_PMIX
+    pmix_proc_t me;
+#endif
+};
+
+/* Exchange keys: never reused, also across ddp_init() generations. */
+static unsigned long exchange_seq;
+
+static int errf (char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+static int errf (char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    if (err && errlen) {
+        va_start (ap, fmt);
+        vsnprintf (err, errlen, fmt, ap);
+        va_end (ap);
+    }
+    return code;
+}
+
+/* Strictly parse an optional environment integer in [min, max].
+ * Returns 1 and sets *out if set, 0 if unset, or DDP_EINVAL. */
+static int env_int (const char *name, long min, long max, long *out,
+                    char *err, size_t errlen)
+{
+    const char *s = getenv (name);
+
+    if (!s)
+        return 0;
+    if (ddpi_parse_long (s, min, max, out) < 0)
+        return errf (err, errlen, DDP_EINVAL,
+                     "%s='%s' is not an integer in [%ld, %ld]", name, s, min,
+                     max);
+    return 1;
+}
+
+/* A hint from a launcher that does not speak PMIx to us: return the world
+ * size it announces (> 1) and its variable name, or 0. */
+static long foreign_world (const char **name)
+{
+    static const char *vars[] = { "SLURM_STEP_NUM_TASKS",
+                                  "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL };
+    long v;
+    int i;
+
+    for (i = 0; vars[i]; i++) {
+        if (ddpi_parse_long (getenv (vars[i]), 1, INT_MAX, &v) == 0 && v > 1) {
+            *name = vars[i];
+            return v;
+        }
+    }
+    return 0;
+}
+
+static bool pmix_env_present (void)
+{
+    extern char **environ;
+    char **e;
+
+    if (getenv ("PMIX_NAMESPACE"))
+        return true;
+    for (e = environ; e && *e; e++)
+        if (strncmp (*e, "PMIX_SERVER_URI", 15) == 0)
+            return true;
+    return false;
+}
+
+static int single_create (struct bootstrap *b, char *err, size_t errlen)
+{
+    b->info.rank = 0;
+    b->info.size = 1;
+    b->info.local_rank = 0;
+    b->info.local_size = 1;
+    b->info.node_rank = 0;
+    b->info.num_nodes = 1;
+    b->info.method = "single";
+    if (!(b->info.local_ranks = calloc (1, sizeof (int))))
+        return errf (err, errlen, DDP_ENOMEM, "out of memory");
+    snprintf (b->job_id, sizeof (b->job_id), "single.%d", (int)getpid ());
+    return 0;
+}
+
+#ifdef HAVE_PMIX
+/* Read an unsigned integer of any PMIx integer type. */
+static int pmix_get_uint (pmix_proc_t *p, const char *key, unsigned long *out)
+{
+    pmix_value_t *v = NULL;
+    int rc = 0;
+
+    if (PMIx_Get (p, key, NULL, 0, &v) != PMIX_SUCCESS || !v)
+        return -1;
+    switch (v->type) {
+    case PMIX_UINT8: *out = v->data.uint8; break;
+    case PMIX_UINT16: *out = v->data.uint16; break;
+    case PMIX_UINT32: *out = v->data.uint32; break;
+    case PMIX_UINT64: *out = v->data.uint64; break;
+    case PMIX_SIZE: *out = v->data.size; break;
+    case PMIX_INT:
+        if (v->data.integer < 0)
+            rc = -1;
+        *out = (unsigned long)v->data.integer;
+        break;
+    case PMIX_INT32:
+        if (v->data.int32 < 0)
+            rc = -1;
+        *out = (unsigned long)v->data.int32;
+        break;
+    default: rc = -1; break;
+    }
+    PMIX_VALUE_RELEASE (v);
+    return rc;
+}
+
+/* Parse PMIX_LOCAL_PEERS ("0,1,5") into a sorted array of local_size. */
+static int parse_peers (const char *s, int size, int *out, int n)
+{
+    int i = 0, j;
+    long v;
+    char tok[32];
+
+    while (*s) {
+        size_t len = strcspn (s, ",");
+        if (len == 0 || len >= sizeof (tok) || i >= n)
+            return -1;
+        memcpy (tok, s, len);
+        tok[len] = '\0';
+        if (ddpi_parse_long (tok, 0, size - 1, &v) < 0)
+            return -1;
+        out[i++] = (int)v;
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    if (i != n)
+        return -1;
+    for (i = 1; i < n; i++) {   /* insertion sort: n is small */
+        int x = out[i];
+        for (j = i - 1; j >= 0 && out[j] > x; j--)
+            out[j + 1] = out[j];
+        out[j + 1] = x;
+    }
+    for (i = 1; i < n; i++)
+        if (out[i] == out[i - 1])
+            return -1;
+    return 0;
+}
+
+static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
+{
+    pmix_proc_t wild;
+    pmix_value_t *v = NULL;
+    unsigned long size, nodeid, nnodes, lsize;
+    int rc, i;
+
+    if ((rc = PMIx_Init (&b->me, NULL, 0)) != PMIX_SUCCESS)
+        return errf (err, errlen, DDP_EPMIX, "PMIx_Init: %s",
+                     PMIx_Error_string (rc));
+    b->pmix = true;
+    if (strncmp (b->me.nspace, "singleton", 9) == 0)
+        return errf (err, errlen, DDP_ENOLAUNCH,
+                     "PMIx gave a singleton namespace (%s): the PMIx server "
+                     "in the environment is not reachable", b->me.nspace);
+    PMIX_LOAD_PROCID (&wild, b->me.nspace, PMIX_RANK_WILDCARD);
+    if (pmix_get_uint (&wild, PMIX_JOB_SIZE, &size) < 0 || size < 1
+        || size > INT_MAX || b->me.rank >= size)
+        return errf (err, errlen, DDP_EPMIX, "PMIx: no valid PMIX_JOB_SIZE");
+    if (pmix_get_uint (&b->me, PMIX_NODEID, &nodeid) < 0)
+        return errf (err, errlen, DDP_EPMIX, "PMIx: no PMIX_NODEID");
+    if (pmix_get_uint (&wild, PMIX_NUM_NODES, &nnodes) < 0 || nnodes < 1
+        || nodeid >= nnodes)
+        return errf (err, errlen, DDP_EPMIX,
+                     "PMIx: no valid PMIX_NUM_NODES (node id %lu)", nodeid);
+    if (pmix_get_uint (&wild, PMIX_LOCAL_SIZE, &lsize) < 0 || lsize < 1
+        || lsize > size)
+        return errf (err, errlen, DDP_EPMIX, "PMIx: no valid PMIX_LOCAL_SIZE");
+    b->info.rank = (int)b->me.rank;
+    b->info.size = (int)size;
+    b->info.node_rank = (int)nodeid;
+    b->info.num_nodes = (int)nnodes;
+    b->info.local_size = (int)lsize;
+    b->info.method = "pmix";
+    if (!(b->info.local_ranks = calloc (lsize, sizeof (int))))
+        return errf (err, errlen, DDP_ENOMEM, "out of memory");
+    if (PMIx_Get (&wild, PMIX_LOCAL_PEERS, NULL, 0, &v) != PMIX_SUCCESS || !v
+        || v->type != PMIX_STRING || !v->data.string
+        || parse_peers (v->data.string, (int)size, b->info.local_ranks,
+                        (int)lsize) < 0) {
+        if (v)
+            PMIX_VALUE_RELEASE (v);
+        return errf (err, errlen, DDP_EPMIX,
+                     "PMIx: no valid PMIX_LOCAL_PEERS for %lu local ranks",
+                     lsize);
+    }
+    PMIX_VALUE_RELEASE (v);
+    b->info.local_rank = -1;
+    for (i = 0; i < (int)lsize; i++)
+        if (b->info.local_ranks[i] == b->info.rank)
+            b->info.local_rank = i;
+    if (b->info.local_rank < 0)
+        return errf (err, errlen, DDP_EPMIX,
+                     "PMIx: rank %d is not among its node's local peers",
+                     b->info.rank);
+    snprintf (b->job_id, sizeof (b->job_id), "%s", b->me.nspace);
+    return 0;
+}
+
+/* Fence completion, kept in static storage: a fence abandoned on timeout
+ * may still complete later. */
+static struct fence_state {
+    volatile int done;
+    volatile int status;
+} fence_state;
+
+static void fence_cb (pmix_status_t status, void *cbdata)
+{
+    struct fence_state *fs = cbdata;
+    fs->status = status;
+    __atomic_store_n (&fs->done, 1, __ATOMIC_RELEASE);
+}
+
+static int pmix_fence (struct bootstrap *b, bool collect, char *err,
+                       size_t errlen)
+{
+    pmix_info_t info[2];
+    bool yes = true;
+    int tmo = (int)(b->timeout_s + 0.999);
+    double deadline = ddpi_now () + b->timeout_s + 1;
+    int rc;
+    size_t ninfo = 0;
+
+    PMIX_INFO_CONSTRUCT (&info[0]);
+    PMIX_INFO_CONSTRUCT (&info[1]);
+    if (collect)
+        PMIX_INFO_LOAD (&info[ninfo++], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD (&info[ninfo++], PMIX_TIMEOUT, &tmo, PMIX_INT);
+    fence_state.done = 0;
+    rc = PMIx_Fence_nb (NULL, 0, info, ninfo, fence_cb, &fence_state);
+    PMIX_INFO_DESTRUCT (&info[0]);
+    PMIX_INFO_DESTRUCT (&info[1]);
+    if (rc != PMIX_SUCCESS)
+        return errf (err, errlen, DDP_EPMIX, "PMIx_Fence: %s",
+                     PMIx_Error_string (rc));
+    while (!__atomic_load_n (&fence_state.done, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = { 0, 20000 };
+        if (ddpi_now () > deadline)
+            return errf (err, errlen, DDP_ETIMEDOUT,
+                         "PMIx fence: not every rank arrived within %g s "
+                         "(DDP_TIMEOUT)", b->timeout_s);
+        nanosleep (&ts, NULL);
+    }
+    if (fence_state.status == PMIX_ERR_TIMEOUT)
+        return errf (err, errlen, DDP_ETIMEDOUT,
+                     "PMIx fence: not every rank arrived within %g s "
+                     "(DDP_TIMEOUT)", b->timeout_s);
+    if (fence_state.status != PMIX_SUCCESS)
+        return errf (err, errlen, DDP_EPMIX, "PMIx fence: %s",
+                     PMIx_Error_string (fence_state.status));
+    return 0;
+}
+
+static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
+                          char *all, size_t *all_off, size_t *all_len,
+                          size_t cap, char *err, size_t errlen)
+{
+    char key[64];
+    pmix_value_t val, *v;
+    pmix_proc_t p;
+    size_t off = 0;
+    int r, rc;
+
+    snprintf (key, sizeof (key), "ddp.x.%lu", exchange_seq++);
+    PMIX_VALUE_CONSTRUCT (&val);
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)blob;
+    val.data.bo.size = len;
+    if ((rc = PMIx_Put (PMIX_GLOBAL, key, &val)) != PMIX_SUCCESS)
+        return errf (err, errlen, DDP_EPMIX, "PMIx_Put: %s",
+                     PMIx_Error_string (rc));
+    if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
+        return errf (err, errlen, DDP_EPMIX, "PMIx_Commit: %s",
+                     PMIx_Error_string (rc));
+    if ((rc = pmix_fence (b, true, err, errlen)) < 0)
+        return rc;
+    for (r = 0; r < b->info.size; r++) {
+        PMIX_LOAD_PROCID (&p, b->me.nspace, (pmix_rank_t)r);
+        v = NULL;
+        rc = PMIx_Get (&p, key, NULL, 0, &v);
+        if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT
+            || v->data.bo.size > MAX_BLOB) {
+            if (v)
+                PMIX_VALUE_RELEASE (v);
+            return errf (err, errlen, DDP_EPMIX, "PMIx_Get(%s) of rank %d: %s",
+                         key, r, PMIx_Error_string (rc));
+        }
+        if (off + v->data.bo.size > cap) {
+            PMIX_VALUE_RELEASE (v);
+            return errf (err, errlen, DDP_EPMIX, "PMIx: blobs too large");
+        }
+        if (v->data.bo.size)
+            memcpy (all + off, v->data.bo.bytes, v->data.bo.size);
+        all_off[r] = off;
+        all_len[r] = v->data.bo.size;
+        off += v->data.bo.size;
+        PMIX_VALUE_RELEASE (v);
+    }
+    return 0;
+}
+#endif /* HAVE_PMIX */
+
+/* The environment's own claims (RANK, WORLD_SIZE): strictly parsed here,
+ * checked against the launcher's answer later. */
+static int check_env (long *env_rank, long *env_size, char *err, size_t errlen)
+{
+    int rc;
+
+    *env_rank = *env_size = -1;
+    if ((rc = env_int ("WORLD_SIZE", 1, INT_MAX, env_size, err, errlen)) < 0)
+        return rc;
+    if ((rc = env_int ("RANK", 0, *env_size > 0 ? *env_size - 1 : INT_MAX,
+                       env_rank, err, errlen)) < 0)
+        return rc;
+    return 0;
+}
+
+int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
+                      size_t errlen)
+{
+    struct bootstrap *b;
+    const char *force = getenv ("DDP_BOOTSTRAP");
+    const char *hint = "WORLD_SIZE";
+    long env_rank, env_size, foreign;
+    bool use_pmix;
+    int rc;
+
+    if ((rc = check_env (&env_rank, &env_size, err, errlen)) < 0)
+        return rc;
+    if (force && strcmp (force, "pmix") != 0 && strcmp (force, "single") != 0)
+        return errf (err, errlen, DDP_EINVAL,
+                     "DDP_BOOTSTRAP='%s' is not one of pmix, single", force);
+    use_pmix = force ? strcmp (force, "pmix") == 0 : pmix_env_present ();
+    foreign = env_size > 1 ? env_size : foreign_world (&hint);
+#ifndef HAVE_PMIX
+    if (use_pmix || foreign > 1)
+        return errf (err, errlen, DDP_ENOLAUNCH,
+                     "%s=%ld says this is one of several ranks, but libddp "
+                     "was built without PMIx: rebuild it with PMIx to run "
+                     "distributed", hint, foreign > 1 ? foreign : 0L);
+#endif
+    if (!use_pmix && foreign > 1)
+        return errf (err, errlen, DDP_ENOLAUNCH,
+                     "%s=%ld says this is one of %ld ranks, but there is no "
+                     "PMIx server (no PMIX_NAMESPACE or PMIX_SERVER_URI* in "
+                     "the environment): launch with `srun --ddp ...` (or "
+                     "`srun --mpi=pmix`, or another PMIx launcher)", hint,
+                     foreign, foreign);
+    if (!(b = calloc (1, sizeof (*b))))
+        return errf (err, errlen, DDP_ENOMEM, "out of memory");
+    b->timeout_s = timeout_s;
+#ifdef HAVE_PMIX
+    if (use_pmix)
+        rc = pmix_create (b, err, errlen);
+    else
+#endif
+        rc = single_create (b, err, errlen);
+    if (rc < 0)
+        goto error;
+    if (env_size > 0 && env_size != b->info.size) {
+        rc = errf (err, errlen, DDP_EMISMATCH,
+                   "WORLD_SIZE=%ld but the launcher (%s) says %d ranks",
+                   env_size, b->info.method, b->info.size);
+        goto error;
+    }
+    if (env_rank >= 0 && env_rank != b->info.rank) {
+        rc = errf (err, errlen, DDP_EMISMATCH,
+                   "RANK=%ld but the launcher (%s) says rank %d", env_rank,
+                   b->info.method, b->info.rank);
+        goto error;
+    }
+    b->info.job_id = b->job_id;
+    *bp = b;
+    return 0;
+error:
+    bootstrap_destroy (b);
+    return rc;
+}
+
+const struct bootstrap_info *bootstrap_info (struct bootstrap *b)
+{
+    return &b->info;
+}
+
+int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
+                        void **all, size_t *all_off, size_t *all_len,
+                        char *err, size_t errlen)
+{
+    size_t cap;
+    char *buf;
+    int rc = 0;
+
+    *all = NULL;
+    if (len > MAX_BLOB || (len && !blob))
+        return errf (err, errlen, DDP_EINVAL, "bootstrap blob too large");
+    cap = (size_t)b->info.size * MAX_BLOB;
+    if (!b->pmix)
+        cap = len ? len : 1;
+    if (!(buf = malloc (cap)))
+        return errf (err, errlen, DDP_ENOMEM, "out of memory");
+#ifdef HAVE_PMIX
+    if (b->pmix)
+        rc = pmix_exchange (b, blob, len, buf, all_off, all_len, cap, err,
+                            errlen);
+    else
+#endif
+    {
+        exchange_seq++;
+        if (len)
+            memcpy (buf, blob, len);
+        all_off[0] = 0;
+        all_len[0] = len;
+    }
+    if (rc < 0) {
+        free (buf);
+        return rc;
+    }
+    *all = buf;
+    return 0;
+}
+
+int bootstrap_fence (struct bootstrap *b, char *err, size_t errlen)
+{
+#ifdef HAVE_PMIX
+    if (b->pmix)
+        return pmix_fence (b, false, err, errlen);
+#else
+    (void)err;
+    (void)errlen;
+#endif
+    (void)b;
+    return 0;
+}
+
+int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg)
+{
+#ifdef HAVE_PMIX
+    if (b->pmix) {
+        if (PMIx_Abort (errcode, msg ? msg : "ddp_abort", NULL, 0)
+            == PMIX_SUCCESS)
+            return 0;
+        return DDP_EPMIX;
+    }
+#else
+    (void)errcode;
+    (void)msg;
+#endif
+    (void)b;
+    return DDP_ENOTSUP;
+}
+
+void bootstrap_destroy (struct bootstrap *b)
+{
+    if (!b)
+        return;
+#ifdef HAVE_PMIX
+    if (b->pmix)
+        PMIx_Finalize (NULL, 0);
+#endif
+    free (b->info.local_ranks);
+    free (b);
+}

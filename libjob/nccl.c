@@ -1,0 +1,1003 @@
+/* nccl.c - the NCCL backend of libddp (design: doc/nccl.md).
+ *
+ * create(): pick the GPU, publish host + GPU identity (+ a unique id on the
+ * root ranks) in exactly one bootstrap exchange, check the result (every
+ * rank reached the fence, same settings, one GPU per rank) before NCCL is
+ * called, then create the communicator non-blocking and poll it against the
+ * DDP_TIMEOUT deadline.  Collectives enqueue on a stream and wait for it by
+ * polling, so an NCCL asynchronous error or a missing peer becomes an error
+ * return (after ncclCommAbort) instead of a hang.  Host buffers are staged
+ * through a device scratch buffer.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "ddp.h"
+#include "ddp_internal.h"
+#include "backend.h"
+#include "bootstrap.h"
+#include "nccl_backend.h"
+#include "nccl_util.h"
+
+#define SCRATCH_ALIGN 256
+
+struct nccl_ctx {
+    int rank;
+    int size;
+    int device;          /* CUDA device index in this process's view */
+    double timeout_s;
+    ncclComm_t comm;     /* NULL once aborted */
+    cudaStream_t stream; /* the library's stream */
+    int *flag;           /* one device int: the barrier's payload */
+    void *scratch;       /* device staging buffer for host pointers */
+    size_t scratch_size;
+    int broken;          /* 0, or the DDP_E* code that aborted comm */
+};
+
+/* The running backend's context, for the public accessors below. */
+static struct nccl_ctx *active;
+
+/* ---- errors and waiting ------------------------------------------------ */
+
+static int cuda_error (cudaError_t e, const char *what)
+{
+    return ddpi_error (DDP_ECUDA, "nccl: %s: %s", what, cudaGetErrorString (e));
+}
+
+/* Abort the communicator (peers' pending operations then fail or time out
+ * instead of waiting for us) and remember why.  Returns code. */
+static int comm_break (struct nccl_ctx *c, int code)
+{
+    if (c->comm) {
+        ncclCommAbort (c->comm);
+        c->comm = NULL;
+    }
+    if (!c->broken)
+        c->broken = code;
+    return code;
+}
+
+/* NCCL returned r != ncclSuccess for what: record it, abort, return code. */
+static int nccl_fail (struct nccl_ctx *c, ncclResult_t r, const char *what)
+{
+    int code = r == ncclRemoteError ? DDP_EPEER : DDP_ENCCL;
+    const char *last = c->comm ? ncclGetLastError (c->comm) : NULL;
+
+    ddpi_error (code, "nccl: %s: %s%s%s%s", what, ncclGetErrorString (r),
+               last && *last ? " (" : "", last && *last ? last : "",
+               last && *last ? ")" : "");
+    return comm_break (c, code);
+}
+
+static int timed_out (struct nccl_ctx *c, const char *what)
+{
+    ddpi_error (DDP_ETIMEDOUT,
+               "nccl: %s did not complete within DDP_TIMEOUT=%g s (a peer is"
+               " missing, hung or unreachable; NCCL_DEBUG=WARN may say more);"
+               " communicator aborted", what, c->timeout_s);
+    return comm_break (c, DDP_ETIMEDOUT);
+}
+
+static int broken_error (struct nccl_ctx *c)
+{
+    return ddpi_error (c->broken, "nccl: the communicator was aborted after"
+                      " an earlier error (%s)", ddp_strerror (c->broken));
+}
+
+/* Pause between polls once a wait has lasted longer than a millisecond, so
+ * a long wait does not burn a core. */
+static void poll_pause (double waited)
+{
+    struct timespec ts = {0, 20000};
+
+    if (waited > 1e-3)
+        nanosleep (&ts, NULL);
+}
+
+/* r is the result of a call on a non-blocking communicator: wait while it
+ * is ncclInProgress.  Returns 0 or a DDP_E* code (communicator aborted). */
+static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
+{
+    double start = ddpi_now ();
+
+    while (r == ncclInProgress) {
+        double now = ddpi_now ();
+        if (now - start > c->timeout_s)
+            return timed_out (c, what);
+        poll_pause (now - start);
+        if (ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
+            r = ncclInternalError;
+    }
+    return r == ncclSuccess ? 0 : nccl_fail (c, r, what);
+}
+
+/* Wait for everything on stream s, watching NCCL's asynchronous error state
+ * and the deadline.  Returns 0 or a DDP_E* code (communicator aborted). */
+static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
+{
+    double start = ddpi_now ();
+    unsigned long polls = 0;
+
+    for (;;) {
+        cudaError_t e = cudaStreamQuery (s);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady) {
+            cuda_error (e, what);
+            return comm_break (c, DDP_ECUDA);
+        }
+        if ((++polls & 31) == 0) {
+            ncclResult_t ar = ncclSuccess;
+            double now = ddpi_now ();
+            if (c->comm && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
+                && ar != ncclSuccess && ar != ncclInProgress)
+                return nccl_fail (c, ar, what);
+            if (now - start > c->timeout_s)
+                return timed_out (c, what);
+            poll_pause (now - start);
+        }
+    }
+}
+
+/* ---- buffers ----------------------------------------------------------- */
+
+/* Is p memory NCCL can use as is (device memory of our GPU, or managed)?
+ * Returns 0 and sets *dev, or DDP_EINVAL for memory of another GPU. */
+static int classify (struct nccl_ctx *c, const void *p, bool *dev)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t e;
+
+    *dev = false;
+    if (!p)
+        return 0;
+    e = cudaPointerGetAttributes (&a, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError (); /* unknown to CUDA: plain host memory */
+        return 0;
+    }
+    if (a.type == cudaMemoryTypeManaged)
+        *dev = true;
+    else if (a.type == cudaMemoryTypeDevice) {
+        if (a.device != c->device)
+            return ddpi_error (DDP_EINVAL, "nccl: buffer %p is on CUDA device"
+                              " %d but the communicator uses device %d", p,
+                              a.device, c->device);
+        *dev = true;
+    }
+    return 0;
+}
+
+static size_t align_up (size_t n)
+{
+    return (n + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+}
+
+/* Make the scratch buffer at least bytes long.  Returns 0 or DDP_ECUDA. */
+static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
+{
+    void *p;
+    cudaError_t e;
+
+    if (bytes <= c->scratch_size)
+        return 0;
+    if (c->scratch) {
+        cudaFree (c->scratch); /* synchronizes: nothing may still use it */
+        c->scratch = NULL;
+        c->scratch_size = 0;
+    }
+    if ((e = cudaMalloc (&p, bytes)) != cudaSuccess)
+        return cuda_error (e, "cudaMalloc (staging buffer)");
+    c->scratch = p;
+    c->scratch_size = bytes;
+    return 0;
+}
+
+/* ---- one collective ---------------------------------------------------- */
+
+enum coll_kind { C_BCAST, C_REDUCE, C_ALLREDUCE, C_GATHER, C_ALLGATHER };
+
+struct coll {
+    enum coll_kind kind;
+    const char *name;
+    const void *sendbuf; /* user's send buffer (bcast: buf) */
+    void *recvbuf;       /* user's receive buffer, NULL where unused */
+    size_t send_bytes;   /* bytes read from sendbuf on this rank */
+    size_t recv_bytes;   /* bytes written to recvbuf on this rank */
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    int root;
+};
+
+/* Which bytes this rank reads/writes, given the collective's shape. */
+static void coll_sizes (struct nccl_ctx *c, struct coll *k, size_t es)
+{
+    size_t b = k->count * es;
+    bool root = c->rank == k->root;
+
+    switch (k->kind) {
+        case C_BCAST:
+            k->send_bytes = root ? b : 0;
+            k->recv_bytes = root ? 0 : b;
+            break;
+        case C_REDUCE:
+            k->send_bytes = b;
+            k->recv_bytes = root ? b : 0;
+            break;
+        case C_ALLREDUCE:
+            k->send_bytes = b;
+            k->recv_bytes = b;
+            break;
+        case C_GATHER:
+            k->send_bytes = b;
+            k->recv_bytes = root ? b * (size_t)c->size : 0;
+            break;
+        case C_ALLGATHER:
+            k->send_bytes = b;
+            k->recv_bytes = b * (size_t)c->size;
+            break;
+    }
+    if (k->recv_bytes == 0 && k->kind != C_BCAST)
+        k->recvbuf = NULL;
+}
+
+static bool overlap (const void *a, size_t alen, const void *b, size_t blen)
+{
+    const char *pa = a, *pb = b;
+    return a && b && alen && blen && pa < pb + blen && pb < pa + alen;
+}
+
+/* Enqueue the NCCL call(s) of k on s with device pointers ds, dr. */
+static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
+                                  const void *ds, void *dr, cudaStream_t s)
+{
+    size_t b = k->send_bytes;
+    ncclResult_t r;
+
+    switch (k->kind) {
+        case C_BCAST:
+            return ncclBroadcast (dr, dr, k->count, k->dt, k->root, c->comm,
+                                  s);
+        case C_REDUCE:
+            return ncclReduce (ds, dr, k->count, k->dt, k->op, k->root,
+                               c->comm, s);
+        case C_ALLREDUCE:
+            return ncclAllReduce (ds, dr, k->count, k->dt, k->op, c->comm, s);
+        case C_ALLGATHER:
+            return ncclAllGather (ds, dr, k->count, k->dt, c->comm, s);
+        case C_GATHER:
+            break;
+    }
+    /* Gather: NCCL has none; the root receives from every peer. */
+    if (c->rank == k->root) {
+        char *own = (char *)dr + (size_t)c->rank * b;
+        if (own != ds
+            && cudaMemcpyAsync (own, ds, b, cudaMemcpyDeviceToDevice, s)
+                   != cudaSuccess)
+            return ncclUnhandledCudaError;
+    }
+    if ((r = ncclGroupStart ()) != ncclSuccess)
+        return r;
+    if (c->rank == k->root) {
+        for (int p = 0; p < c->size; p++)
+            if (p != c->rank
+                && (r = ncclRecv ((char *)dr + (size_t)p * b, k->count, k->dt,
+                                  p, c->comm, s)) != ncclSuccess)
+                break;
+    }
+    else
+        r = ncclSend (ds, k->count, k->dt, k->root, c->comm, s);
+    ncclResult_t g = ncclGroupEnd ();
+    return r != ncclSuccess ? r : g;
+}
+
+/* Where each side lives on the device: ds/dr point at the user's buffers
+ * or into the scratch buffer.  Host data is copied in on stream s. */
+static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
+                          bool sdev, bool rdev, const void **ds, void **dr,
+                          cudaStream_t s)
+{
+    /* One scratch region serves both sides of an in-place (all)reduce. */
+    bool inplace = k->sendbuf == k->recvbuf
+                   && (k->kind == C_REDUCE || k->kind == C_ALLREDUCE);
+    bool send_scratch = k->send_bytes && !sdev;
+    bool recv_scratch = k->recv_bytes && !rdev;
+    size_t soff = 0, roff = 0, need = 0;
+    cudaError_t e;
+    int rc;
+
+    /* NCCL's in-place gather layout is sendbuf == recvbuf + rank * count;
+     * any other overlap of the two is staged apart. */
+    if ((k->kind == C_GATHER || k->kind == C_ALLGATHER) && !send_scratch
+        && overlap (k->sendbuf, k->send_bytes, k->recvbuf, k->recv_bytes)
+        && (!recv_scratch && (const char *)k->sendbuf
+            != (char *)k->recvbuf + (size_t)c->rank * k->send_bytes))
+        send_scratch = true;
+    if (k->kind == C_BCAST) {
+        send_scratch = recv_scratch = !sdev && (k->send_bytes || k->recv_bytes);
+        inplace = true;
+    }
+    if (inplace && send_scratch && recv_scratch)
+        need = align_up (k->send_bytes > k->recv_bytes ? k->send_bytes
+                                                       : k->recv_bytes);
+    else {
+        if (send_scratch)
+            need = align_up (k->send_bytes);
+        roff = need;
+        if (recv_scratch)
+            need += align_up (k->recv_bytes);
+    }
+    if (need && (rc = scratch_reserve (c, need)) < 0)
+        return rc;
+    *ds = send_scratch ? (char *)c->scratch + soff : k->sendbuf;
+    *dr = recv_scratch ? (char *)c->scratch + roff : k->recvbuf;
+    if (k->kind == C_BCAST)
+        *dr = send_scratch ? c->scratch : k->recvbuf;
+    if (send_scratch && k->send_bytes) {
+        e = cudaMemcpyAsync ((void *)*ds, k->sendbuf, k->send_bytes,
+                             sdev ? cudaMemcpyDeviceToDevice
+                                  : cudaMemcpyHostToDevice, s);
+        if (e != cudaSuccess)
+            return cuda_error (e, "cudaMemcpyAsync (staging in)");
+    }
+    return 0;
+}
+
+/* Run k on stream s.  With device buffers only and !wait it returns once
+ * enqueued; otherwise once complete (host results copied back). */
+static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
+                     bool wait)
+{
+    bool sdev, rdev, staged;
+    const void *ds;
+    void *dr;
+    int rc;
+
+    if (c->broken)
+        return broken_error (c);
+    if (k->count == 0)
+        return 0;
+    if ((rc = classify (c, k->sendbuf, &sdev)) < 0
+        || (rc = classify (c, k->recvbuf, &rdev)) < 0)
+        return rc;
+    if (k->kind == C_BCAST)
+        rdev = sdev;
+    if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
+        return rc;
+    rc = nccl_settle (c, coll_enqueue (c, k, ds, dr, s), k->name);
+    if (rc < 0)
+        return rc;
+    staged = (k->recv_bytes && !rdev) || (k->send_bytes && !sdev);
+    if (!wait && !staged)
+        return 0;
+    /* The operation must finish before a copy into pageable host memory is
+     * issued: that copy blocks the CPU with no deadline. */
+    if ((rc = stream_wait (c, s, k->name)) < 0)
+        return rc;
+    if (k->recv_bytes && !rdev) {
+        cudaError_t e = cudaMemcpyAsync (k->recvbuf, dr, k->recv_bytes,
+                                         cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess)
+            return cuda_error (e, "cudaMemcpyAsync (staging out)");
+        if ((rc = stream_wait (c, s, k->name)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Fill in the NCCL types of k from dtype/op.  Returns 0 or DDP_EINVAL. */
+static int coll_types (struct coll *k, ddp_dtype_t dtype, ddp_op_t op,
+                       bool with_op)
+{
+    if (nccl_map_dtype (dtype, &k->dt) < 0)
+        return ddpi_error (DDP_EINVAL, "nccl: unknown dtype %d", (int)dtype);
+    if (with_op && nccl_map_op (op, &k->op) < 0)
+        return ddpi_error (DDP_EINVAL, "nccl: op %d not supported", (int)op);
+    return 0;
+}
+
+/* Size k for dtype and run it. */
+static int coll_exec (struct nccl_ctx *c, struct coll *k, ddp_dtype_t dtype,
+                      cudaStream_t s, bool wait)
+{
+    coll_sizes (c, k, ddp_dtype_size (dtype));
+    return coll_run (c, k, s, wait);
+}
+
+/* ---- backend operations ------------------------------------------------ */
+
+static int op_barrier (void *ctx)
+{
+    struct nccl_ctx *c = ctx;
+    int rc;
+
+    if (c->broken)
+        return broken_error (c);
+    rc = nccl_settle (c, ncclAllReduce (c->flag, c->flag, 1, ncclInt32,
+                                        ncclSum, c->comm, c->stream),
+                      "barrier");
+    if (rc < 0)
+        return rc;
+    return stream_wait (c, c->stream, "barrier");
+}
+
+static int do_bcast (struct nccl_ctx *c, void *buf, size_t count,
+                     ddp_dtype_t dtype, int root, cudaStream_t s, bool wait)
+{
+    struct coll k = {.kind = C_BCAST, .name = "ncclBroadcast",
+                     .sendbuf = buf, .recvbuf = buf, .count = count,
+                     .root = root};
+    int rc = coll_types (&k, dtype, DDP_SUM, false);
+    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
+}
+
+static int do_reduce (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root,
+                      cudaStream_t s, bool wait)
+{
+    struct coll k = {.kind = C_REDUCE, .name = "ncclReduce",
+                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                     .root = root};
+    int rc = coll_types (&k, dtype, op, true);
+    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
+}
+
+static int do_allreduce (struct nccl_ctx *c, const void *sendbuf,
+                         void *recvbuf, size_t count, ddp_dtype_t dtype,
+                         ddp_op_t op, cudaStream_t s, bool wait)
+{
+    struct coll k = {.kind = C_ALLREDUCE, .name = "ncclAllReduce",
+                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
+    int rc = coll_types (&k, dtype, op, true);
+    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
+}
+
+static int do_gather (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, int root,
+                      cudaStream_t s, bool wait)
+{
+    struct coll k = {.kind = C_GATHER, .name = "gather (ncclSend/ncclRecv)",
+                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                     .root = root};
+    int rc = coll_types (&k, dtype, DDP_SUM, false);
+    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
+}
+
+static int do_allgather (struct nccl_ctx *c, const void *sendbuf,
+                         void *recvbuf, size_t count, ddp_dtype_t dtype,
+                         cudaStream_t s, bool wait)
+{
+    struct coll k = {.kind = C_ALLGATHER, .name = "ncclAllGather",
+                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
+    int rc = coll_types (&k, dtype, DDP_SUM, false);
+    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
+}
+
+static int op_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                     int root)
+{
+    struct nccl_ctx *c = ctx;
+    return do_bcast (c, buf, count, dtype, root, c->stream, true);
+}
+
+static int op_reduce (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
+{
+    struct nccl_ctx *c = ctx;
+    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, c->stream,
+                      true);
+}
+
+static int op_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
+                         size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    struct nccl_ctx *c = ctx;
+    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, c->stream,
+                         true);
+}
+
+static int op_gather (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, int root)
+{
+    struct nccl_ctx *c = ctx;
+    return do_gather (c, sendbuf, recvbuf, count, dtype, root, c->stream,
+                      true);
+}
+
+static int op_allgather (void *ctx, const void *sendbuf, void *recvbuf,
+                         size_t count, ddp_dtype_t dtype)
+{
+    struct nccl_ctx *c = ctx;
+    return do_allgather (c, sendbuf, recvbuf, count, dtype, c->stream, true);
+}
+
+static void op_abort (void *ctx)
+{
+    struct nccl_ctx *c = ctx;
+
+    if (c)
+        comm_break (c, DDP_EPEER);
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+static void ctx_free (struct nccl_ctx *c)
+{
+    if (!c)
+        return;
+    if (active == c)
+        active = NULL;
+    if (c->device >= 0)
+        cudaSetDevice (c->device);
+    if (c->comm) {
+        /* Flush (bounded by the deadline), then free; abort if stuck. */
+        if (nccl_settle (c, ncclCommFinalize (c->comm), "ncclCommFinalize")
+                == 0
+            && c->comm) {
+            ncclCommDestroy (c->comm);
+            c->comm = NULL;
+        }
+    }
+    if (c->stream)
+        cudaStreamDestroy (c->stream);
+    if (c->flag)
+        cudaFree (c->flag);
+    if (c->scratch)
+        cudaFree (c->scratch);
+    free (c);
+}
+
+static void op_destroy (void *ctx)
+{
+    ctx_free (ctx);
+}
+
+/* Fill b->status/reason (keeps the first failure).  Returns code. */
+static int blob_fail (struct nccl_blob *b, int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+static int blob_fail (struct nccl_blob *b, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (b->status == 0) {
+        b->status = code;
+        va_start (ap, fmt);
+        vsnprintf (b->reason, sizeof (b->reason), fmt, ap);
+        va_end (ap);
+    }
+    return code;
+}
+
+/* Everything this rank does before the fence: choose and set the GPU, read
+ * its identity, and create a unique id when it is a root.  Failures go into
+ * the blob (the rank still joins the fence, so every rank learns of it). */
+static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
+                         int nroots, struct nccl_blob *me)
+{
+    char why[128];
+    const char *cvd = getenv ("CUDA_VISIBLE_DEVICES");
+    struct cudaDeviceProp prop;
+    cudaError_t e;
+    int ndev = 0;
+    ncclResult_t r;
+
+    if (gethostname (me->host, sizeof (me->host) - 1) < 0)
+        snprintf (me->host, sizeof (me->host), "unknown");
+    me->device = -1;
+    if ((e = cudaGetDeviceCount (&ndev)) != cudaSuccess) {
+        (void)cudaGetLastError ();
+        blob_fail (me, DDP_ECUDA, "cudaGetDeviceCount: %s",
+                   cudaGetErrorString (e));
+        return;
+    }
+    if ((c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
+                                         sizeof (why))) < 0) {
+        blob_fail (me, DDP_ECUDA, "%s", why);
+        return;
+    }
+    me->device = c->device;
+    if ((e = cudaSetDevice (c->device)) != cudaSuccess
+        || (e = cudaFree (NULL)) != cudaSuccess) { /* creates the context */
+        blob_fail (me, DDP_ECUDA, "cudaSetDevice (%d): %s", c->device,
+                   cudaGetErrorString (e));
+        return;
+    }
+    if (cudaDeviceGetPCIBusId (me->busid, sizeof (me->busid), c->device)
+        != cudaSuccess)
+        me->busid[0] = '\0';
+    if (cudaGetDeviceProperties (&prop, c->device) == cudaSuccess)
+        memcpy (me->uuid, prop.uuid.bytes, sizeof (me->uuid));
+    (void)cudaGetLastError ();
+    if (nroots > 0 && nccl_root_index (bi->rank, bi->size, nroots) >= 0) {
+        if ((r = ncclGetUniqueId (&me->id)) != ncclSuccess) {
+            blob_fail (me, DDP_ENCCL, "ncclGetUniqueId: %s",
+                       ncclGetErrorString (r));
+            return;
+        }
+        me->has_id = 1;
+    }
+}
+
+/* Read DDP_NCCL_RANKS_PER_ROOT.  Returns the value, or -1 (reason in me). */
+static int ranks_per_root (struct nccl_blob *me)
+{
+    const char *s = getenv ("DDP_NCCL_RANKS_PER_ROOT");
+    long v;
+
+    if (!s)
+        return NCCL_DEFAULT_RANKS_PER_ROOT;
+    if (ddpi_parse_long (s, 1, INT_MAX, &v) < 0) {
+        blob_fail (me, DDP_EINVAL, "DDP_NCCL_RANKS_PER_ROOT='%s' is not a"
+                   " positive integer", s);
+        return -1;
+    }
+    return (int)v;
+}
+
+/* Check every rank's blob; collect the unique ids in root order into ids.
+ * Returns 0 or a DDP_E* code (the same on every rank, except that the rank
+ * at fault returns its own code where the others return DDP_EREMOTE). */
+static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
+                        int nroots, ncclUniqueId *ids)
+{
+    char msg[512];
+
+    for (int r = 0; r < c->size; r++)
+        if (all[r].status != 0)
+            return ddpi_error (r == c->rank ? all[r].status : DDP_EREMOTE,
+                              "nccl: rank %d (host %s) cannot use NCCL: %s",
+                              r, all[r].host, all[r].reason);
+    for (int r = 1; r < c->size; r++) {
+        if (all[r].ranks_per_root != all[0].ranks_per_root)
+            return ddpi_error (DDP_EMISMATCH, "nccl: DDP_NCCL_RANKS_PER_ROOT"
+                              " differs: %d on rank 0, %d on rank %d",
+                              all[0].ranks_per_root, all[r].ranks_per_root, r);
+        if (all[r].nccl_version != all[0].nccl_version)
+            return ddpi_error (DDP_EMISMATCH, "nccl: NCCL versions differ:"
+                              " %d on rank 0 (host %s), %d on rank %d (host"
+                              " %s)", all[0].nccl_version, all[0].host,
+                              all[r].nccl_version, r, all[r].host);
+    }
+    if (nccl_find_duplicate_gpu (all, c->size, msg, sizeof (msg)))
+        return ddpi_error (DDP_ENCCL, "nccl: %s", msg);
+    for (int i = 0; i < nroots; i++) {
+        int r = nccl_root_rank (i, c->size, nroots);
+        if (r < 0 || !all[r].has_id)
+            return ddpi_error (DDP_EMISMATCH, "nccl: rank %d did not publish"
+                              " NCCL unique id %d", r, i);
+        ids[i] = all[r].id;
+    }
+    return 0;
+}
+
+/* The one fence: publish me, decode every rank's blob into *allp. */
+static int exchange (struct nccl_ctx *c, struct bootstrap *b,
+                     const struct nccl_blob *me, struct nccl_blob **allp)
+{
+    char err[256];
+    void *raw = NULL;
+    size_t *off = calloc ((size_t)c->size, sizeof (*off));
+    size_t *len = calloc ((size_t)c->size, sizeof (*len));
+    struct nccl_blob *all = calloc ((size_t)c->size, sizeof (*all));
+    int rc = 0;
+
+    if (!off || !len || !all) {
+        rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+        goto out;
+    }
+    rc = bootstrap_exchange (b, me, sizeof (*me), &raw, off, len, err,
+                             sizeof (err));
+    if (rc < 0) {
+        ddpi_error (rc, "nccl: bootstrap exchange: %s", err);
+        goto out;
+    }
+    for (int r = 0; r < c->size; r++)
+        if (nccl_blob_decode ((char *)raw + off[r], len[r], &all[r], err,
+                              sizeof (err)) < 0) {
+            rc = ddpi_error (DDP_EMISMATCH, "nccl: rank %d: %s", r, err);
+            goto out;
+        }
+    *allp = all;
+    all = NULL;
+out:
+    free (raw);
+    free (off);
+    free (len);
+    free (all);
+    return rc;
+}
+
+/* Create the communicator without blocking and poll it to the deadline. */
+static int comm_init (struct nccl_ctx *c, int nroots, ncclUniqueId *ids)
+{
+    ncclResult_t r;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+
+    config.blocking = 0;
+#endif
+#ifdef HAVE_NCCL_SCALABLE_INIT
+    r = ncclCommInitRankScalable (&c->comm, c->size, c->rank, nroots, ids,
+                                  &config);
+#elif NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    (void)nroots;
+    r = ncclCommInitRankConfig (&c->comm, c->size, ids[0], c->rank, &config);
+#else
+    (void)nroots;
+    r = ncclCommInitRank (&c->comm, c->size, ids[0], c->rank);
+#endif
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_fail (c, r, "communicator init");
+    if (r == ncclSuccess && c->comm
+        && ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
+        r = ncclInternalError;
+    return nccl_settle (c, r, "communicator init");
+}
+
+/* The device resources of the collectives, and a first barrier proving the
+ * communicator works (PyTorch and Horovod add one after init, too). */
+static int comm_ready (struct nccl_ctx *c)
+{
+    cudaError_t e;
+
+    if ((e = cudaStreamCreate (&c->stream)) != cudaSuccess)
+        return cuda_error (e, "cudaStreamCreate");
+    if ((e = cudaMalloc ((void **)&c->flag, sizeof (int))) != cudaSuccess
+        || (e = cudaMemset (c->flag, 0, sizeof (int))) != cudaSuccess)
+        return cuda_error (e, "cudaMalloc");
+    return op_barrier (c);
+}
+
+static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
+                      void **ctxp)
+{
+    const struct bootstrap_info *bi = bootstrap_info (b);
+    struct nccl_ctx *c = calloc (1, sizeof (*c));
+    struct nccl_blob me;
+    struct nccl_blob *all = NULL;
+    ncclUniqueId *ids = NULL;
+    double t0 = ddpi_now (), t1, t2, t3, t4;
+    int rpr, nroots = 0, version = 0, rc;
+
+    if (!c)
+        return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+    c->rank = bi->rank;
+    c->size = bi->size;
+    c->device = -1;
+    c->timeout_s = cfg->timeout_s;
+    memset (&me, 0, sizeof (me));
+    me.magic = NCCL_BLOB_MAGIC;
+    ncclGetVersion (&version);
+    me.nccl_version = version;
+    if ((rpr = ranks_per_root (&me)) > 0) {
+#ifdef HAVE_NCCL_SCALABLE_INIT
+        nroots = nccl_num_roots (c->size, rpr);
+#else
+        nroots = 1;
+#endif
+    }
+    me.ranks_per_root = rpr;
+    local_setup (c, bi, nroots, &me);
+    t1 = ddpi_now ();
+    if ((rc = exchange (c, b, &me, &all)) < 0)
+        goto error;
+    t2 = ddpi_now ();
+    if (!(ids = calloc (nroots > 0 ? (size_t)nroots : 1, sizeof (*ids)))) {
+        rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+        goto error;
+    }
+    if ((rc = check_blobs (c, all, nroots, ids)) < 0
+        || (rc = comm_init (c, nroots, ids)) < 0)
+        goto error;
+    t3 = ddpi_now ();
+    if ((rc = comm_ready (c)) < 0)
+        goto error;
+    t4 = ddpi_now ();
+    ddpi_debug ("nccl: GPU %d of this task's view (%s, CUDA_VISIBLE_DEVICES=%s)"
+               " on %s; NCCL %d, %d root(s) of %d ranks", c->device, me.busid,
+               getenv ("CUDA_VISIBLE_DEVICES") ? getenv ("CUDA_VISIBLE_DEVICES")
+                                               : "unset",
+               me.host, version, nroots, c->size);
+    ddpi_debug ("nccl: init phases: local %.3f s, exchange %.3f s, comm init"
+               " %.3f s, first barrier %.3f s, total %.3f s", t1 - t0,
+               t2 - t1, t3 - t2, t4 - t3, t4 - t0);
+    free (all);
+    free (ids);
+    active = c;
+    *ctxp = c;
+    return 0;
+error:
+    if (c->comm)
+        comm_break (c, rc);
+    free (all);
+    free (ids);
+    ctx_free (c);
+    return rc;
+}
+
+const struct ddp_backend ddpi_backend_nccl = {
+    .name = "nccl",
+    .create = op_create,
+    .destroy = op_destroy,
+    .barrier = op_barrier,
+    .bcast = op_bcast,
+    .reduce = op_reduce,
+    .allreduce = op_allreduce,
+    .gather = op_gather,
+    .allgather = op_allgather,
+    .abort = op_abort,
+};
+
+int nccl_backend_probe (char *why, size_t whylen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount (&n);
+
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError ();
+        snprintf (why, whylen, "no usable CUDA device: cudaGetDeviceCount: %s",
+                  cudaGetErrorString (e));
+        return DDP_ECUDA;
+    }
+    if (n < 1) {
+        snprintf (why, whylen, "no CUDA device visible");
+        return DDP_ECUDA;
+    }
+    return 0;
+}
+
+/* ---- public NCCL-section API (ddp.h) ----------------------------------- */
+
+/* The running context, or a DDP_E* code in *rc. */
+static struct nccl_ctx *need_active (int *rc)
+{
+    if (active) {
+        *rc = 0;
+        return active;
+    }
+    if (strcmp (ddp_backend_name (), "none") == 0)
+        *rc = ddpi_error (DDP_ENOINIT, "nccl: ddp_init() has not been called");
+    else
+        *rc = ddpi_error (DDP_ENOTSUP, "nccl: the %s backend is in use, not"
+                         " nccl", ddp_backend_name ());
+    return NULL;
+}
+
+/* The argument checks of the core API, for the stream variants.  op < 0:
+ * no op; root < 0: no root (pass has_root). */
+static int check_args (struct nccl_ctx *c, const void *a, const void *b,
+                       size_t count, ddp_dtype_t dtype, bool has_op,
+                       ddp_op_t op, bool has_root, int root)
+{
+    if ((int)dtype < 0 || dtype >= DDP_NUM_DTYPES)
+        return ddpi_error (DDP_EINVAL, "unknown dtype %d", (int)dtype);
+    if (has_op && ((int)op < 0 || op >= DDP_NUM_OPS))
+        return ddpi_error (DDP_EINVAL, "unknown op %d", (int)op);
+    if (has_root && (root < 0 || root >= c->size))
+        return ddpi_error (DDP_EINVAL, "root %d out of range [0, %d)", root,
+                          c->size);
+    if (count > 0 && (!a || !b))
+        return ddpi_error (DDP_EINVAL, "NULL buffer with count %zu", count);
+    return 0;
+}
+
+void *ddp_nccl_comm (void)
+{
+    return active && !active->broken ? (void *)active->comm : NULL;
+}
+
+void *ddp_cuda_stream (void)
+{
+    return active ? (void *)active->stream : NULL;
+}
+
+int ddp_cuda_device (void)
+{
+    return active ? active->device : -1;
+}
+
+int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
+                      void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c || (rc = check_args (c, buf, buf, count, dtype, false, DDP_SUM,
+                                true, root)) < 0)
+        return rc;
+    return do_bcast (c, buf, count, dtype, root, stream, false);
+}
+
+int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c || (rc = check_args (c, sendbuf,
+                                c->rank == root ? recvbuf : sendbuf, count,
+                                dtype, true, op, true, root)) < 0)
+        return rc;
+    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, stream,
+                      false);
+}
+
+int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, ddp_op_t op, void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, true, op,
+                                false, 0)) < 0)
+        return rc;
+    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, stream,
+                         false);
+}
+
+int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, int root, void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c || (rc = check_args (c, sendbuf,
+                                c->rank == root ? recvbuf : sendbuf, count,
+                                dtype, false, DDP_SUM, true, root)) < 0)
+        return rc;
+    return do_gather (c, sendbuf, recvbuf, count, dtype, root, stream, false);
+}
+
+int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, false,
+                                DDP_SUM, false, 0)) < 0)
+        return rc;
+    return do_allgather (c, sendbuf, recvbuf, count, dtype, stream, false);
+}
+
+int ddp_stream_synchronize (void *stream)
+{
+    int rc;
+    struct nccl_ctx *c = need_active (&rc);
+
+    if (!c)
+        return rc;
+    if (c->broken)
+        return broken_error (c);
+    return stream_wait (c, stream, "ddp_stream_synchronize");
+}
+
+int ddp_gpu_mem_info (size_t *used, size_t *total)
+{
+    size_t f = 0, t = 0;
+    int n = 0;
+    cudaError_t e;
+
+    if (cudaGetDeviceCount (&n) != cudaSuccess || n < 1) {
+        (void)cudaGetLastError ();
+        return ddpi_error (DDP_ENOTSUP, "ddp_gpu_mem_info: no CUDA device");
+    }
+    if ((e = cudaMemGetInfo (&f, &t)) != cudaSuccess)
+        return cuda_error (e, "cudaMemGetInfo");
+    if (used)
+        *used = t - f;
+    if (total)
+        *total = t;
+    return 0;
+}

@@ -1,0 +1,300 @@
+/* shm.c - the node's shared segment and waiting on its flags (host.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "host.h"
+
+#define PAGE 4096
+
+static size_t align_up (size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+/* Lay out the mapping; the sizes come from the header. */
+static void layout (struct host *h)
+{
+    size_t ctl = align_up (sizeof (struct shm_hdr)
+                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
+    size_t bank = (size_t)h->lsize * h->slot_bytes + h->res_bytes;
+
+    h->hdr = h->map;
+    h->flags = (struct shm_flags *)((char *)h->map + sizeof (struct shm_hdr));
+    h->bank[0] = (char *)h->map + ctl;
+    h->bank[1] = h->bank[0] + bank;
+}
+
+static size_t map_size (struct host *h)
+{
+    size_t ctl = align_up (sizeof (struct shm_hdr)
+                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
+    return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes);
+}
+
+int host_shm_create (struct host *h)
+{
+    size_t slot = (8u << 20) / (size_t)h->lsize;
+    const char *s = getenv ("DDP_SHM_SLOT");
+    long v;
+
+    if (s && ddpi_parse_long (s, 4096, 1L << 30, &v) == 0)
+        slot = (size_t)v;
+    if (slot > (1u << 20) && !s)
+        slot = 1u << 20;
+    if (slot < 65536 && !s)
+        slot = 65536;
+    h->slot_bytes = align_up (slot, 64);
+    h->res_bytes = align_up (h->slot_bytes > (size_t)h->size * 64
+                             ? h->slot_bytes : (size_t)h->size * 64, 64);
+    h->map_len = map_size (h);
+    h->memfd = (int)syscall (SYS_memfd_create, "ddp-host", 1u /* CLOEXEC */);
+    if (h->memfd < 0)
+        return ddpi_error (DDP_ETRANSPORT, "memfd_create: %s",
+                           strerror (errno));
+    if (ftruncate (h->memfd, (off_t)h->map_len) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "ftruncate shared memory (%zu "
+                           "bytes): %s", h->map_len, strerror (errno));
+    h->map = mmap (NULL, h->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   h->memfd, 0);
+    if (h->map == MAP_FAILED) {
+        h->map = NULL;
+        return ddpi_error (DDP_ETRANSPORT, "mmap shared memory: %s",
+                           strerror (errno));
+    }
+    layout (h);
+    h->hdr->slot_bytes = h->slot_bytes;
+    h->hdr->res_bytes = h->res_bytes;
+    h->hdr->local_size = (uint32_t)h->lsize;
+    atomic_store (&h->hdr->attached, 1);
+    h->hdr->magic = SHM_MAGIC;
+    return 0;
+}
+
+int host_shm_attach (struct host *h, pid_t pid0, int fd0)
+{
+    char path[64];
+    struct stat st;
+    struct shm_hdr hdr;
+    int fd;
+
+    snprintf (path, sizeof (path), "/proc/%d/fd/%d", (int)pid0, fd0);
+    if ((fd = open (path, O_RDWR | O_CLOEXEC)) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "cannot open local rank 0's shared "
+                           "memory (%s): %s", path, strerror (errno));
+    if (fstat (fd, &st) < 0 || (size_t)st.st_size < sizeof (hdr)
+        || pread (fd, &hdr, sizeof (hdr), 0) != (ssize_t)sizeof (hdr)
+        || hdr.magic != SHM_MAGIC || hdr.local_size != (uint32_t)h->lsize) {
+        close (fd);
+        return ddpi_error (DDP_ETRANSPORT, "%s is not this node's libddp "
+                           "segment", path);
+    }
+    h->slot_bytes = hdr.slot_bytes;
+    h->res_bytes = hdr.res_bytes;
+    h->map_len = map_size (h);
+    if ((size_t)st.st_size != h->map_len) {
+        close (fd);
+        return ddpi_error (DDP_ETRANSPORT, "shared memory has the wrong size");
+    }
+    h->map = mmap (NULL, h->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close (fd);
+    if (h->map == MAP_FAILED) {
+        h->map = NULL;
+        return ddpi_error (DDP_ETRANSPORT, "mmap shared memory: %s",
+                           strerror (errno));
+    }
+    layout (h);
+    atomic_fetch_add (&h->hdr->attached, 1);
+    return 0;
+}
+
+int host_shm_wait_attached (struct host *h)
+{
+    struct ddpi_waiter w;
+    int rc;
+
+    ddpi_wait_init (&w, h->cfg->timeout_s, 0);
+    while (atomic_load (&h->hdr->attached) < h->lsize) {
+        if ((rc = ddpi_wait_step (&w)) < 0)
+            return ddpi_error (DDP_ETIMEDOUT, "only %d of %d local ranks "
+                               "attached to shared memory within %g s",
+                               (int)atomic_load (&h->hdr->attached), h->lsize,
+                               h->cfg->timeout_s);
+        if (rc == 1 && (rc = host_check_peers (h)) < 0)
+            return rc;
+    }
+    close (h->memfd);
+    h->memfd = -1;
+    return 0;
+}
+
+void host_shm_destroy (struct host *h)
+{
+    if (h->map)
+        munmap (h->map, h->map_len);
+    h->map = NULL;
+    if (h->memfd >= 0)
+        close (h->memfd);
+    h->memfd = -1;
+}
+
+int host_fault_code (int kind)
+{
+    return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
+         : kind == FAULT_LINK ? DDP_ETRANSPORT : DDP_EPEER;
+}
+
+static const char *kind_str (int kind)
+{
+    switch (kind) {
+    case FAULT_DIED: return "died";
+    case FAULT_ABORTED: return "called ddp_abort";
+    case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
+    case FAULT_LINK: return "lost its node's link";
+    }
+    return "failed";
+}
+
+/* Log and keep the fault now in the segment; returns its code. */
+static int report (struct host *h)
+{
+    int bad = atomic_load (&h->hdr->fault_rank) - 1;
+    int kind = atomic_load (&h->hdr->fault_kind);
+    int who = atomic_load (&h->hdr->fault_reporter);
+    int code;
+
+    if (kind == 0)
+        kind = FAULT_DIED;  /* being written: the common case */
+    code = host_fault_code (kind);
+    if (!h->broken) {
+        h->broken = code;
+        if (who == h->rank)
+            ddpi_error (code, "rank %d %s (%g s)", bad, kind_str (kind),
+                        h->cfg->timeout_s);
+        else
+            ddpi_error (code, "rank %d %s (noticed by rank %d)", bad,
+                        kind_str (kind), who);
+    }
+    if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
+        h->fault_sent = true;
+        host_tcp_send_fault (h, bad, kind);
+    }
+    return h->broken;
+}
+
+int host_fault (struct host *h, int bad_rank, int kind)
+{
+    int32_t zero = 0;
+
+    if (h->hdr && atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
+                                                  bad_rank + 1)) {
+        atomic_store (&h->hdr->fault_reporter, h->rank);
+        atomic_store (&h->hdr->fault_kind, kind);
+    }
+    if (!h->hdr) {
+        h->broken = host_fault_code (kind);
+        return ddpi_error (h->broken, "rank %d %s", bad_rank, kind_str (kind));
+    }
+    return report (h);
+}
+
+int host_check_fault (struct host *h)
+{
+    if (atomic_load_explicit (&h->hdr->fault_rank, memory_order_relaxed) == 0)
+        return 0;
+    return report (h);
+}
+
+int host_check_peers (struct host *h)
+{
+    struct pollfd pfd[64];
+    int i, n;
+
+    for (i = 0; i < h->lsize; i += n) {
+        int j;
+        n = h->lsize - i < 32 ? h->lsize - i : 32;
+        if (n <= 0)
+            break;
+        for (j = 0; j < n; j++) {
+            pfd[j].fd = h->pidfds[i + j];
+            pfd[j].events = POLLIN;
+            pfd[j].revents = 0;
+        }
+        if (poll (pfd, (nfds_t)n & 63, 0) > 0) {
+            for (j = 0; j < n; j++)
+                if (pfd[j].revents)
+                    return host_fault (h, h->local_ranks[i + j], FAULT_DIED);
+        }
+        for (j = 0; j < n; j++) {
+            if (pfd[j].fd < 0 && i + j != h->lrank
+                && kill (h->lpids[i + j], 0) < 0 && errno == ESRCH)
+                return host_fault (h, h->local_ranks[i + j], FAULT_DIED);
+        }
+    }
+    return 0;
+}
+
+static inline uint64_t load_flag (struct host *h, int lr, int which)
+{
+    struct shm_flags *f = &h->flags[lr];
+    _Atomic uint64_t *p = which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
+    return atomic_load_explicit (p, memory_order_acquire);
+}
+
+int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
+{
+    struct ddpi_waiter w;
+    int rc;
+
+    if (load_flag (h, lr, which) >= s)
+        return 0;
+    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_limit);
+    while (load_flag (h, lr, which) < s) {
+        if ((rc = host_check_fault (h)) < 0)
+            return rc;
+        rc = ddpi_wait_step (&w);
+        if (rc < 0)
+            return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+        if (rc == 1 && (rc = host_check_peers (h)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int host_wait_all (struct host *h, int which, uint64_t s)
+{
+    int lr, rc;
+
+    for (lr = 0; lr < h->lsize; lr++) {
+        if (lr == h->lrank)
+            continue;
+        if ((rc = host_wait_flag (h, lr, which, s)) < 0) {
+            if (rc == DDP_ETIMEDOUT) {
+                char list[256] = "";
+                size_t off = 0;
+                int j;
+                for (j = 0; j < h->lsize && off < sizeof (list) - 16; j++)
+                    if (j != h->lrank && load_flag (h, j, which) < s)
+                        off += (size_t)snprintf (list + off, sizeof (list) - off,
+                                                 "%s%d", off ? "," : "",
+                                                 h->local_ranks[j]);
+                if (off)
+                    ddpi_error (rc, "ranks not arrived after %g s: %s",
+                                h->cfg->timeout_s, list);
+            }
+            return rc;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,442 @@
+/* tcp.c - TCP links between node leaders (host.h). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "host.h"
+
+#define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo" */
+#define FRAME_DATA 0x44415441u              /* "DATA" */
+#define FRAME_FAULT 0x4641554cu             /* "FAUL" */
+
+struct hello {
+    uint64_t magic;
+    uint64_t cookie;    /* the acceptor's cookie, proving we mean it */
+    uint32_t node;      /* the connector's node */
+    uint32_t pad;
+};
+
+struct frame {
+    uint32_t type;
+    int32_t arg;        /* FAULT: the rank at fault */
+    uint64_t seq;       /* DATA: the step; FAULT: the kind */
+    uint64_t len;
+};
+
+struct host_peer_io {
+    struct frame out, in;
+    size_t out_done;    /* bytes of frame + payload sent */
+    size_t in_hdr;      /* bytes of the frame header received */
+    size_t in_done;     /* bytes of payload received */
+    bool send, recv;    /* still to do in this exchange */
+};
+
+static int set_nonblock (int fd)
+{
+    int fl = fcntl (fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl (fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Addresses to advertise: DDP_HOST_ADDR, else the IPv4 addresses of the
+ * interfaces that are up, loopback last (a peer on another machine would
+ * reach itself there; the cookie check rejects that). */
+static int local_addrs (struct host_addr *a)
+{
+    const char *env = getenv ("DDP_HOST_ADDR");
+    struct ifaddrs *ifs, *i;
+    struct in_addr in;
+    int pass;
+
+    a->n = 0;
+    if (env) {
+        if (inet_pton (AF_INET, env, &in) != 1)
+            return ddpi_error (DDP_EINVAL, "DDP_HOST_ADDR='%s' is not an "
+                               "IPv4 address", env);
+        a->ip[a->n++] = in.s_addr;
+        return 0;
+    }
+    if (getifaddrs (&ifs) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "getifaddrs: %s", strerror (errno));
+    for (pass = 0; pass < 2; pass++) {
+        for (i = ifs; i && a->n < HOST_MAX_ADDRS; i = i->ifa_next) {
+            bool lo;
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET
+                || !(i->ifa_flags & IFF_UP))
+                continue;
+            lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
+            if (lo != (pass == 1))
+                continue;
+            a->ip[a->n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        }
+    }
+    freeifaddrs (ifs);
+    if (a->n == 0)
+        a->ip[a->n++] = htonl (INADDR_LOOPBACK);
+    return 0;
+}
+
+int host_tcp_listen (struct host *h, struct host_addr *a)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof (sin);
+    int one = 1, rc;
+
+    memset (a, 0, sizeof (*a));
+    if ((rc = local_addrs (a)) < 0)
+        return rc;
+    h->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (h->listen_fd < 0)
+        return ddpi_error (DDP_ETRANSPORT, "socket: %s", strerror (errno));
+    setsockopt (h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    memset (&sin, 0, sizeof (sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = getenv ("DDP_HOST_ADDR") ? a->ip[0] : INADDR_ANY;
+    if (bind (h->listen_fd, (struct sockaddr *)&sin, sizeof (sin)) < 0
+        || listen (h->listen_fd, h->nnodes + 8) < 0
+        || getsockname (h->listen_fd, (struct sockaddr *)&sin, &len) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "listen: %s", strerror (errno));
+    a->port = sin.sin_port;
+    a->cookie = h->cookie;
+    return 0;
+}
+
+/* Read or write exactly len bytes on a blocking-with-deadline basis. */
+static int io_full (int fd, void *buf, size_t len, bool wr, double deadline)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = wr ? send (fd, (char *)buf + done, len - done,
+                               MSG_DONTWAIT | MSG_NOSIGNAL)
+                       : recv (fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return -1;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        {
+            struct pollfd p = { fd, wr ? POLLOUT : POLLIN, 0 };
+            double left = deadline - ddpi_now ();
+            if (left <= 0)
+                return -1;
+            poll (&p, 1, (int)(left * 1000) + 1);
+        }
+    }
+    return 0;
+}
+
+static void tune (int fd)
+{
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
+}
+
+/* Connect to node n's leader, trying its addresses in order. */
+static int connect_one (struct host *h, int n, const struct host_addr *a,
+                        double deadline)
+{
+    uint32_t i;
+
+    for (i = 0; i < a->n && i < HOST_MAX_ADDRS; i++) {
+        struct sockaddr_in sin;
+        struct hello hi = { HELLO_MAGIC, a->cookie, (uint32_t)h->node, 0 };
+        char ok = 0;
+        int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+            return ddpi_error (DDP_ETRANSPORT, "socket: %s", strerror (errno));
+        memset (&sin, 0, sizeof (sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = a->ip[i];
+        sin.sin_port = a->port;
+        if (connect (fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
+            && set_nonblock (fd) == 0
+            && io_full (fd, &hi, sizeof (hi), true, deadline) == 0
+            && io_full (fd, &ok, 1, false, deadline) == 0 && ok == 'K') {
+            tune (fd);
+            h->sock[n] = fd;
+            return 0;
+        }
+        close (fd);
+    }
+    return ddpi_error (DDP_ETRANSPORT, "cannot connect to node %d's leader "
+                       "(rank %d) at any of its %u addresses", n,
+                       h->node_leader[n], a->n);
+}
+
+/* Accept until every higher node's leader has connected. */
+static int accept_higher (struct host *h, double deadline)
+{
+    int want = h->nnodes - 1 - h->node;
+
+    while (want > 0) {
+        struct pollfd p = { h->listen_fd, POLLIN, 0 };
+        struct hello hi;
+        double left = deadline - ddpi_now ();
+        int fd;
+
+        if (left <= 0)
+            return ddpi_error (DDP_ETIMEDOUT, "%d node leaders did not "
+                               "connect within %g s", want, h->cfg->timeout_s);
+        if (poll (&p, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            continue;
+        if (io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 5) < 0
+            || hi.magic != HELLO_MAGIC || hi.cookie != h->cookie
+            || hi.node <= (uint32_t)h->node || hi.node >= (uint32_t)h->nnodes
+            || h->sock[hi.node] >= 0
+            || io_full (fd, "K", 1, true, deadline) < 0) {
+            close (fd);     /* a stranger, or a duplicate */
+            continue;
+        }
+        tune (fd);
+        h->sock[hi.node] = fd;
+        want--;
+    }
+    return 0;
+}
+
+int host_tcp_connect (struct host *h, const struct host_addr *addrs)
+{
+    double deadline = ddpi_now () + h->cfg->timeout_s;
+    int n, rc;
+
+    if (!(h->io = calloc ((size_t)h->nnodes, sizeof (*h->io))))
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    for (n = 0; n < h->node; n++)
+        if ((rc = connect_one (h, n, &addrs[n], deadline)) < 0)
+            return rc;
+    if ((rc = accept_higher (h, deadline)) < 0)
+        return rc;
+    close (h->listen_fd);
+    h->listen_fd = -1;
+    return 0;
+}
+
+void host_tcp_close (struct host *h)
+{
+    int n;
+
+    if (h->listen_fd >= 0)
+        close (h->listen_fd);
+    h->listen_fd = -1;
+    for (n = 0; h->sock && n < h->nnodes; n++) {
+        if (h->sock[n] >= 0)
+            close (h->sock[n]);
+        h->sock[n] = -1;
+    }
+    free (h->io);
+    h->io = NULL;
+}
+
+void host_tcp_send_fault (struct host *h, int bad_rank, int kind)
+{
+    struct frame f = { FRAME_FAULT, bad_rank, (uint64_t)kind, 0 };
+    int n;
+
+    for (n = 0; h->sock && n < h->nnodes; n++)
+        if (h->sock[n] >= 0 && send (h->sock[n], &f, sizeof (f),
+                                     MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+            /* best effort: the peer will see EOF instead */
+        }
+}
+
+/* The peer behind node n's link is gone: blame its leader. */
+static int link_lost (struct host *h, int n, const char *what)
+{
+    ddpi_debug ("link to node %d: %s", n, what);
+    return host_fault (h, h->node_leader[n], FAULT_DIED);
+}
+
+/* Try to send more to node n.  Returns 1 on progress, 0 if blocked, <0. */
+static int pump_send (struct host *h, int n, struct iovec *v, int cnt)
+{
+    struct host_peer_io *io = &h->io[n];
+    struct iovec iov[18];
+    struct msghdr m;
+    size_t skip = io->out_done, total = sizeof (io->out);
+    int k = 0, i;
+    ssize_t r;
+
+    if (skip < sizeof (io->out)) {
+        iov[k].iov_base = (char *)&io->out + skip;
+        iov[k++].iov_len = sizeof (io->out) - skip;
+        skip = 0;
+    }
+    else
+        skip -= sizeof (io->out);
+    for (i = 0; i < cnt; i++)
+        total += v[i].iov_len;
+    for (i = 0; i < cnt && k < 18; i++) {
+        if (skip >= v[i].iov_len) {
+            skip -= v[i].iov_len;
+            continue;
+        }
+        iov[k].iov_base = (char *)v[i].iov_base + skip;
+        iov[k++].iov_len = v[i].iov_len - skip;
+        skip = 0;
+    }
+    memset (&m, 0, sizeof (m));
+    m.msg_iov = iov;
+    m.msg_iovlen = (size_t)k;
+    r = sendmsg (h->sock[n], &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return 0;
+        return link_lost (h, n, strerror (errno));
+    }
+    io->out_done += (size_t)r;
+    if (io->out_done >= total)
+        io->send = false;
+    return 1;
+}
+
+static int frame_in (struct host *h, int n, uint64_t s, size_t want)
+{
+    struct frame *f = &h->io[n].in;
+
+    if (f->type == FRAME_FAULT) {
+        int32_t zero = 0;
+        if (atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
+                                            f->arg + 1)) {
+            atomic_store (&h->hdr->fault_reporter, h->node_leader[n]);
+            atomic_store (&h->hdr->fault_kind, (int32_t)f->seq);
+        }
+        h->fault_sent = true;   /* the sender told everyone */
+        return host_check_fault (h);
+    }
+    if (f->type != FRAME_DATA || f->seq != s || f->len != want) {
+        ddpi_error (DDP_ETRANSPORT, "node %d sent step %llu (%llu bytes), "
+                    "expected step %llu (%zu bytes): collectives called in "
+                    "a different order?", n, (unsigned long long)f->seq,
+                    (unsigned long long)f->len, (unsigned long long)s, want);
+        return host_fault (h, h->node_leader[n], FAULT_LINK);
+    }
+    return 0;
+}
+
+/* Try to receive more from node n.  Returns 1 on progress, 0 if blocked. */
+static int pump_recv (struct host *h, int n, uint64_t s, void *buf,
+                      size_t want)
+{
+    struct host_peer_io *io = &h->io[n];
+    ssize_t r;
+    int rc;
+
+    if (io->in_hdr < sizeof (io->in)) {
+        r = recv (h->sock[n], (char *)&io->in + io->in_hdr,
+                  sizeof (io->in) - io->in_hdr, MSG_DONTWAIT);
+        if (r == 0)
+            return link_lost (h, n, "closed");
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+                 ? 0 : link_lost (h, n, strerror (errno));
+        io->in_hdr += (size_t)r;
+        if (io->in_hdr < sizeof (io->in))
+            return 1;
+        if ((rc = frame_in (h, n, s, want)) < 0)
+            return rc;
+        if (want == 0) {
+            io->recv = false;
+            return 1;
+        }
+    }
+    r = recv (h->sock[n], (char *)buf + io->in_done, want - io->in_done,
+              MSG_DONTWAIT);
+    if (r == 0)
+        return link_lost (h, n, "closed");
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+             ? 0 : link_lost (h, n, strerror (errno));
+    io->in_done += (size_t)r;
+    if (io->in_done == want)
+        io->recv = false;
+    return 1;
+}
+
+int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
+                   int *sendc, void **recv, size_t *recv_len)
+{
+    struct pollfd pfd[64];
+    int map[64];
+    double deadline = 0;
+    int n, rc, pending;
+
+    for (n = 0; n < h->nnodes; n++) {
+        struct host_peer_io *io = &h->io[n];
+        size_t len = 0;
+        int i;
+        io->send = io->recv = false;
+        if (n == h->node)
+            continue;
+        if (sendc[n] >= 0) {
+            for (i = 0; i < sendc[n]; i++)
+                len += sendv[n][i].iov_len;
+            io->out = (struct frame){ FRAME_DATA, 0, s, len };
+            io->out_done = 0;
+            io->send = true;
+        }
+        if (recv_len[n] != (size_t)-1) {
+            io->in_hdr = io->in_done = 0;
+            io->recv = true;
+        }
+    }
+    for (;;) {
+        int progress = 0, np = 0;
+        pending = 0;
+        for (n = 0; n < h->nnodes; n++) {
+            struct host_peer_io *io = &h->io[n];
+            if (io->send) {
+                if ((rc = pump_send (h, n, sendv[n], sendc[n])) < 0)
+                    return rc;
+                progress += rc;
+            }
+            if (io->recv) {
+                if ((rc = pump_recv (h, n, s, recv[n], recv_len[n])) < 0)
+                    return rc;
+                progress += rc;
+            }
+            if (io->send || io->recv) {
+                pending++;
+                if (np < 64) {
+                    pfd[np].fd = h->sock[n];
+                    pfd[np].events = (short)((io->send ? POLLOUT : 0)
+                                             | (io->recv ? POLLIN : 0));
+                    pfd[np].revents = 0;
+                    map[np++] = n;
+                }
+            }
+        }
+        if (!pending)
+            return 0;
+        if (progress)
+            continue;
+        if ((rc = host_check_fault (h)) < 0)
+            return rc;
+        if (deadline == 0)
+            deadline = ddpi_now () + h->cfg->timeout_s;
+        else if (ddpi_now () > deadline) {
+            int bad = map[0];
+            return host_fault (h, h->node_leader[bad], FAULT_TIMEOUT);
+        }
+        poll (pfd, (nfds_t)np, 20);
+    }
+}

@@ -1,0 +1,131 @@
+/* util.c - error recording, debug logging and strict parsing for libddp. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+
+static __thread char last_error[512];
+static int log_rank = -1;
+static int log_size = 0;
+
+void ddpi_log_set_identity (int rank, int size)
+{
+    log_rank = rank;
+    log_size = size;
+}
+
+bool ddpi_debug_enabled (void)
+{
+    const char *s = getenv ("DDP_DEBUG");
+    return s && *s && strcmp (s, "0") != 0;
+}
+
+/* Write one prefixed line to stderr with a single write(2). */
+static void log_line (const char *msg)
+{
+    char line[768];
+    int n;
+
+    if (log_rank >= 0)
+        n = snprintf (line, sizeof (line), "[ddp rank %d/%d] %s\n", log_rank,
+                      log_size, msg);
+    else
+        n = snprintf (line, sizeof (line), "[ddp pid %d] %s\n", (int)getpid (),
+                      msg);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof (line)) {
+        n = sizeof (line) - 1;
+        line[n - 1] = '\n';
+    }
+    if (write (STDERR_FILENO, line, (size_t)n) < 0) {
+        /* nothing to do: stderr is gone */
+    }
+}
+
+static bool always_logged (int code)
+{
+    return code == DDP_ENOLAUNCH || code == DDP_EPMIX || code == DDP_ETRANSPORT
+        || code == DDP_ETIMEDOUT || code == DDP_EPEER;
+}
+
+int ddpi_error (int code, const char *fmt, ...)
+{
+    va_list ap;
+    char msg[512];
+
+    va_start (ap, fmt);
+    vsnprintf (msg, sizeof (msg), fmt, ap);
+    va_end (ap);
+    snprintf (last_error, sizeof (last_error), "%s", msg);
+    if (always_logged (code) || ddpi_debug_enabled ()) {
+        char line[600];
+        snprintf (line, sizeof (line), "error: %s", msg);
+        log_line (line);
+    }
+    return code;
+}
+
+const char *ddpi_last_error (void)
+{
+    return last_error;
+}
+
+void ddpi_debug (const char *fmt, ...)
+{
+    va_list ap;
+    char msg[512];
+
+    if (!ddpi_debug_enabled ())
+        return;
+    va_start (ap, fmt);
+    vsnprintf (msg, sizeof (msg), fmt, ap);
+    va_end (ap);
+    log_line (msg);
+}
+
+double ddpi_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ddpi_parse_long (const char *s, long min, long max, long *out)
+{
+    char *end;
+    long v;
+
+    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+        return -1;
+    if (*s == '-' && min >= 0)
+        return -1;
+    errno = 0;
+    v = strtol (s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int ddpi_parse_seconds (const char *s, double *out)
+{
+    char *end;
+    double v;
+
+    if (!s || !*s || ((*s < '0' || *s > '9') && *s != '.'))
+        return -1;
+    errno = 0;
+    v = strtod (s, &end);
+    if (errno != 0 || *end != '\0' || !(v > 0) || v > 1e7)
+        return -1;
+    *out = v;
+    return 0;
+}

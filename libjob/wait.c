@@ -1,0 +1,67 @@
+/* wait.c - bounded waiting (see wait.h). */
+#include "config.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "ddp_internal.h"
+#include "wait.h"
+
+static inline void cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+    __asm__ __volatile__ ("yield" ::: "memory");
+#else
+    __asm__ __volatile__ ("" ::: "memory");
+#endif
+}
+
+void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
+                     unsigned spin_limit)
+{
+    w->iter = 0;
+    w->spin_limit = spin_limit;
+    w->start = 0;
+    w->deadline = 0;
+    w->next_check = 0;
+    w->timeout_s = timeout_s;
+}
+
+int ddpi_wait_step (struct ddpi_waiter *w)
+{
+    double now;
+
+    if (w->iter < w->spin_limit) {
+        w->iter++;
+        cpu_relax ();
+        return 0;
+    }
+    now = ddpi_now ();
+    if (w->start == 0) {
+        w->start = now;
+        w->deadline = now + w->timeout_s;
+        w->next_check = now + 0.002;
+    }
+    if (now > w->deadline)
+        return -1;
+    w->iter++;
+    if (now - w->start < 0.02)
+        sched_yield ();
+    else {
+        /* Long waits (a peer computing): sleep, longer as it goes on. */
+        struct timespec ts = { 0, now - w->start < 0.2 ? 50000 : 500000 };
+        nanosleep (&ts, NULL);
+    }
+    if (now >= w->next_check) {
+        w->next_check = now + 0.002;
+        return 1;
+    }
+    return 0;
+}
+
+double ddpi_wait_elapsed (const struct ddpi_waiter *w)
+{
+    return w->start == 0 ? 0 : ddpi_now () - w->start;
+}

@@ -1,0 +1,29 @@
+/* wait.h - bounded waiting: spin briefly, then yield, then sleep. */
+#ifndef DDP_WAIT_H
+#define DDP_WAIT_H
+
+#include <stdbool.h>
+
+struct ddpi_waiter {
+    unsigned iter;
+    unsigned spin_limit;    /* pause iterations before yielding */
+    double start;           /* 0 until the first slow step */
+    double deadline;
+    double next_check;
+    double timeout_s;
+};
+
+/* Prepare w for one wait bounded by timeout_s; spin_limit pause iterations
+ * before the waiter starts yielding (0 on an oversubscribed node). */
+void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
+                     unsigned spin_limit);
+
+/* One step of a wait whose condition was just found false.  Returns 0 to
+ * keep polling, 1 when the caller should also check peer liveness (about
+ * every 2 ms of waiting), or -1 when the deadline has passed. */
+int ddpi_wait_step (struct ddpi_waiter *w);
+
+/* Seconds waited so far (0 if the wait never left the spin phase). */
+double ddpi_wait_elapsed (const struct ddpi_waiter *w);
+
+#endif /* DDP_WAIT_H */

@@ -1,0 +1,333 @@
+/* ddp_check.c - check every libddp collective, dtype and op against a
+ * reference computed here, independently of the library.
+ *
+ * Every rank can compute every other rank's input (a formula of rank and
+ * index), so the expected result is computed locally, in plain C arithmetic
+ * (_Float16 for binary16, a frexp/nearbyint rounding for bfloat16).  The
+ * inputs are chosen so that the float results are exact in any order; a
+ * second pass with random floats checks that every rank gets bitwise the
+ * same result (hashes compared with an allgather).
+ *
+ * Usage: ddp_check [-q] [-l COUNT]   (-q: fewer sizes; -l: large count,
+ * default 2200000 elements; 0 skips it).  Prints one summary line per rank
+ * and exits 0 when every check passed on every rank, 1 otherwise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ddp.h"
+
+static int rank, size, nfail, nchecks;
+
+#define FAIL(...)                                                             \
+    do {                                                                      \
+        if (nfail++ < 20) {                                                   \
+            fprintf (stderr, "FAIL rank %d: ", rank);                         \
+            fprintf (stderr, __VA_ARGS__);                                    \
+            fputc ('\n', stderr);                                             \
+        }                                                                     \
+    } while (0)
+
+static const char *dtname[] = { "int8", "uint8", "int32", "uint32", "int64",
+                                "uint64", "float16", "bfloat16", "float32",
+                                "float64" };
+static const char *opname[] = { "sum", "prod", "min", "max", "avg" };
+
+/* bfloat16 by hand: nearest-even on the 8-bit significand. */
+static uint16_t ref_bf16 (double v)
+{
+    int e;
+    double m = frexp (v, &e);               /* v = m * 2^e, 0.5 <= |m| < 1 */
+    float f = (float)ldexp (nearbyint (ldexp (m, 8)), e - 8);
+    uint32_t u;
+    memcpy (&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static uint16_t ref_f16 (double v)
+{
+    _Float16 h = (_Float16)(float)v;
+    uint16_t u;
+    memcpy (&u, &h, 2);
+    return u;
+}
+
+/* The input of rank r at index i for op (small integers; -2..2 for PROD). */
+static long input (int r, size_t i, ddp_op_t op, int is_unsigned)
+{
+    long v = (long)((r * 7 + (long)(i % 1000003) * 13) % 11);
+    if (op == DDP_PROD)
+        v = v % 5;
+    if (!is_unsigned)
+        v -= op == DDP_PROD ? 2 : 5;
+    return v;
+}
+
+static void store (void *buf, size_t i, ddp_dtype_t dt, double v)
+{
+    switch (dt) {
+    case DDP_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case DDP_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case DDP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case DDP_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case DDP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case DDP_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case DDP_FLOAT16: ((uint16_t *)buf)[i] = ref_f16 (v); break;
+    case DDP_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16 (v); break;
+    case DDP_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case DDP_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+}
+
+static int is_unsigned (ddp_dtype_t dt)
+{
+    return dt == DDP_UINT8 || dt == DDP_UINT32 || dt == DDP_UINT64;
+}
+
+/* The expected reduction at index i, written into ref[i]. */
+static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
+{
+    int u = is_unsigned (dt);
+    long acc = input (0, i, op, u);
+    int r;
+
+    for (r = 1; r < size; r++) {
+        long x = input (r, i, op, u);
+        switch (op) {
+        case DDP_SUM: case DDP_AVG: acc += x; break;
+        case DDP_PROD: acc *= x; break;
+        case DDP_MIN: acc = x < acc ? x : acc; break;
+        case DDP_MAX: acc = x > acc ? x : acc; break;
+        default: break;
+        }
+    }
+    if (op == DDP_AVG) {
+        if (dt == DDP_FLOAT16 || dt == DDP_BFLOAT16 || dt == DDP_FLOAT32) {
+            float q = (float)acc / (float)size;
+            store (ref, i, dt, q);
+            return;
+        }
+        if (dt == DDP_FLOAT64) {
+            store (ref, i, dt, (double)acc / size);
+            return;
+        }
+        acc /= size;    /* truncates toward zero, like the library */
+    }
+    /* Integers wrap: PROD of up to 2^size magnitude fits in long here. */
+    switch (dt) {
+    case DDP_INT8: ((int8_t *)ref)[i] = (int8_t)(uint8_t)acc; break;
+    case DDP_UINT8: ((uint8_t *)ref)[i] = (uint8_t)acc; break;
+    case DDP_INT32: ((int32_t *)ref)[i] = (int32_t)acc; break;
+    case DDP_UINT32: ((uint32_t *)ref)[i] = (uint32_t)acc; break;
+    case DDP_INT64: ((int64_t *)ref)[i] = (int64_t)acc; break;
+    case DDP_UINT64: ((uint64_t *)ref)[i] = (uint64_t)acc; break;
+    default: store (ref, i, dt, (double)acc); break;
+    }
+}
+
+static void fill (void *buf, size_t n, int r, ddp_dtype_t dt, ddp_op_t op)
+{
+    for (size_t i = 0; i < n; i++)
+        store (buf, i, dt, (double)input (r, i, op, is_unsigned (dt)));
+}
+
+static void *xmalloc (size_t n)
+{
+    void *p = malloc (n ? n : 1);
+    if (!p) {
+        fprintf (stderr, "out of memory\n");
+        exit (1);
+    }
+    return p;
+}
+
+static void check_mem (const char *what, const void *got, const void *want,
+                       size_t n, size_t es, ddp_dtype_t dt, ddp_op_t op)
+{
+    nchecks++;
+    if (memcmp (got, want, n * es) != 0) {
+        size_t i;
+        for (i = 0; i < n; i++)
+            if (memcmp ((const char *)got + i * es, (const char *)want + i * es,
+                        es) != 0)
+                break;
+        FAIL ("%s %s %s count %zu: first difference at %zu", what, dtname[dt],
+              op < DDP_NUM_OPS ? opname[op] : "-", n, i);
+    }
+}
+
+static void rc_ok (int rc, const char *what)
+{
+    nchecks++;
+    if (rc != 0)
+        FAIL ("%s returned %d (%s)", what, rc, ddp_strerror (rc));
+}
+
+static void test_reductions (size_t n, ddp_dtype_t dt, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dt);
+    char *send = xmalloc (n * es), *recv = xmalloc (n * es);
+    char *ref = xmalloc (n * es), *orig = xmalloc (n * es);
+    int root = (int)((n + (size_t)op) % (size_t)size);
+
+    fill (send, n, rank, dt, op);
+    memcpy (orig, send, n * es);
+    for (size_t i = 0; i < n; i++)
+        expect (ref, i, dt, op);
+    memset (recv, 0xa5, n * es);
+    rc_ok (ddp_allreduce (send, recv, n, dt, op), "allreduce");
+    check_mem ("allreduce", recv, ref, n, es, dt, op);
+    check_mem ("allreduce leaves sendbuf", send, orig, n, es, dt, op);
+    /* In place. */
+    rc_ok (ddp_allreduce (send, send, n, dt, op), "allreduce in place");
+    check_mem ("allreduce in place", send, ref, n, es, dt, op);
+    /* Reduce to root; non-root passes NULL on odd counts. */
+    memset (recv, 0xa5, n * es);
+    rc_ok (ddp_reduce (orig, (rank != root && n % 2) ? NULL : recv, n, dt, op,
+                       root), "reduce");
+    if (rank == root)
+        check_mem ("reduce", recv, ref, n, es, dt, op);
+    free (send);
+    free (recv);
+    free (ref);
+    free (orig);
+}
+
+static void test_moves (size_t n, ddp_dtype_t dt)
+{
+    size_t es = ddp_dtype_size (dt), ws = (size_t)size;
+    char *buf = xmalloc (n * es), *ref = xmalloc (n * es * ws);
+    char *all = xmalloc (n * es * ws);
+    int root = (int)(n % ws), r;
+
+    /* bcast: root's data everywhere. */
+    fill (buf, n, rank == root ? root + 100 : rank, dt, DDP_SUM);
+    fill (ref, n, root + 100, dt, DDP_SUM);
+    rc_ok (ddp_bcast (buf, n, dt, root), "bcast");
+    check_mem ("bcast", buf, ref, n, es, dt, DDP_NUM_OPS);
+    /* allgather and gather: rank order. */
+    for (r = 0; r < size; r++)
+        fill (ref + (size_t)r * n * es, n, r, dt, DDP_SUM);
+    fill (buf, n, rank, dt, DDP_SUM);
+    memset (all, 0x5a, n * es * ws);
+    rc_ok (ddp_allgather (buf, all, n, dt), "allgather");
+    check_mem ("allgather", all, ref, n * ws, es, dt, DDP_NUM_OPS);
+    memset (all, 0x5a, n * es * ws);
+    rc_ok (ddp_gather (buf, rank == root ? all : NULL, n, dt, root), "gather");
+    if (rank == root)
+        check_mem ("gather", all, ref, n * ws, es, dt, DDP_NUM_OPS);
+    /* allgather in place (sendbuf is this rank's block of recvbuf). */
+    memset (all, 0x5a, n * es * ws);
+    memcpy (all + (size_t)rank * n * es, buf, n * es);
+    rc_ok (ddp_allgather (all + (size_t)rank * n * es, all, n, dt),
+           "allgather in place");
+    check_mem ("allgather in place", all, ref, n * ws, es, dt, DDP_NUM_OPS);
+    free (buf);
+    free (ref);
+    free (all);
+}
+
+static uint64_t fnv (const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ULL;
+    while (n--)
+        h = (h ^ *c++) * 1099511628211ULL;
+    return h;
+}
+
+/* Random floats: results must be bitwise identical on every rank. */
+static void test_identical (size_t n, ddp_dtype_t dt, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dt);
+    char *buf = xmalloc (n * es);
+    uint64_t h, *all = xmalloc (sizeof (uint64_t) * (size_t)size);
+    unsigned s = 12345u + (unsigned)rank * 7919u;
+
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        store (buf, i, dt, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
+    }
+    rc_ok (ddp_allreduce (buf, buf, n, dt, op), "allreduce random");
+    h = fnv (buf, n * es);
+    rc_ok (ddp_allgather (&h, all, 1, DDP_UINT64), "allgather hashes");
+    nchecks++;
+    for (int r = 0; r < size; r++)
+        if (all[r] != h) {
+            FAIL ("allreduce %s %s count %zu: rank %d got a different result",
+                  dtname[dt], opname[op], n, r);
+            break;
+        }
+    free (buf);
+    free (all);
+}
+
+int main (int argc, char **argv)
+{
+    size_t sizes_full[] = { 0, 1, 2, 7, 63, 1001, 40000, 300001 };
+    size_t sizes_quick[] = { 0, 1, 7, 1001 };
+    size_t *sizes = sizes_full, nsizes = 8, large = 2200000;
+    int opt, rc, dt, op;
+    long total;
+
+    while ((opt = getopt (argc, argv, "ql:")) != -1) {
+        if (opt == 'q') {
+            sizes = sizes_quick;
+            nsizes = 4;
+        }
+        else if (opt == 'l')
+            large = strtoul (optarg, NULL, 10);
+        else {
+            fprintf (stderr, "usage: ddp_check [-q] [-l COUNT]\n");
+            return 2;
+        }
+    }
+    if ((rc = ddp_init ()) != 0) {
+        fprintf (stderr, "ddp_init: %s\n", ddp_strerror (rc));
+        return 1;
+    }
+    rank = ddp_rank ();
+    size = ddp_world_size ();
+    rc_ok (ddp_barrier (), "barrier");
+    for (size_t k = 0; k < nsizes; k++) {
+        for (dt = 0; dt < DDP_NUM_DTYPES; dt++) {
+            for (op = 0; op < DDP_NUM_OPS; op++)
+                test_reductions (sizes[k], (ddp_dtype_t)dt, (ddp_op_t)op);
+            test_moves (sizes[k], (ddp_dtype_t)dt);
+        }
+        rc_ok (ddp_barrier (), "barrier");
+    }
+    for (dt = DDP_FLOAT16; dt <= DDP_FLOAT64; dt++) {
+        test_identical (1001, (ddp_dtype_t)dt, DDP_SUM);
+        test_identical (70001, (ddp_dtype_t)dt, DDP_SUM);
+        test_identical (1001, (ddp_dtype_t)dt, DDP_AVG);
+        test_identical (333, (ddp_dtype_t)dt, DDP_PROD);
+    }
+    if (large) {
+        /* Chunked through the segment: several steps per call. */
+        test_reductions (large, DDP_FLOAT32, DDP_SUM);
+        test_reductions (large, DDP_INT64, DDP_MAX);
+        test_reductions (large + 1, DDP_BFLOAT16, DDP_AVG);
+        test_moves (large / (size_t)size + 3, DDP_FLOAT32);
+        test_identical (large, DDP_FLOAT32, DDP_SUM);
+    }
+    total = nfail;
+    rc = ddp_allreduce (&total, &total, 1, DDP_INT64, DDP_SUM);
+    if (rc != 0) {
+        fprintf (stderr, "final allreduce: %s\n", ddp_strerror (rc));
+        total = 1;
+    }
+    printf ("ddp_check rank %d/%d local %d/%d node %d/%d backend %s: %d checks, "
+            "%d failed here, %ld failed in all\n", rank, size, ddp_local_rank (),
+            ddp_local_world_size (), ddp_node_rank (), ddp_num_nodes (),
+            ddp_backend_name (), nchecks, nfail, total);
+    rc = ddp_finalize ();
+    if (rc != 0)
+        fprintf (stderr, "ddp_finalize: %s\n", ddp_strerror (rc));
+    return total == 0 && rc == 0 ? 0 : 1;
+}
