@@ -1,0 +1,155 @@
+/* mpi-bench - the ddp-bench loop on MPI, the peer libddp is compared with.
+ *
+ *   srun --mpi=pmix -N2 -n2 mpi-bench [--short] [--tsv FILE]
+ *
+ * Built with mpicc (Open MPI) when configure finds it.  The loop, the checks
+ * and the tables are bench.c's, so both programs measure the same way.
+ */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+
+#include "bench.h"
+
+static int nnodes = 0;
+static char errbuf[MPI_MAX_ERROR_STRING];
+
+/* Nodes in the job: ranks with local rank 0 in a split by shared memory. */
+static int count_nodes (void)
+{
+    MPI_Comm local;
+    int lrank, one, n = 1;
+
+    if (MPI_Comm_split_type (MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                             MPI_INFO_NULL, &local) != MPI_SUCCESS)
+        return 1;
+    MPI_Comm_rank (local, &lrank);
+    one = lrank == 0;
+    MPI_Allreduce (&one, &n, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Comm_free (&local);
+    return n;
+}
+
+static int b_init (int *argc, char ***argv)
+{
+    int rc = MPI_Init (argc, argv);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* Errors come back as codes, as libddp's do. */
+    MPI_Comm_set_errhandler (MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    return 0;
+}
+
+static int b_finalize (void)
+{
+    return MPI_Finalize ();
+}
+
+static void b_abort (int code, const char *msg)
+{
+    (void)msg;
+    MPI_Abort (MPI_COMM_WORLD, code);
+}
+
+static int b_rank (void)
+{
+    int r = 0;
+    MPI_Comm_rank (MPI_COMM_WORLD, &r);
+    return r;
+}
+
+static int b_size (void)
+{
+    int n = 1;
+    MPI_Comm_size (MPI_COMM_WORLD, &n);
+    return n;
+}
+
+/* Collective on first call (after init, outside the timed part). */
+static int b_nnodes (void)
+{
+    if (nnodes == 0)
+        nnodes = count_nodes ();
+    return nnodes;
+}
+
+static const char *b_backend (void)
+{
+    static char name[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    char *nl;
+
+    MPI_Get_library_version (name, &len);
+    if ((nl = strchr (name, ',')))
+        *nl = '\0';
+    return name;
+}
+
+static int b_barrier (void)
+{
+    return MPI_Barrier (MPI_COMM_WORLD);
+}
+
+static int b_bcast (float *buf, size_t count, int root)
+{
+    return MPI_Bcast (buf, (int)count, MPI_FLOAT, root, MPI_COMM_WORLD);
+}
+
+static int b_allreduce (const float *sendbuf, float *recvbuf, size_t count)
+{
+    return MPI_Allreduce (sendbuf, recvbuf, (int)count, MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD);
+}
+
+static int b_allgather (const float *sendbuf, float *recvbuf, size_t count)
+{
+    return MPI_Allgather (sendbuf, (int)count, MPI_FLOAT, recvbuf, (int)count,
+                          MPI_FLOAT, MPI_COMM_WORLD);
+}
+
+static int b_gather (const float *sendbuf, float *recvbuf, size_t count,
+                     int root)
+{
+    return MPI_Gather (sendbuf, (int)count, MPI_FLOAT, recvbuf, (int)count,
+                       MPI_FLOAT, root, MPI_COMM_WORLD);
+}
+
+static int b_max_f64 (double *inout, size_t n)
+{
+    return MPI_Allreduce (MPI_IN_PLACE, inout, (int)n, MPI_DOUBLE, MPI_MAX,
+                          MPI_COMM_WORLD);
+}
+
+static const char *b_strerror (int rc)
+{
+    int len = 0;
+
+    if (MPI_Error_string (rc, errbuf, &len) != MPI_SUCCESS)
+        return "unknown MPI error";
+    return errbuf;
+}
+
+static const struct bench_impl impl = {
+    .name = "mpi",
+    .init = b_init,
+    .finalize = b_finalize,
+    .abort = b_abort,
+    .rank = b_rank,
+    .size = b_size,
+    .nnodes = b_nnodes,
+    .backend = b_backend,
+    .barrier = b_barrier,
+    .bcast = b_bcast,
+    .allreduce = b_allreduce,
+    .allgather = b_allgather,
+    .gather = b_gather,
+    .max_f64 = b_max_f64,
+    .strerror = b_strerror,
+};
+
+int main (int argc, char **argv)
+{
+    return bench_main (&impl, argc, argv);
+}
