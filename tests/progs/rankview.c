@@ -1,5 +1,10 @@
 /* rankview.c - print how this task sees the step, one line, for the tests and
- * the quick start: Slurm's own view plus the ddp variables when present. */
+ * the quick start: Slurm's own view plus the ddp variables when present.
+ *
+ *   rankview             the standard line below
+ *   rankview NAME...     NAME=VALUE for each variable named ("-" if unset),
+ *                        in the order given
+ */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +16,17 @@ static const char *env (const char *name)
     return v ? v : "-";
 }
 
-int main (void)
+int main (int argc, char *argv[])
 {
     char host[256] = "?";
+    int i;
+
+    if (argc > 1) {
+        for (i = 1; i < argc; i++)
+            printf ("%s%s=%s", i > 1 ? " " : "", argv[i], env (argv[i]));
+        printf ("\n");
+        return 0;
+    }
     gethostname (host, sizeof (host) - 1);
     printf ("procid=%s localid=%s nodeid=%s node=%s ntasks=%s host=%s "
             "RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s NODE_RANK=%s MASTER_ADDR=%s "

@@ -1,0 +1,136 @@
+#!/bin/bash
+# contrib/ci-packaging.sh - check the release packaging of slurm-ddp.
+#
+#   contrib/ci-packaging.sh [--deb] [--quick] [WORKDIR]
+#
+# Steps, each printed with its time:
+#   1. configure and `make distcheck`: the tarball is complete, builds out of
+#      tree from a read-only source, passes `make check` (cluster tests skip
+#      unless DDP_REQUIRE_CLUSTER=1), installs into a temporary --prefix,
+#      passes `make installcheck` there (a user program built with
+#      `cc prog.c $(pkg-config --cflags --libs ddp)` against that prefix, and
+#      run), and uninstalls cleanly.  --quick: `make dist` instead.
+#   2. `rpmbuild -ta` on the tarball (Debian's rpm; --nodeps because Debian
+#      has no RPM database of build dependencies), then the packages' file
+#      lists are checked.
+#   3. with --deb: the Debian packaging (contrib/debian) with
+#      `dpkg-buildpackage -us -uc -b`, and the packages' contents.
+#
+# WORKDIR (default: ./ci-packaging in the current directory) is emptied
+# first.  Keep it out of /tmp: the test cluster's nodes have a private /tmp.
+# Exit status 0 when every step passed.
+set -euo pipefail
+
+PROG=ci-packaging
+die () { echo "$PROG: error: $*" >&2; exit 1; }
+say () { echo "$PROG: $*"; }
+
+deb=no
+quick=no
+while [ $# -gt 0 ]; do
+    case $1 in
+        --deb) deb=yes; shift ;;
+        --quick) quick=yes; shift ;;
+        -h|--help) sed -n '2,/^set -euo/{/^set/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+        -*) die "unknown option $1" ;;
+        *) break ;;
+    esac
+done
+[ $# -le 1 ] || die "usage: $0 [--deb] [--quick] [WORKDIR]"
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-$PWD/ci-packaging}
+case $work in
+    /tmp|/tmp/*) die "WORKDIR must not be under /tmp" ;;
+esac
+[ -x "$srcdir/configure" ] || (cd "$srcdir" && autoreconf -fi) \
+    || die "no configure in $srcdir and autoreconf failed"
+rm -rf "$work"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+jobs=${DDP_MAKE_JOBS:-2}
+
+# step NAME CMD...: run CMD with its output in WORKDIR/NAME.log; say how long
+# it took; show the log's tail when it fails.
+step () {
+    local name=$1 t0 t1 rc=0
+    shift
+    say "$name: $*"
+    t0=$(date +%s)
+    "$@" >"$work/$name.log" 2>&1 || rc=$?
+    t1=$(date +%s)
+    if [ $rc -ne 0 ]; then
+        tail -n 60 "$work/$name.log"
+        die "$name failed (exit $rc) after $((t1 - t0)) s; log: $work/$name.log"
+    fi
+    say "$name: ok in $((t1 - t0)) s"
+}
+
+# ---- 1. distcheck -------------------------------------------------------
+mkdir "$work/build"
+cd "$work/build"
+step configure "$srcdir/configure"
+if [ $quick = yes ]; then
+    step dist make -j"$jobs" dist
+else
+    step distcheck make -j"$jobs" distcheck
+    grep -q "installcheck: user program built with pkg-config: ok" "$work/distcheck.log" \
+        || die "distcheck did not run the pkg-config user program (see distcheck.log)"
+    say "distcheck: the pkg-config user program built and ran against the --prefix install"
+fi
+version=$(sed -n 's/^PACKAGE_VERSION = //p' Makefile)
+tarball=$work/build/slurm-ddp-$version.tar.bz2
+[ -f "$tarball" ] || die "no tarball $tarball"
+
+# ---- 2. rpmbuild -ta ------------------------------------------------------
+if command -v rpmbuild >/dev/null 2>&1; then
+    step rpmbuild rpmbuild -ta --nodeps --define "_topdir $work/rpm" "$tarball"
+    rpms=$work/rpm/RPMS/$(uname -m)
+    arch=$(uname -m)
+    for p in slurm-ddp slurm-ddp-libs slurm-ddp-devel; do
+        [ -f "$rpms/$p-$version-1.$arch.rpm" ] || die "rpmbuild made no $p-$version-1.$arch.rpm"
+    done
+    [ -f "$work/rpm/SRPMS/slurm-ddp-$version-1.src.rpm" ] || die "rpmbuild made no source rpm"
+    check_rpm () {   # check_rpm PACKAGE REGEX...: the package has a file matching each
+        local pkg=$1 re
+        shift
+        rpm -qlp "$rpms/$pkg-$version-1.$arch.rpm" >"$work/$pkg.files"
+        for re in "$@"; do
+            grep -Eq "$re" "$work/$pkg.files" || die "$pkg has no file matching $re"
+        done
+    }
+    check_rpm slurm-ddp '/slurm/ddp\.so$' '/man8/spank-ddp\.8' '/man7/ddp\.7' \
+        '/examples/plugstack\.conf\.d/ddp\.conf$'
+    check_rpm slurm-ddp-libs '/libddp\.so\.0$'
+    check_rpm slurm-ddp-devel '/include/ddp\.h$' '/libddp\.so$' '/pkgconfig/ddp\.pc$' \
+        '/man3/ddp\.3' '/man3/ddp_bcast\.3'
+    say "rpmbuild: slurm-ddp, -libs, -devel and the source rpm have the expected files"
+else
+    die "rpmbuild not found (apt-get install rpm)"
+fi
+
+# ---- 3. Debian packages -----------------------------------------------------
+if [ $deb = yes ]; then
+    command -v dpkg-buildpackage >/dev/null 2>&1 && command -v dh >/dev/null 2>&1 \
+        || die "dpkg-buildpackage or dh not found (apt-get install dpkg-dev debhelper)"
+    mkdir "$work/deb"
+    tar -xjf "$tarball" -C "$work/deb"
+    src=$work/deb/slurm-ddp-$version
+    cp -r "$src/contrib/debian" "$src/debian"
+    # the changelog names the release being built
+    sed -i "1s/([^)]*)/($version-1)/" "$src/debian/changelog"
+    ( cd "$src" && step dpkg-buildpackage dpkg-buildpackage -us -uc -b )
+    debarch=$(dpkg --print-architecture)
+    for p in slurm-ddp libddp0 libddp-dev; do
+        deb_file=$work/deb/${p}_$version-1_$debarch.deb
+        [ -f "$deb_file" ] || die "dpkg-buildpackage made no $deb_file"
+        dpkg-deb -c "$deb_file" >"$work/$p.debfiles"
+    done
+    grep -q '/slurm-wlm/ddp\.so$' "$work/slurm-ddp.debfiles" || die "slurm-ddp.deb has no plugin"
+    grep -q '/libddp\.so\.0' "$work/libddp0.debfiles" || die "libddp0.deb has no library"
+    grep -q '/pkgconfig/ddp\.pc$' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp.pc"
+    grep -q '/man3/ddp_bcast\.3' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp_bcast(3)"
+    say "dpkg-buildpackage: slurm-ddp, libddp0 and libddp-dev have the expected files"
+fi
+
+say "all packaging checks passed (work directory: $work)"

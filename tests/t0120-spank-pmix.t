@@ -1,0 +1,61 @@
+#!/bin/sh
+test_description='srun --ddp starts PMIx on a MpiDefault=none cluster, and only with --ddp'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+
+test -x "$DDP_PROGS/pmix_probe" || {
+	skip_all="tests/progs/pmix_probe not built (no PMIx)"
+	test_done
+}
+
+# probe ARGS...: srun ARGS pmix_probe, each line prefixed with RANK=.
+probe () {
+	ddp_srun "$@" sh -c '"$0" | sed "s/^/RANK=$RANK /"' "$DDP_PROGS/pmix_probe"
+}
+
+# check_probe FILE N: N tasks reached PMIx, PMIx rank == RANK == SLURM_PROCID.
+check_probe () {
+	cat "$1" &&
+	test $(wc -l <"$1") = "$2" &&
+	for r in $(seq 0 $(($2 - 1))); do
+		grep -q "^RANK=$r pmix ok rank=$r size=$2 procid=$r " "$1" || return 1
+	done
+}
+
+test_expect_success 'srun --ddp=host -N2 -n4 with MpiDefault=none: PMIx rank == RANK' '
+	grep -x MpiDefault=none "$SLURM_CONF" &&
+	probe --ddp=host -N2 -n4 >host.out &&
+	check_probe host.out 4
+'
+test_expect_success 'without --ddp the same step has no PMIx server' '
+	ddp_srun -N2 -n2 "$DDP_PROGS/rankview" PMIX_RANK SLURM_MPI_TYPE >plain &&
+	cat plain &&
+	test $(grep -c "^PMIX_RANK=- " plain) = 2
+'
+test_expect_success '--ddp with an explicit --mpi=pmix works too' '
+	probe --mpi=pmix --ddp=host -N1 -n2 >explicit.out &&
+	check_probe explicit.out 2
+'
+test_expect_success '--mpi=none --ddp=nccl: a clear error, nothing runs' '
+	rm -f ran &&
+	test_must_fail ddp_srun --mpi=none --ddp=nccl -N1 touch ran 2>mpinone.err &&
+	cat mpinone.err &&
+	grep "ddp: --ddp=nccl needs Slurm.s PMIx plugin, but this step uses --mpi=none" mpinone.err &&
+	test ! -e ran
+'
+test_expect_success 'SLURM_MPI_TYPE=pmi2 in the environment with --ddp: the same error' '
+	test_must_fail env SLURM_MPI_TYPE=pmi2 \
+		timeout 60 srun --ddp=host -N1 true 2>pmi2.err &&
+	cat pmi2.err &&
+	grep "needs Slurm.s PMIx plugin, but this step uses --mpi=pmi2" pmi2.err
+'
+test_expect_success 'sbatch --ddp: srun inside gets PMIx without --mpi' '
+	cat >job.sh <<-EOF &&
+	#!/bin/sh
+	srun sh -c "\"$DDP_PROGS/pmix_probe\" | sed \"s/^/RANK=\\\$RANK /\"" >job.probe
+	EOF
+	timeout 60 sbatch --wait --ddp=host -N2 -n3 -o job.out job.sh &&
+	cat job.out &&
+	check_probe job.probe 3
+'
+test_done

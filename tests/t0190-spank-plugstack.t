@@ -1,0 +1,91 @@
+#!/bin/sh
+test_description='plugstack.conf keys, and no trace of the plugin in jobs without --ddp'
+. "$(dirname "$0")/test-lib.sh"
+
+# These tests rewrite plugstack.conf, which slurmstepd rereads for every
+# step, so they run on a private cluster and never disturb the shared one.
+why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
+test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"
+PRIVATE=$("$DDP_CLUSTER" start 2>"$SHARNESS_TEST_DIRECTORY/.t0190-start.err") ||
+	ddp_cluster_unavailable "start failed: $(tail -n 20 "$SHARNESS_TEST_DIRECTORY/.t0190-start.err")"
+rm -f "$SHARNESS_TEST_DIRECTORY/.t0190-start.err"
+trap '"$DDP_CLUSTER" stop "$PRIVATE"; die' EXIT
+. "$PRIVATE/env"
+
+# plugstack ARGS...|--none: what every new step loads.
+plugstack () {
+	"$DDP_CLUSTER" plugstack "$PRIVATE" "$@"
+}
+
+# Variables that differ between any two jobs, plugin or not.
+PER_JOB='^[0-9]+: SLURM_(JOB_?ID|SRUN_COMM_PORT|STEP_LAUNCHER_PORT|TASK_PID)='
+
+test_expect_success 'no --ddp: byte-identical task environment with and without the plugin' '
+	plugstack &&
+	ddp_srun -N2 -n3 -l env | sort >with.env &&
+	plugstack --none &&
+	ddp_srun -N2 -n3 -l env | sort >without.env &&
+	plugstack &&
+	test $(wc -l <with.env) -gt 40 &&
+	grep -Ev "$PER_JOB" with.env >with.cmp &&
+	grep -Ev "$PER_JOB" without.env >without.cmp &&
+	test_cmp without.cmp with.cmp
+'
+test_expect_success 'the comparison would see one more variable' '
+	ddp_srun -N2 -n3 -l --export=ALL,EXTRA=1 env | sort | grep -Ev "$PER_JOB" >extra.cmp &&
+	test_must_fail test_cmp without.cmp extra.cmp
+'
+test_expect_success 'default=auto: a plain srun gets ddp and PMIx, --ddp=off opts out' '
+	plugstack default=auto &&
+	ddp_srun -N2 -n2 "$DDP_PROGS/rankview" RANK DDP_BACKEND PMIX_RANK >auto &&
+	ddp_srun --ddp=off -N1 -n1 "$DDP_PROGS/rankview" RANK DDP_BACKEND PMIX_RANK >off &&
+	plugstack &&
+	cat auto off &&
+	grep -qx "RANK=0 DDP_BACKEND=host PMIX_RANK=0" auto &&
+	grep -qx "RANK=1 DDP_BACKEND=host PMIX_RANK=1" auto &&
+	grep -qx "RANK=- DDP_BACKEND=- PMIX_RANK=-" off
+'
+test_expect_success 'torch_env=no: only DDP_BACKEND and the binding' '
+	plugstack torch_env=no &&
+	ddp_srun --ddp -N1 -n2 --gres=gpu:2 env >notorch.env &&
+	plugstack &&
+	! grep -E "^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|NNODES|MASTER_ADDR|MASTER_PORT)=" notorch.env &&
+	test $(grep -c "^DDP_BACKEND=nccl$" notorch.env) = 2 &&
+	grep -qx CUDA_VISIBLE_DEVICES=0 notorch.env &&
+	grep -qx CUDA_VISIBLE_DEVICES=1 notorch.env
+'
+test_expect_success 'bind=none: the admin turns binding off' '
+	plugstack bind=none &&
+	ddp_srun --ddp=nccl -N1 -n2 --gres=gpu:2 "$DDP_PROGS/rankview" CUDA_VISIBLE_DEVICES >nobind &&
+	plugstack &&
+	test $(grep -cx CUDA_VISIBLE_DEVICES=0,1 nobind) = 2
+'
+test_expect_success 'port_range=LO-HI: MASTER_PORT comes from it' '
+	plugstack port_range=41000-41000 &&
+	ddp_srun --ddp -N2 -n2 "$DDP_PROGS/rankview" MASTER_PORT >port &&
+	plugstack &&
+	test $(grep -cx MASTER_PORT=41000 port) = 2
+'
+test_expect_success 'a bad key in the cluster plugstack.conf: srun refuses, naming it' '
+	plugstack oops=1 &&
+	test_must_fail ddp_srun -N1 true 2>oops.err &&
+	plugstack &&
+	cat oops.err &&
+	grep "ddp: plugstack.conf: unknown key .oops." oops.err
+'
+# slurmstepd's own error goes to the slurmd log; srun only says the launch
+# failed (and Slurm 22.05's srun still exits 0 then, so the test looks at
+# what ran, not at the exit code).
+test_expect_success 'a bad key seen only by slurmstepd: nothing runs, the log names it' '
+	sed "s|^PlugStackConfig=.*|PlugStackConfig=/nonexistent/plugstack.conf|" \
+		"$SLURM_CONF" >slurm.conf &&
+	plugstack oops=1 &&
+	rm -f ran &&
+	env SLURM_CONF="$PWD/slurm.conf" timeout 60 srun -N1 touch ran 2>remote.err;
+	plugstack &&
+	cat remote.err &&
+	grep "launch failed: Plugin initialization failed" remote.err &&
+	test ! -e ran &&
+	grep "error: ddp: plugstack.conf: unknown key .oops." "$PRIVATE"/log/slurmd-n1.log
+'
+test_done

@@ -1,0 +1,149 @@
+#!/bin/sh
+test_description='man pages: render without warnings, document every public function'
+. "$(dirname "$0")/test-lib.sh"
+
+# No cluster needed: this reads doc/ and the public headers, and asks the
+# build tree's doc/Makefile for the page and link lists.
+
+DOC=$DDP_SRC_DIR/doc
+DOCMAKE="env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C $DDP_BUILD_DIR/doc"
+
+command -v groff >/dev/null 2>&1 && test_set_prereq GROFF
+command -v man >/dev/null 2>&1 && test_set_prereq MAN
+command -v cc >/dev/null 2>&1 && test_set_prereq CC
+
+# public_headers: the installed headers of libjob (include_HEADERS).
+public_headers () {
+    sed -n -e ':a' -e '/\\$/{N;s/\\\n//;ba' -e '}' \
+        -e 's/^include_HEADERS *+\{0,1\}= *//p' "$DDP_SRC_DIR/libjob/Makefile.am" |
+    tr ' \t' '\n\n' | sed '/^$/d' | while read -r h; do
+        echo "$DDP_SRC_DIR/libjob/$h"
+    done
+}
+
+# functions HEADER...: names of the functions the headers declare.
+functions () {
+    cat "$@" | sed -n -E \
+        -e '/^[[:space:]]*(typedef|#|\/\*|\*)/d' \
+        -e 's/^[A-Za-z_][A-Za-z0-9_ ]*[ *](ddp_[a-z0-9_]+) \(.*/\1/p' | sort -u
+}
+
+# page_names PAGE: the names listed in the NAME section of a roff page.
+page_names () {
+    sed -n '/^\.SH NAME/,/^\.SH /p' "$1" | sed '1d;$d' | tr '\n' ' ' |
+    sed 's/ *\\-.*//' | tr ',' '\n' | tr -d ' ' | grep -v '^$'
+}
+
+test_expect_success 'the page and link lists come from doc/Makefile' '
+	$DOCMAKE print-man-pages >pages.out &&
+	$DOCMAKE print-man3-links >links.out &&
+	# (make may first regenerate doc/Makefile and say so on stdout)
+	grep -E "^[a-z0-9_.-]+\.[1-8]\$" pages.out >pages &&
+	grep -E "^[a-z0-9_]+\.3:[a-z0-9_]+\.3\$" links.out >links &&
+	test -s pages && test -s links &&
+	grep -qx ddp.3 pages && grep -qx spank-ddp.8 pages &&
+	grep -qx ddp_allreduce.3:ddp_bcast.3 links
+'
+
+test_expect_success 'every page in doc/ is installed, and every installed page exists' '
+	(cd "$DOC" && ls *.[1-8]) | sort >in-doc &&
+	sort pages >listed &&
+	test_cmp in-doc listed
+'
+
+test_expect_success GROFF 'every page renders with groff -man -ww without a warning' '
+	for p in $(cat pages); do
+		groff -man -t -ww -z "$DOC/$p" 2>"$p.groff" || return 1
+		if test -s "$p.groff"; then cat "$p.groff"; return 1; fi
+	done
+'
+
+test_expect_success MAN 'every page renders with man --warnings at 80 columns' '
+	for p in $(cat pages); do
+		LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$DOC/$p" \
+			>"$p.txt" 2>"$p.err" || { cat "$p.err"; return 1; }
+		if test -s "$p.err"; then cat "$p.err"; return 1; fi
+		test -s "$p.txt" || return 1
+		# no line wider than the terminal, examples included
+		if LC_ALL=C.UTF-8 grep -n ".\{81,\}" "$p.txt"; then
+			echo "$p: lines wider than 80 columns"; return 1
+		fi
+	done
+'
+
+test_expect_success MAN 'the pages are not hyphenated inside identifiers' '
+	for p in $(cat pages); do
+		if LC_ALL=C.UTF-8 grep -n "[a-z_]‐$" "$p.txt"; then
+			echo "$p: hyphenated"; return 1
+		fi
+	done
+'
+
+test_expect_success 'the public headers declare functions (the scan works)' '
+	public_headers >headers &&
+	test -s headers &&
+	functions $(cat headers) >functions &&
+	grep -qx ddp_init functions &&
+	grep -qx ddp_log_main functions &&
+	grep -qx ddp_sampler_indices functions &&
+	! grep -qx ddp_fn_t functions &&
+	test $(wc -l <functions) -ge 30
+'
+
+test_expect_success 'every public function is named by exactly one section 3 page' '
+	for p in $(grep "\.3\$" pages); do
+		page_names "$DOC/$p" | sed "s/\$/ $p/"
+	done >names &&
+	for f in $(cat functions); do
+		n=$(grep -c "^$f " names)
+		test "$n" = 1 || { echo "$f: named by $n pages"; return 1; }
+	done
+'
+
+test_expect_success 'every name in a NAME section is a page or has a link to its page' '
+	while read -r name page; do
+		test "$page" = ddp.3 && continue
+		test "$name.3" = "$page" && continue
+		grep -qx "$page:$name.3" links ||
+			{ echo "$name ($page): no link in doc/Makefile.am"; return 1; }
+	done <names
+'
+
+test_expect_success 'every link points at a page that names the function' '
+	while IFS=: read -r page link; do
+		grep -qx "$page" pages || { echo "$link: no page $page"; return 1; }
+		grep -qx "${link%.3} $page" names ||
+			{ echo "$link: not in the NAME section of $page"; return 1; }
+	done <links
+'
+
+test_expect_success 'ddp(3) mentions every public function' '
+	for f in $(cat functions); do
+		grep -q "^\.BR $f ()" "$DOC/ddp.3" ||
+			{ echo "ddp.3 does not mention $f"; return 1; }
+	done
+'
+
+# The SYNOPSIS of every section 3 page, as rendered, must be C that agrees
+# with the header: a redeclaration with other types does not compile.
+test_expect_success MAN,CC 'the SYNOPSIS prototypes agree with the header' '
+	printf "#include <stdarg.h>\n#include <ddp.h>\n" >synopsis.c &&
+	for p in $(grep "\.3\$" pages); do
+		LC_ALL=C MANWIDTH=200 man -E ascii -l "$DOC/$p" 2>/dev/null | col -b |
+		sed -n "/^SYNOPSIS/,/^DESCRIPTION/p" | sed "1d;\$d" |
+		sed -e "/^ *#/d" -e "/^ *Link with/d" -e "/^ *cc /d" \
+		    -e "/typedef struct {/,/}/d" >"$p.syn" &&
+		cat "$p.syn" >>synopsis.c || return 1
+	done &&
+	grep -c "ddp_[a-z0-9_]* (" synopsis.c >nproto &&
+	test $(cat nproto) -ge $(wc -l <functions) &&
+	cc -std=gnu11 -fsyntax-only -Wall -Werror -I"$DDP_SRC_DIR/libjob" synopsis.c
+'
+
+test_expect_success MAN,CC 'a changed prototype would be caught' '
+	sed "s/int ddp_barrier (void);/long ddp_barrier (void);/" synopsis.c >bad.c &&
+	! cmp -s synopsis.c bad.c &&
+	test_must_fail cc -std=gnu11 -fsyntax-only -I"$DDP_SRC_DIR/libjob" bad.c
+'
+
+test_done
