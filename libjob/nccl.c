@@ -745,8 +745,8 @@ static int comm_init (struct nccl_ctx *c, int nroots, ncclUniqueId *ids)
     return nccl_settle (c, r, "communicator init");
 }
 
-/* The device resources of the collectives, and a first barrier proving the
- * communicator works (PyTorch and Horovod add one after init, too). */
+/* The device resources of the collectives.  (The core runs a first barrier
+ * after create(), which proves the communicator works.) */
 static int comm_ready (struct nccl_ctx *c)
 {
     cudaError_t e;
@@ -756,7 +756,18 @@ static int comm_ready (struct nccl_ctx *c)
     if ((e = cudaMalloc ((void **)&c->flag, sizeof (int))) != cudaSuccess
         || (e = cudaMemset (c->flag, 0, sizeof (int))) != cudaSuccess)
         return cuda_error (e, "cudaMalloc");
-    return op_barrier (c);
+    return 0;
+}
+
+/* An init failure ends the program's use of NCCL: say why even without
+ * DDP_DEBUG (ddpi_error() already logs the environment failures). */
+static void log_init_failure (const struct nccl_ctx *c, int rc)
+{
+    if (ddpi_debug_enabled () || rc == DDP_ENOLAUNCH || rc == DDP_EPMIX
+        || rc == DDP_ETRANSPORT || rc == DDP_ETIMEDOUT || rc == DDP_EPEER)
+        return;
+    fprintf (stderr, "[ddp rank %d/%d] error: %s (%s)\n", c->rank, c->size,
+             ddpi_last_error (), ddp_strerror (rc));
 }
 
 static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
@@ -809,8 +820,8 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
                getenv ("CUDA_VISIBLE_DEVICES") ? getenv ("CUDA_VISIBLE_DEVICES")
                                                : "unset",
                me.host, version, nroots, c->size);
-    ddpi_debug ("nccl: init phases: local %.3f s, exchange %.3f s, comm init"
-               " %.3f s, first barrier %.3f s, total %.3f s", t1 - t0,
+    ddpi_debug ("nccl: init phases: local setup %.3f s, exchange %.3f s,"
+               " communicator %.3f s, stream %.3f s, total %.3f s", t1 - t0,
                t2 - t1, t3 - t2, t4 - t3, t4 - t0);
     free (all);
     free (ids);
@@ -818,6 +829,7 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     *ctxp = c;
     return 0;
 error:
+    log_init_failure (c, rc);
     if (c->comm)
         comm_break (c, rc);
     free (all);

@@ -1,0 +1,231 @@
+/* nccl_bench.c - ddp collectives against raw NCCL calls in one process.
+ *
+ * Both sides use the same communicator and stream (ddp_nccl_comm(),
+ * ddp_cuda_stream()) and device buffers, so the difference is libddp's own
+ * cost: argument checks, pointer classification and the deadline-bounded
+ * wait.  Two ways of timing each size:
+ *   sync      one operation, then wait for it (ddp_allreduce vs
+ *             ncclAllReduce + cudaStreamSynchronize), per iteration;
+ *   pipelined N operations enqueued, one wait (ddp_allreduce_stream +
+ *             ddp_stream_synchronize vs ncclAllReduce + one sync).
+ * Prints a table (bytes, microseconds per op, ratio ddp/raw, bus bandwidth
+ * with nccl-tests' definitions, from the sync time; bytes is per rank, an
+ * allgather moves size times that) and checks every result.  Needs a GPU and
+ * DDP_BACKEND=nccl; run alone (world size 1) or under srun with one GPU per
+ * rank.  Exits 0 after a full run, 1 on an error, 77 without a GPU.
+ *
+ *   nccl_bench [--quick] [--max-bytes N]
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "ddp.h"
+
+static int rank, size, quick;
+
+static double now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int iters_for (size_t bytes)
+{
+    int n = bytes <= 65536 ? 2000 : bytes <= (1 << 22) ? 200 : 40;
+    return quick ? (n / 20 > 2 ? n / 20 : 2) : n;
+}
+
+enum which { ALLREDUCE, BCAST, ALLGATHER, NWHICH };
+static const char *which_name[NWHICH] = {"allreduce", "bcast", "allgather"};
+
+/* Bus bandwidth factor of nccl-tests. */
+static double busbw_factor (enum which w)
+{
+    if (w == ALLREDUCE)
+        return size > 1 ? 2.0 * (size - 1) / size : 1.0;
+    if (w == ALLGATHER)
+        return size > 1 ? (double)(size - 1) / size : 1.0;
+    return 1.0;
+}
+
+static int raw_op (enum which w, float *s, float *r, size_t n, ncclComm_t c,
+                   cudaStream_t st)
+{
+    ncclResult_t x = ncclSuccess;
+    if (w == ALLREDUCE)
+        x = ncclAllReduce (s, r, n, ncclFloat32, ncclSum, c, st);
+    else if (w == BCAST)
+        x = ncclBroadcast (s, s, n, ncclFloat32, 0, c, st);
+    else
+        x = ncclAllGather (s, r, n, ncclFloat32, c, st);
+    /* A non-blocking communicator may answer ncclInProgress. */
+    while (x == ncclInProgress)
+        ncclCommGetAsyncError (c, &x);
+    return x == ncclSuccess ? 0 : -1;
+}
+
+static int ddp_op (enum which w, float *s, float *r, size_t n, bool stream)
+{
+    if (w == ALLREDUCE)
+        return stream ? ddp_allreduce_stream (s, r, n, DDP_FLOAT32, DDP_SUM,
+                                              ddp_cuda_stream ())
+                      : ddp_allreduce (s, r, n, DDP_FLOAT32, DDP_SUM);
+    if (w == BCAST)
+        return stream ? ddp_bcast_stream (s, n, DDP_FLOAT32, 0,
+                                          ddp_cuda_stream ())
+                      : ddp_bcast (s, n, DDP_FLOAT32, 0);
+    return stream ? ddp_allgather_stream (s, r, n, DDP_FLOAT32,
+                                          ddp_cuda_stream ())
+                  : ddp_allgather (s, r, n, DDP_FLOAT32);
+}
+
+/* Seconds per operation; sync: wait after each, else once at the end. */
+static double time_raw (enum which w, float *s, float *r, size_t n, int it,
+                        bool sync)
+{
+    ncclComm_t c = ddp_nccl_comm ();
+    cudaStream_t st = ddp_cuda_stream ();
+    double t0;
+
+    for (int i = 0; i < 3; i++)
+        raw_op (w, s, r, n, c, st);
+    cudaStreamSynchronize (st);
+    ddp_barrier ();
+    t0 = now ();
+    for (int i = 0; i < it; i++) {
+        if (raw_op (w, s, r, n, c, st) < 0)
+            return -1;
+        if (sync)
+            cudaStreamSynchronize (st);
+    }
+    cudaStreamSynchronize (st);
+    return (now () - t0) / it;
+}
+
+static double time_ddp (enum which w, float *s, float *r, size_t n, int it,
+                        bool sync)
+{
+    double t0;
+
+    for (int i = 0; i < 3; i++)
+        ddp_op (w, s, r, n, false);
+    ddp_barrier ();
+    t0 = now ();
+    for (int i = 0; i < it; i++)
+        if (ddp_op (w, s, r, n, !sync) < 0)
+            return -1;
+    if (!sync && ddp_stream_synchronize (ddp_cuda_stream ()) < 0)
+        return -1;
+    return (now () - t0) / it;
+}
+
+/* Fill s with rank+1, run once through ddp, check the result on the host. */
+static bool verify (enum which w, float *s, float *r, size_t n, float *h)
+{
+    size_t total = w == ALLGATHER ? n * (size_t)size : n;
+    float want;
+
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)(rank + 1);
+    cudaMemcpy (s, h, n * sizeof (float), cudaMemcpyHostToDevice);
+    if (ddp_op (w, s, r, n, false) < 0)
+        return false;
+    cudaMemcpy (h, w == BCAST ? s : r, total * sizeof (float),
+                cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < total; i++) {
+        want = w == ALLREDUCE ? (float)size * (size + 1) / 2
+               : w == BCAST   ? 1.0f
+                              : (float)(i / n + 1);
+        if (h[i] != want)
+            return false;
+    }
+    return true;
+}
+
+int main (int argc, char **argv)
+{
+    size_t max_bytes = 64u << 20;
+    float *s = NULL, *r = NULL, *h = NULL;
+    int ndev = 0, rc;
+    double t0, tinit;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp (argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp (argv[i], "--max-bytes") == 0 && i + 1 < argc)
+            max_bytes = strtoull (argv[++i], NULL, 10);
+    }
+    if (cudaGetDeviceCount (&ndev) != cudaSuccess || ndev < 1) {
+        printf ("nccl_bench: skipped: no usable GPU\n");
+        return 77;
+    }
+    t0 = now ();
+    if ((rc = ddp_init ()) < 0) {
+        fprintf (stderr, "nccl_bench: ddp_init: %s\n", ddp_strerror (rc));
+        return 1;
+    }
+    tinit = now () - t0;
+    rank = ddp_rank ();
+    size = ddp_world_size ();
+    if (!ddp_nccl_comm ()) {
+        fprintf (stderr, "nccl_bench: backend is %s, set DDP_BACKEND=nccl\n",
+                 ddp_backend_name ());
+        return 1;
+    }
+    if (cudaMalloc ((void **)&s, max_bytes) != cudaSuccess
+        || cudaMalloc ((void **)&r, max_bytes * (size_t)size) != cudaSuccess
+        || !(h = malloc (max_bytes * (size_t)size))) {
+        fprintf (stderr, "nccl_bench: out of memory\n");
+        return 1;
+    }
+    if (rank == 0) {
+        int v = 0;
+        ncclGetVersion (&v);
+        printf ("# nccl_bench: %d rank(s), NCCL %d, ddp_init %.3f s%s\n",
+                size, v, tinit, quick ? ", quick" : "");
+        printf ("# %-9s %10s %6s %10s %10s %7s %10s %10s %7s %9s\n", "op",
+                "bytes", "iters", "raw_us", "ddp_us", "ratio", "rawpipe_us",
+                "ddppipe_us", "ratio", "busbw_GBs");
+    }
+    for (int w = 0; w < NWHICH; w++)
+        for (size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
+            size_t n = bytes / sizeof (float);
+            int it = iters_for (bytes);
+            double traw, tddp, praw, pddp;
+
+            if (!verify (w, s, r, n, h)) {
+                fprintf (stderr, "nccl_bench: %s of %zu bytes: wrong result\n",
+                         which_name[w], bytes);
+                return 1;
+            }
+            traw = time_raw (w, s, r, n, it, true);
+            tddp = time_ddp (w, s, r, n, it, true);
+            praw = time_raw (w, s, r, n, it, false);
+            pddp = time_ddp (w, s, r, n, it, false);
+            if (traw < 0 || tddp < 0 || praw < 0 || pddp < 0) {
+                fprintf (stderr, "nccl_bench: %s failed\n", which_name[w]);
+                return 1;
+            }
+            if (rank == 0)
+                printf ("  %-9s %10zu %6d %10.2f %10.2f %7.3f %10.2f %10.2f"
+                        " %7.3f %9.2f\n", which_name[w], bytes, it,
+                        traw * 1e6, tddp * 1e6, tddp / traw, praw * 1e6,
+                        pddp * 1e6, pddp / praw,
+                        (double)bytes * (w == ALLGATHER ? size : 1) / tddp
+                            * busbw_factor (w) / 1e9);
+        }
+    cudaFree (s);
+    cudaFree (r);
+    free (h);
+    rc = ddp_finalize ();
+    return rc < 0 ? 1 : 0;
+}

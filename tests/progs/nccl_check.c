@@ -1,0 +1,534 @@
+/* nccl_check.c - the NCCL backend against a CPU reference (prints TAP).
+ *
+ * Run with DDP_BACKEND=nccl, alone (world size 1, the singleton path) or
+ * under srun with one GPU per rank.  For every collective, dtype and op, on
+ * device, managed, pinned and plain host buffers and several counts, the
+ * result is compared with a reference computed here from the values every
+ * rank is known to contribute.  Also: in-place forms, the explicit-stream
+ * variants, barrier, the accessors and the argument checks.
+ *
+ *   nccl_check --probe   exit 0 if a CUDA device is visible, else print why
+ *                        and exit 1 (the sharness test skips on that)
+ *   nccl_check [-v]      run the checks; exit 0 when all passed
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ddp.h"
+#include "tap.h"
+
+enum kind { K_DEVICE, K_MANAGED, K_PINNED, K_HOST, K_NUM };
+static const char *kind_name[K_NUM] = {"device", "managed", "pinned", "host"};
+static const char *dtype_name[DDP_NUM_DTYPES] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64",
+    "float16", "bfloat16", "float32", "float64"};
+static const char *op_name[DDP_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
+static const size_t counts[] = {1, 7, 1031, (1u << 20) + 3};
+
+static int rank, size, verbose;
+
+/* ---- element conversion (half and bfloat16 by hand) -------------------- */
+
+static uint16_t f2h (float f)
+{
+    uint32_t x;
+    memcpy (&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t e = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t m = x & 0x7fffff;
+    if (((x >> 23) & 0xff) == 0xff)
+        return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        m |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t h = m >> shift, rem = m & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+static float h2f (uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f,
+             m = h & 0x3ff, x;
+    float f;
+    if (e == 0) {
+        f = ldexpf ((float)m, -24);
+        return sign ? -f : f;
+    }
+    if (e == 31)
+        x = sign | 0x7f800000 | (m << 13);
+    else
+        x = sign | ((e - 15 + 127) << 23) | (m << 13);
+    memcpy (&f, &x, 4);
+    return f;
+}
+
+static uint16_t f2bf (float f)
+{
+    uint32_t x;
+    memcpy (&x, &f, 4);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf2f (uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy (&f, &x, 4);
+    return f;
+}
+
+static void put (ddp_dtype_t t, void *buf, size_t i, double v)
+{
+    switch (t) {
+        case DDP_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+        case DDP_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+        case DDP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+        case DDP_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+        case DDP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+        case DDP_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+        case DDP_FLOAT16: ((uint16_t *)buf)[i] = f2h ((float)v); break;
+        case DDP_BFLOAT16: ((uint16_t *)buf)[i] = f2bf ((float)v); break;
+        case DDP_FLOAT32: ((float *)buf)[i] = (float)v; break;
+        case DDP_FLOAT64: ((double *)buf)[i] = v; break;
+        default: break;
+    }
+}
+
+static double get (ddp_dtype_t t, const void *buf, size_t i)
+{
+    switch (t) {
+        case DDP_INT8: return ((const int8_t *)buf)[i];
+        case DDP_UINT8: return ((const uint8_t *)buf)[i];
+        case DDP_INT32: return ((const int32_t *)buf)[i];
+        case DDP_UINT32: return ((const uint32_t *)buf)[i];
+        case DDP_INT64: return (double)((const int64_t *)buf)[i];
+        case DDP_UINT64: return (double)((const uint64_t *)buf)[i];
+        case DDP_FLOAT16: return h2f (((const uint16_t *)buf)[i]);
+        case DDP_BFLOAT16: return bf2f (((const uint16_t *)buf)[i]);
+        case DDP_FLOAT32: return ((const float *)buf)[i];
+        case DDP_FLOAT64: return ((const double *)buf)[i];
+        default: return NAN;
+    }
+}
+
+static bool is_float (ddp_dtype_t t)
+{
+    return t >= DDP_FLOAT16;
+}
+
+static bool is_signed (ddp_dtype_t t)
+{
+    return t == DDP_INT8 || t == DDP_INT32 || t == DDP_INT64 || is_float (t);
+}
+
+/* What rank r contributes at index i: small integers, exact in every dtype
+ * and without overflow for any op up to 8 ranks; negative for signed types
+ * so AVG's truncation toward zero is exercised. */
+static double val (ddp_dtype_t t, ddp_op_t op, size_t i, int r)
+{
+    if (op == DDP_PROD)
+        return (double)((i + (size_t)r) % 2 + 1);
+    double v = (double)((i * 7 + (size_t)r * 3) % 5 + 1);
+    return is_signed (t) ? v - 3 : v;
+}
+
+static double reduce_ref (ddp_dtype_t t, ddp_op_t op, size_t i)
+{
+    double acc = val (t, op, i, 0);
+    for (int r = 1; r < size; r++) {
+        double v = val (t, op, i, r);
+        switch (op) {
+            case DDP_SUM: case DDP_AVG: acc += v; break;
+            case DDP_PROD: acc *= v; break;
+            case DDP_MIN: acc = v < acc ? v : acc; break;
+            case DDP_MAX: acc = v > acc ? v : acc; break;
+            default: break;
+        }
+    }
+    if (op == DDP_AVG)
+        acc = is_float (t) ? acc / size : trunc (acc / size);
+    return acc;
+}
+
+static bool close_to (ddp_dtype_t t, double got, double want)
+{
+    double tol = t == DDP_FLOAT16 ? 1e-3 : t == DDP_BFLOAT16 ? 1e-2
+                 : t == DDP_FLOAT32 ? 1e-6 : 1e-12;
+    if (!is_float (t))
+        return got == want;
+    return fabs (got - want) <= tol * (fabs (want) > 1 ? fabs (want) : 1);
+}
+
+/* ---- buffers ----------------------------------------------------------- */
+
+struct buf {
+    enum kind kind;
+    size_t bytes;
+    void *p;     /* what the collective is given */
+    void *host;  /* host copy for filling and checking */
+};
+
+static int buf_alloc (struct buf *b, enum kind k, size_t bytes)
+{
+    cudaError_t e = cudaSuccess;
+    b->kind = k;
+    b->bytes = bytes;
+    b->p = NULL;
+    if (!(b->host = calloc (1, bytes ? bytes : 1)))
+        return -1;
+    switch (k) {
+        case K_DEVICE: e = cudaMalloc (&b->p, bytes ? bytes : 1); break;
+        case K_MANAGED: e = cudaMallocManaged (&b->p, bytes ? bytes : 1,
+                                               cudaMemAttachGlobal); break;
+        case K_PINNED: e = cudaMallocHost (&b->p, bytes ? bytes : 1); break;
+        case K_HOST: b->p = malloc (bytes ? bytes : 1); break;
+        default: break;
+    }
+    return e == cudaSuccess && b->p ? 0 : -1;
+}
+
+static void buf_free (struct buf *b)
+{
+    if (b->kind == K_DEVICE || b->kind == K_MANAGED)
+        cudaFree (b->p);
+    else if (b->kind == K_PINNED)
+        cudaFreeHost (b->p);
+    else
+        free (b->p);
+    free (b->host);
+}
+
+static int buf_push (struct buf *b)
+{
+    return cudaMemcpy (b->p, b->host, b->bytes, cudaMemcpyDefault)
+                   == cudaSuccess ? 0 : -1;
+}
+
+static int buf_pull (struct buf *b)
+{
+    return cudaMemcpy (b->host, b->p, b->bytes, cudaMemcpyDefault)
+                   == cudaSuccess ? 0 : -1;
+}
+
+/* ---- the checks -------------------------------------------------------- */
+
+/* Compare n elements of got with want(i); report the first mismatch. */
+#define CHECK_ELEMS(t, got, n, wantexpr, label)                              \
+    do {                                                                     \
+        size_t bad_ = (size_t)-1;                                            \
+        double g_ = 0, w_ = 0;                                               \
+        for (size_t i = 0; i < (n); i++) {                                   \
+            g_ = get ((t), (got), i);                                        \
+            w_ = (wantexpr);                                                 \
+            if (!close_to ((t), g_, w_)) {                                   \
+                bad_ = i;                                                    \
+                break;                                                       \
+            }                                                                \
+        }                                                                    \
+        if (bad_ != (size_t)-1)                                              \
+            diag ("%s: element %zu is %g, want %g", (label), bad_, g_, w_);  \
+        good = good && bad_ == (size_t)-1;                                   \
+    } while (0)
+
+/* The value put into every element before a collective writes it. */
+#define POISON 99
+
+static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
+                             size_t n, bool inplace, bool stream)
+{
+    size_t es = ddp_dtype_size (t);
+    struct buf s, r;
+    bool good = true;
+    char label[128];
+    int rc;
+
+    snprintf (label, sizeof (label), "allreduce%s%s %s %s %s n=%zu",
+              inplace ? " in-place" : "", stream ? " stream" : "",
+              dtype_name[t], op_name[op], kind_name[k], n);
+    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
+        return diag ("%s: allocation failed", label), false;
+    for (size_t i = 0; i < n; i++) {
+        put (t, s.host, i, val (t, op, i, rank));
+        put (t, r.host, i, POISON);
+    }
+    buf_push (&s);
+    buf_push (&r);
+    if (stream) {
+        rc = ddp_allreduce_stream (s.p, inplace ? s.p : r.p, n, t, op, NULL);
+        if (rc == 0)
+            rc = ddp_stream_synchronize (NULL);
+    }
+    else
+        rc = ddp_allreduce (s.p, inplace ? s.p : r.p, n, t, op);
+    if (rc != 0) {
+        diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
+        good = false;
+    }
+    else {
+        struct buf *out = inplace ? &s : &r;
+        buf_pull (out);
+        CHECK_ELEMS (t, out->host, n, reduce_ref (t, op, i), label);
+    }
+    if (verbose || !good)
+        diag ("%s: %s", label, good ? "ok" : "FAILED");
+    buf_free (&s);
+    buf_free (&r);
+    return good;
+}
+
+static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
+                          int root)
+{
+    size_t es = ddp_dtype_size (t);
+    struct buf s, r;
+    bool good = true;
+    char label[128];
+    int rc;
+
+    snprintf (label, sizeof (label), "reduce root=%d %s %s %s n=%zu", root,
+              dtype_name[t], op_name[op], kind_name[k], n);
+    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
+        return diag ("%s: allocation failed", label), false;
+    for (size_t i = 0; i < n; i++) {
+        put (t, s.host, i, val (t, op, i, rank));
+        put (t, r.host, i, POISON);
+    }
+    buf_push (&s);
+    buf_push (&r);
+    rc = ddp_reduce (s.p, r.p, n, t, op, root);
+    if (rc != 0) {
+        diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
+        good = false;
+    }
+    else {
+        buf_pull (&r);
+        if (rank == root)
+            CHECK_ELEMS (t, r.host, n, reduce_ref (t, op, i), label);
+        else
+            CHECK_ELEMS (t, r.host, n, POISON, label);
+    }
+    buf_free (&s);
+    buf_free (&r);
+    return good;
+}
+
+static bool check_bcast (ddp_dtype_t t, enum kind k, size_t n, int root,
+                         bool stream)
+{
+    size_t es = ddp_dtype_size (t);
+    struct buf b;
+    bool good = true;
+    char label[128];
+    int rc;
+
+    snprintf (label, sizeof (label), "bcast%s root=%d %s %s n=%zu",
+              stream ? " stream" : "", root, dtype_name[t], kind_name[k], n);
+    if (buf_alloc (&b, k, n * es) < 0)
+        return diag ("%s: allocation failed", label), false;
+    for (size_t i = 0; i < n; i++)
+        put (t, b.host, i, rank == root ? val (t, DDP_SUM, i, root) : POISON);
+    buf_push (&b);
+    if (stream) {
+        rc = ddp_bcast_stream (b.p, n, t, root, NULL);
+        if (rc == 0)
+            rc = ddp_stream_synchronize (NULL);
+    }
+    else
+        rc = ddp_bcast (b.p, n, t, root);
+    if (rc != 0) {
+        diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
+        good = false;
+    }
+    else {
+        buf_pull (&b);
+        CHECK_ELEMS (t, b.host, n, val (t, DDP_SUM, i, root), label);
+    }
+    buf_free (&b);
+    return good;
+}
+
+/* gather (root >= 0) or allgather (root < 0). */
+static bool check_gather (ddp_dtype_t t, enum kind k, size_t n, int root,
+                          bool stream)
+{
+    size_t es = ddp_dtype_size (t), total = n * (size_t)size;
+    struct buf s, r;
+    bool good = true, gets = root < 0 || rank == root;
+    char label[128];
+    int rc;
+
+    snprintf (label, sizeof (label), "%s%s %s %s n=%zu",
+              root < 0 ? "allgather" : "gather", stream ? " stream" : "",
+              dtype_name[t], kind_name[k], n);
+    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, total * es) < 0)
+        return diag ("%s: allocation failed", label), false;
+    for (size_t i = 0; i < n; i++)
+        put (t, s.host, i, val (t, DDP_SUM, i, rank));
+    for (size_t i = 0; i < total; i++)
+        put (t, r.host, i, POISON);
+    buf_push (&s);
+    buf_push (&r);
+    if (root < 0)
+        rc = stream ? ddp_allgather_stream (s.p, r.p, n, t, NULL)
+                    : ddp_allgather (s.p, r.p, n, t);
+    else
+        rc = stream ? ddp_gather_stream (s.p, r.p, n, t, root, NULL)
+                    : ddp_gather (s.p, r.p, n, t, root);
+    if (rc == 0 && stream)
+        rc = ddp_stream_synchronize (NULL);
+    if (rc != 0) {
+        diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
+        good = false;
+    }
+    else {
+        buf_pull (&r);
+        if (gets)
+            CHECK_ELEMS (t, r.host, total, val (t, DDP_SUM, i % n,
+                                                (int)(i / n)), label);
+        else
+            CHECK_ELEMS (t, r.host, total, POISON, label);
+    }
+    buf_free (&s);
+    buf_free (&r);
+    return good;
+}
+
+static void check_all_reductions (void)
+{
+    for (int t = 0; t < DDP_NUM_DTYPES; t++)
+        for (int op = 0; op < DDP_NUM_OPS; op++)
+            for (int k = 0; k < K_NUM; k++) {
+                bool good = true;
+                for (size_t c = 0; c < sizeof (counts) / sizeof (counts[0]);
+                     c++) {
+                    size_t n = counts[c];
+                    good &= check_allreduce (t, op, k, n, false, false);
+                    good &= check_allreduce (t, op, k, n, true, false);
+                    good &= check_reduce (t, op, k, n, 0);
+                    good &= check_reduce (t, op, k, n, size - 1);
+                }
+                good &= check_allreduce (t, op, k, 1031, false, true);
+                ok (good, "allreduce/reduce %s %s on %s buffers",
+                    dtype_name[t], op_name[op], kind_name[k]);
+            }
+}
+
+static void check_all_moves (void)
+{
+    for (int t = 0; t < DDP_NUM_DTYPES; t++)
+        for (int k = 0; k < K_NUM; k++) {
+            bool good = true;
+            for (size_t c = 0; c < sizeof (counts) / sizeof (counts[0]); c++) {
+                size_t n = counts[c];
+                good &= check_bcast (t, k, n, 0, false);
+                good &= check_bcast (t, k, n, size - 1, false);
+                good &= check_gather (t, k, n, -1, false);
+                good &= check_gather (t, k, n, 0, false);
+                good &= check_gather (t, k, n, size - 1, false);
+            }
+            good &= check_bcast (t, k, 1031, 0, true);
+            good &= check_gather (t, k, 1031, -1, true);
+            good &= check_gather (t, k, 1031, 0, true);
+            ok (good, "bcast/gather/allgather %s on %s buffers",
+                dtype_name[t], kind_name[k]);
+        }
+}
+
+static void check_misc (void)
+{
+    size_t used = 0, total = 0;
+    double x = 1, y = 0;
+    void *d = NULL;
+
+    ok (strcmp (ddp_backend_name (), "nccl") == 0, "backend is nccl (%s)",
+        ddp_backend_name ());
+    ok (ddp_nccl_comm () != NULL, "ddp_nccl_comm() is set");
+    ok (ddp_cuda_stream () != NULL, "ddp_cuda_stream() is set");
+    ok (ddp_cuda_device () >= 0, "ddp_cuda_device() = %d", ddp_cuda_device ());
+    is_int (ddp_barrier (), 0, "barrier");
+    ok (ddp_gpu_mem_info (&used, &total) == 0 && total > 0 && used <= total,
+        "gpu_mem_info: %zu of %zu MiB in use", used >> 20, total >> 20);
+    is_int (ddp_allreduce (NULL, NULL, 0, DDP_FLOAT32, DDP_SUM), 0,
+            "count 0 with NULL buffers");
+    is_int (ddp_allreduce_stream (&x, &y, 1, DDP_NUM_DTYPES, DDP_SUM, NULL),
+            DDP_EINVAL, "stream variant: unknown dtype is EINVAL");
+    is_int (ddp_allreduce_stream (&x, &y, 1, DDP_FLOAT64, DDP_NUM_OPS, NULL),
+            DDP_EINVAL, "stream variant: unknown op is EINVAL");
+    is_int (ddp_allreduce_stream (NULL, &y, 1, DDP_FLOAT64, DDP_SUM, NULL),
+            DDP_EINVAL, "stream variant: NULL buffer is EINVAL");
+    is_int (ddp_bcast_stream (&x, 1, DDP_FLOAT64, size, NULL), DDP_EINVAL,
+            "stream variant: root out of range is EINVAL");
+    is_int (ddp_bcast_stream (&x, 1, DDP_FLOAT64, -1, NULL), DDP_EINVAL,
+            "stream variant: negative root is EINVAL");
+    is_int (ddp_stream_synchronize (ddp_cuda_stream ()), 0,
+            "synchronize the library stream");
+    /* Mixed: host send buffer, device receive buffer. */
+    if (cudaMalloc (&d, sizeof (double)) == cudaSuccess) {
+        x = rank + 1;
+        int rc = ddp_allreduce (&x, d, 1, DDP_FLOAT64, DDP_SUM);
+        cudaMemcpy (&y, d, sizeof (double), cudaMemcpyDeviceToHost);
+        ok (rc == 0 && y == (double)size * (size + 1) / 2,
+            "host send, device receive: rc=%d sum=%g", rc, y);
+        cudaFree (d);
+    }
+}
+
+int main (int argc, char **argv)
+{
+    int ndev = 0, rc;
+    cudaError_t e = cudaGetDeviceCount (&ndev);
+
+    if (argc > 1 && strcmp (argv[1], "--probe") == 0) {
+        if (e != cudaSuccess || ndev < 1) {
+            printf ("no usable GPU: %s\n", e != cudaSuccess
+                                                ? cudaGetErrorString (e)
+                                                : "cudaGetDeviceCount is 0");
+            return 1;
+        }
+        printf ("%d GPU(s)\n", ndev);
+        return 0;
+    }
+    verbose = argc > 1 && strcmp (argv[1], "-v") == 0;
+    if (e != cudaSuccess || ndev < 1) {
+        char why[256];
+        snprintf (why, sizeof (why), "no usable GPU (%s)",
+                  e != cudaSuccess ? cudaGetErrorString (e)
+                                   : "cudaGetDeviceCount is 0");
+        skip_all (why);
+    }
+    plan (NO_PLAN);
+    if ((rc = ddp_init ()) != 0) {
+        ok (0, "ddp_init: %d (%s)", rc, ddp_strerror (rc));
+        return done_testing ();
+    }
+    rank = ddp_rank ();
+    size = ddp_world_size ();
+    diag ("rank %d of %d, CUDA device %d", rank, size, ddp_cuda_device ());
+    check_misc ();
+    check_all_reductions ();
+    check_all_moves ();
+    is_int (ddp_finalize (), 0, "finalize");
+    ok (ddp_nccl_comm () == NULL && ddp_cuda_stream () == NULL,
+        "no communicator or stream after finalize");
+    return done_testing ();
+}

@@ -1,0 +1,52 @@
+/* nccl_probe.c - init libddp with DDP_BACKEND as given and say what happened.
+ *
+ * Prints one line per rank on stdout:
+ *   "init ok rank=R size=N backend=B comm=yes|no stream=yes|no device=D"
+ *   "init failed rank=R rc=RC (STRERROR)"
+ * then, after a successful init, the result of the NCCL-section calls that
+ * need no GPU to answer:
+ *   "allreduce_stream rc=RC", "gpu_mem_info rc=RC", "allreduce rc=RC sum=S".
+ * Exit status: 0 after a successful init and finalize, 1 when init failed,
+ * 2 when something after init failed.  Built in every configuration.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ddp.h"
+
+int main (void)
+{
+    int rc, r = -1, ok = 1;
+    size_t used = 0, total = 0;
+    double v, sum = 0;
+
+    if ((rc = ddp_init ()) < 0) {
+        const char *r_env = getenv ("RANK");
+        if (!r_env)
+            r_env = getenv ("SLURM_PROCID");
+        printf ("init failed rank=%s rc=%d (%s)\n", r_env ? r_env : "?", rc,
+                ddp_strerror (rc));
+        return 1;
+    }
+    r = ddp_rank ();
+    printf ("init ok rank=%d size=%d backend=%s comm=%s stream=%s device=%d\n",
+            r, ddp_world_size (), ddp_backend_name (),
+            ddp_nccl_comm () ? "yes" : "no", ddp_cuda_stream () ? "yes" : "no",
+            ddp_cuda_device ());
+    v = r + 1;
+    rc = ddp_allreduce_stream (&v, &sum, 1, DDP_FLOAT64, DDP_SUM, NULL);
+    printf ("allreduce_stream rc=%d (%s)\n", rc, ddp_strerror (rc));
+    rc = ddp_gpu_mem_info (&used, &total);
+    printf ("gpu_mem_info rc=%d (%s)\n", rc, ddp_strerror (rc));
+    rc = ddp_allreduce (&v, &sum, 1, DDP_FLOAT64, DDP_SUM);
+    printf ("allreduce rc=%d sum=%g\n", rc, sum);
+    if (rc < 0)
+        ok = 0;
+    if ((rc = ddp_finalize ()) < 0) {
+        printf ("finalize rc=%d (%s)\n", rc, ddp_strerror (rc));
+        ok = 0;
+    }
+    return ok ? 0 : 2;
+}
