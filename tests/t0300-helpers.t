@@ -39,6 +39,19 @@ test_expect_success 'srun -N2 -n4: every helper, failures reach every rank' '
 test_expect_success 'srun -N2 -n3 (uneven): every helper' '
 	run_check n2n3 3 --mpi=pmix -N2 -n3
 '
+test_expect_success 'srun --ddp=host -N2 -n3 (the plugin): every helper' '
+	run_check plugin 3 --ddp=host -N2 -n3
+'
+test_expect_success 'DDP_DEBUG=1: the other ranks log which rank failed and how' '
+	rm -rf dbg && mkdir dbg &&
+	(export DDP_DEBUG=1 &&
+	 ddp_srun --mpi=pmix -N1 -n2 "$CHECK" "$PWD/dbg" >dbg.out 2>dbg.err) &&
+	grep "failed\|different" dbg.err &&
+	grep -q "^\[ddp rank 1/2\] ddp_run_on_main: rank 0 failed: a user callback failed$" dbg.err &&
+	grep -q "^\[ddp rank 0/2\] ddp_rank0_first: rank 1 failed: a user callback failed$" dbg.err &&
+	grep -q "^\[ddp rank 0/2\] ddp_compute_and_bcast: root 1 failed: a user callback failed$" dbg.err &&
+	grep -q "^\[ddp rank 1/2\] ddp_average_named: ranks passed different names$" dbg.err
+'
 test_expect_success 'srun -N2 -n4: tens of MiB through the variable-size paths' '
 	(HELPERS_EXTRA=big && run_check big 4 --mpi=pmix -N2 -n4)
 '

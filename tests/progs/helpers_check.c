@@ -2,9 +2,11 @@
  * check the results against values computed here; failures are injected
  * on chosen ranks to check that they reach every rank.
  *
- * Usage: helpers_check DIR [big]
+ * Usage: helpers_check DIR [big|die|bench]
  *   DIR: a directory every rank can see (files show who ran first).
  *   big: also move tens of MiB through the variable-size paths.
+ *   die: main exits inside run_on_main (the others must not hang).
+ *   bench: time each helper next to the collectives it is built on.
  * Prints "rank R/W NAME ok" or "rank R/W NAME FAIL: why" per check, then
  * "rank R/W done failures=N"; exits 0 only if N is 0.  The checks run in
  * the same order on every rank, and the failure checks are followed by
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "ddp.h"
 
@@ -524,6 +527,53 @@ static void check_reduce (void)
     free (g);
 }
 
+/* The sampler on real ranks: gathered, the ranks' indices are the epoch's
+ * padded list (every item at least once, at most twice), the same on
+ * every rank. */
+static void check_sampler (void)
+{
+    uint64_t sizes[] = { 0, 1, 10, 1001 };
+    char name[128];
+
+    for (size_t i = 0; i < 4; i++) {
+        for (int drop = 0; drop < 2; drop++) {
+            uint64_t n = sizes[i];
+            ddp_sampler_t s;
+            uint64_t *mine, *all = NULL;
+            int *seen = calloc (n + 1, sizeof (int));
+            bool good;
+            int rc;
+
+            rc = ddp_sampler_init (&s, n, world, me, true, 77, drop);
+            ddp_sampler_set_epoch (&s, 3);
+            mine = calloc (s.num_samples + 1, sizeof (*mine));
+            all = calloc (s.total_size + 1, sizeof (*all));
+            rc = rc ? rc : ddp_sampler_indices (&s, mine, s.num_samples);
+            rc = rc ? rc : ddp_allgather (mine, all, s.num_samples, DDP_UINT64);
+            good = rc == 0;
+            for (uint64_t j = 0; good && j < s.total_size; j++) {
+                if (all[j] >= n)
+                    good = false;
+                else
+                    seen[all[j]]++;
+            }
+            for (uint64_t k = 0; good && k < n; k++) {
+                int want_min = drop ? 0 : 1;
+                if (seen[k] < want_min || seen[k] > (drop ? 1 : 1 + world))
+                    good = false;
+            }
+            if (good && !drop && s.total_size != (n + world - 1) / world * world)
+                good = false;
+            snprintf (name, sizeof (name), "sampler N=%ju drop_last=%d: ranks "
+                      "cover the epoch", (uintmax_t) n, drop);
+            check (good, name, "rc %d (%s)", rc, ddp_strerror (rc));
+            free (seen);
+            free (mine);
+            free (all);
+        }
+    }
+}
+
 /* After all the injected failures the ranks are still in step. */
 static void check_in_step (void)
 {
@@ -532,6 +582,71 @@ static void check_in_step (void)
     check (rc == 0 && sum == (int64_t) world * (world + 1) / 2,
            "still in step after the failures", "rc %d sum %lld", rc,
            (long long) sum);
+}
+
+static int fn_noop (void *arg)
+{
+    (void) arg;
+    return 0;
+}
+
+static double now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Microseconds per call of each helper next to the plain collectives it is
+ * built on, printed by rank 0. */
+static int bench (void)
+{
+    enum { ITERS = 2000 };
+    ddp_named_value_t nv[4] = { { "loss", 1 }, { "acc", 2 }, { "lr", 3 },
+                                { "grad_norm", 4 } };
+    double d[4], t;
+    char msg[100] = "x";
+    int rc = 0;
+
+#define BENCH(label, expr)                                                  \
+    do {                                                                    \
+        ddp_barrier ();                                                     \
+        t = now ();                                                         \
+        for (int i_ = 0; i_ < ITERS && rc == 0; i_++)                       \
+            rc = (expr);                                                    \
+        t = (now () - t) / ITERS * 1e6;                                     \
+        if (me == 0)                                                        \
+            printf ("bench world=%d %-40s %8.1f us\n", world, label, t);  \
+    } while (0)
+
+    BENCH ("ddp_barrier", ddp_barrier ());
+    BENCH ("ddp_allreduce 4 x f64 MAX", ddp_allreduce (d, d, 4, DDP_FLOAT64,
+                                                       DDP_MAX));
+    BENCH ("ddp_main_only (noop)", ddp_main_only (fn_noop, NULL));
+    BENCH ("ddp_run_on_main (noop, post noop)",
+           ddp_run_on_main (fn_noop, NULL, fn_noop, NULL, true));
+    BENCH ("ddp_rank0_first (noop)", ddp_rank0_first (fn_noop, NULL));
+    BENCH ("ddp_average_named (4 values, 1 collective)",
+           ddp_average_named (nv, 4));
+    BENCH ("4 x ddp_allreduce AVG (virtex, per key)",
+           ddp_allreduce (d, d, 1, DDP_FLOAT64, DDP_AVG)
+           || ddp_allreduce (d + 1, d + 1, 1, DDP_FLOAT64, DDP_AVG)
+           || ddp_allreduce (d + 2, d + 2, 1, DDP_FLOAT64, DDP_AVG)
+           || ddp_allreduce (d + 3, d + 3, 1, DDP_FLOAT64, DDP_AVG));
+    BENCH ("ddp_bcast 100 B (fixed size)", ddp_bcast (msg, 100, DDP_UINT8, 0));
+    BENCH ("ddp_bcast_bytes 100 B (size unknown)", ({
+               void *b = me == 0 ? msg : NULL;
+               size_t l = 100;
+               int r_ = ddp_bcast_bytes (&b, &l, 0);
+               if (me != 0)
+                   free (b);
+               r_;
+           }));
+    BENCH ("ddp_gather_scalar", ddp_gather_scalar (1.0, d, 0));
+    if (rc != 0)
+        fprintf (stderr, "bench: %s\n", ddp_strerror (rc));
+    return rc == 0 ? 0 : 1;
+#undef BENCH
 }
 
 static int fn_exit (void *arg)
@@ -569,6 +684,11 @@ int main (int argc, char **argv)
     world = ddp_world_size ();
     if (argc > 2 && strcmp (argv[2], "die") == 0)
         return die_on_main ();
+    if (argc > 2 && strcmp (argv[2], "bench") == 0) {
+        rc = bench ();
+        ddp_finalize ();
+        return rc;
+    }
     ddp_log_main ("helpers_check: world %d, %d nodes", world, ddp_num_nodes ());
     check_bcast_bytes (big);
     check_gatherv (big);
@@ -576,6 +696,7 @@ int main (int argc, char **argv)
     check_first ();
     check_compute ();
     check_reduce ();
+    check_sampler ();
     check_in_step ();
     printf ("rank %d/%d done failures=%d\n", me, world, failures);
     fflush (stdout);
