@@ -72,6 +72,7 @@ struct opts {
     long mem;           /* collectives for the memory check; 0: none */
     bool init_only;
     bool quiet;
+    bool inject;        /* corrupt results on purpose (tests the checks) */
     const char *tsv;
 };
 
@@ -246,6 +247,8 @@ static void usage (const char *prog)
 "                          -m 5 -w 10 -B 16M -M 10000\n"
 "  -t, --tsv FILE          also write the table as TSV to FILE (rank 0)\n"
 "  -q, --quiet             no human-readable table\n"
+"  -X, --inject-error      corrupt one result element of every checked call\n"
+"                          (shows that the checks catch it; exits 1)\n"
 "Sizes take K, M, G suffixes (powers of 1024).\n", prog);
 }
 
@@ -306,6 +309,7 @@ static int parse_opts (struct opts *o, int argc, char **argv)
         { "short", no_argument, NULL, 'S' },
         { "tsv", required_argument, NULL, 't' },
         { "quiet", no_argument, NULL, 'q' },
+        { "inject-error", no_argument, NULL, 'X' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -320,7 +324,7 @@ static int parse_opts (struct opts *o, int argc, char **argv)
         if (strcmp (argv[i], "-S") == 0 || strcmp (argv[i], "--short") == 0)
             opts_short (o);
     optind = 1;
-    while ((c = getopt_long (argc, argv, "b:e:f:s:n:m:w:B:c:o:M:iSt:qh",
+    while ((c = getopt_long (argc, argv, "b:e:f:s:n:m:w:B:c:o:M:iSt:qXh",
                              longopts, NULL)) != -1) {
         switch (c) {
             case 'b':
@@ -385,6 +389,9 @@ static int parse_opts (struct opts *o, int argc, char **argv)
                 break;
             case 'q':
                 o->quiet = true;
+                break;
+            case 'X':
+                o->inject = true;
                 break;
             case 'h':
             default:
@@ -631,6 +638,15 @@ static void check_restore (struct ctx *c, enum op_kind k, const size_t *pos,
     }
 }
 
+/* --inject-error: spoil element 0 of what the checks read after op k. */
+static void inject_error (struct ctx *c, enum op_kind k)
+{
+    if (k == OP_BCAST)
+        c->send[0] = POISON - 1;
+    else
+        c->recv[0] = POISON - 1;
+}
+
 /* Fill the whole buffers for a full check of op k (tag 0). */
 static void full_prepare (struct ctx *c, enum op_kind k, size_t count)
 {
@@ -734,6 +750,8 @@ static void run_op_size (struct ctx *c, enum op_kind k, size_t bytes)
         full_prepare (c, k, count);
         if ((rc = call (c, k, count)) != 0)
             fail_call (c, op_names[k], bytes, rc);
+        if (c->o.inject)
+            inject_error (c, k);
         r.errors += full_check (c, k, count);
         check_restore_all (c, k, count);
     }
@@ -753,6 +771,8 @@ static void run_op_size (struct ctx *c, enum op_kind k, size_t bytes)
         if (it >= 0)
             c->samples[it] = t1 - t0;
         if (sampled) {
+            if (c->o.inject)
+                inject_error (c, k);
             for (int j = 0; j < NSAMPLE_POS; j++)
                 r.errors += check_pos (c, k, count, it + 1, pos[j]);
             check_restore (c, k, pos, NSAMPLE_POS);

@@ -3,6 +3,7 @@
 #
 #   contrib/bench/compare.sh [--short] [--out DIR] [--report FILE] [--reps N]
 #                            [--launch-reps N] [--plugstack] [--no-launch]
+#                            [--sections LIST]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
 # `srun --mpi=pmix` for one node with 2 ranks (-N1 -n2) and two nodes with one
@@ -21,7 +22,8 @@
 #   --plugstack    let it rewrite plugstack.conf of a cluster it did not start
 #                  (it restores the file at the end); without it the no-plugin
 #                  launch rows of a reused cluster are skipped
-#   --no-launch    skip the launch-cost rows
+#   --no-launch    skip the launch-cost rows (--sections collectives,init)
+#   --sections LIST  of collectives, init, launch (default: all three)
 #
 # The cluster: reused when DDP_CLUSTER_DIR (or SLURM_CONF) points at a running
 # one, else started (tests/cluster/ddp-test-cluster start) and stopped at exit.
@@ -48,7 +50,7 @@ report=
 reps=
 launch_reps=
 allow_plugstack=0
-launch=1
+sections=collectives,init,launch
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -57,11 +59,16 @@ while [ $# -gt 0 ]; do
         --reps) reps=${2:?--reps needs a number}; shift ;;
         --launch-reps) launch_reps=${2:?--launch-reps needs a number}; shift ;;
         --plugstack) allow_plugstack=1 ;;
-        --no-launch) launch=0 ;;
+        --no-launch) sections=collectives,init ;;
+        --sections) sections=${2:?--sections needs a list}; shift ;;
         -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
+done
+want () { case ",$sections," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+for s in ${sections//,/ }; do
+    case $s in collectives|init|launch) ;; *) die "unknown section '$s'" ;; esac
 done
 case "${reps:-1}${launch_reps:-1}" in *[!0-9]*) die "--reps and --launch-reps take numbers" ;; esac
 
@@ -191,7 +198,7 @@ run_bench () {
 # ---- 1. collectives: -N1 -n2 and -N2 -n2 ---------------------------------
 load_start=$(uptime)
 t_start=$(date +%s)
-for cfg in N1n2 N2n2; do
+want collectives && for cfg in N1n2 N2n2; do
     nodes=${cfg:1:1}
     for impl in ddp mpi; do
         say "collectives $impl -N$nodes -n2"
@@ -201,7 +208,7 @@ for cfg in N1n2 N2n2; do
 done
 
 # ---- 2. init scaling -----------------------------------------------------
-for n in $SCALE_RANKS; do
+want init && for n in $SCALE_RANKS; do
     for rep in $(seq 1 "$reps"); do
         for impl in ddp mpi; do
             say "init $impl -N2 -n$n ($rep/$reps)"
@@ -209,17 +216,19 @@ for n in $SCALE_RANKS; do
         done
     done
 done
-for rep in $(seq 1 "$reps"); do
-    run_bench "init-mpidefault-2-$rep" mpidefault 2 2 --init-only
-done
-# ddp_init's phases, as the library logs them with DDP_DEBUG.
-DDP_DEBUG=1 run_bench "init-ddp-debug" ddp 2 2 --init-only
+if want init; then
+    for rep in $(seq 1 "$reps"); do
+        run_bench "init-mpidefault-2-$rep" mpidefault 2 2 --init-only
+    done
+    # ddp_init's phases, as the library logs them with DDP_DEBUG.
+    DDP_DEBUG=1 run_bench "init-ddp-debug" ddp 2 2 --init-only
+fi
 
 # ---- 3. plugin launch cost -------------------------------------------------
 launch_note=
 LAUNCH_CFGS=
-if [ $launch = 0 ]; then
-    launch_note="skipped (--no-launch)"
+if ! want launch; then
+    launch_note="skipped (--sections $sections)"
 elif [ -z "$cluster_dir" ]; then
     launch_note="skipped: not a test cluster (no DDP_CLUSTER_DIR)"
 else
