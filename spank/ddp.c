@@ -16,10 +16,11 @@ static int option_cb (int val, const char *optarg, int remote);
 static struct spank_option ddp_option = {
     .name = "ddp",
     .arginfo = "BACKEND",
-    .usage = "Launch the tasks for distributed training: set RANK, "
-             "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, ..., bind "
-             "one GPU per task and start PMIx.  BACKEND is auto (default), "
-             "nccl, host or off; append ',nobind' to keep all GPUs visible.",
+    .usage = "Run the step for distributed training: set RANK, WORLD_SIZE, "
+             "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, ..., bind one GPU per "
+             "task and start PMIx.  BACKEND (optional) is auto (the "
+             "default), nccl, host or off; add ',nobind' to keep every GPU "
+             "visible to every task.",
     .has_arg = 2,
     .val = 0,
     .cb = option_cb,

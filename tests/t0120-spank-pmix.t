@@ -49,13 +49,22 @@ test_expect_success 'SLURM_MPI_TYPE=pmi2 in the environment with --ddp: the same
 	cat pmi2.err &&
 	grep "needs Slurm.s PMIx plugin, but this step uses --mpi=pmi2" pmi2.err
 '
-test_expect_success 'sbatch --ddp: srun inside gets PMIx without --mpi' '
-	cat >job.sh <<-EOF &&
+# probe.sh OUT: what a job script runs: one step of pmix_probe, RANK first.
+test_expect_success 'a job script that probes PMIx from a step' '
+	cat >probe.sh <<-EOF &&
 	#!/bin/sh
-	srun sh -c "\"$DDP_PROGS/pmix_probe\" | sed \"s/^/RANK=\\\$RANK /\"" >job.probe
+	srun sh -c "\"$DDP_PROGS/pmix_probe\" | sed \"s/^/RANK=\\\$RANK /\"" >"\$1"
 	EOF
-	timeout 60 sbatch --wait --ddp=host -N2 -n3 -o job.out job.sh &&
+	chmod +x probe.sh &&
+	cat probe.sh
+'
+test_expect_success 'sbatch --ddp: srun inside gets PMIx without --mpi' '
+	timeout 60 sbatch --wait --ddp=host -N2 -n3 -o job.out probe.sh job.probe &&
 	cat job.out &&
 	check_probe job.probe 3
+'
+test_expect_success 'salloc --ddp: srun inside gets ddp and PMIx too' '
+	timeout 60 salloc --ddp=host -N2 -n2 ./probe.sh salloc.probe &&
+	check_probe salloc.probe 2
 '
 test_done

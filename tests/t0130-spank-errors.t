@@ -11,6 +11,12 @@ with_plugstack () {
 	echo "required $DDP_PLUGIN $*" >plugstack.conf
 }
 
+test_expect_success 'srun --help lists --ddp with its values' '
+	srun --help >help.out 2>&1 &&
+	grep -A4 -- "--ddp=BACKEND " help.out >help.ddp &&
+	cat help.ddp &&
+	tr -s " \n" "  " <help.ddp | grep -q "BACKEND (optional) is auto (the default)"
+'
 test_expect_success 'srun --ddp=bogus exits non-zero before launch, naming the valid values' '
 	rm -f ran &&
 	test_must_fail ddp_srun --ddp=bogus -N1 touch ran 2>bogus.err &&
