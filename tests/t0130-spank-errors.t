@@ -13,7 +13,7 @@ with_plugstack () {
 
 test_expect_success 'srun --help lists --ddp with its values' '
 	srun --help >help.out 2>&1 &&
-	grep -A4 -- "--ddp=BACKEND " help.out >help.ddp &&
+	sed -n "/--ddp=BACKEND /,/^ *$/p" help.out >help.ddp &&
 	cat help.ddp &&
 	tr -s " \n" "  " <help.ddp | grep -q "BACKEND (optional) is auto (the default)"
 '
