@@ -11,6 +11,7 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 /* The request srun's init saw (argv, environment or default). */
 static struct sp_request init_request;
 static const char *init_source = "the plugstack.conf default";
+static bool init_from_argv;
 
 /* Read /proc/self/cmdline into BUF and split it into ARGV.  Returns argc,
  * or -1.  A truncated command line keeps only its complete words. */
@@ -59,6 +61,7 @@ static int find_request (const char **value, const char **source)
     argc = read_cmdline (buf, sizeof (buf), argv, ARGV_MAX);
     if (argc > 0 && sp_argv_find (argc, argv, "ddp", value) == 1) {
         *source = "srun's command line";
+        init_from_argv = true;
         return 1;
     }
     if ((*value = getenv (DDP_OPTION_ENV))) {
@@ -103,6 +106,10 @@ int ddp_local_user_init (spank_t sp)
     const char *mpi = getenv ("SLURM_MPI_TYPE");
 
     (void) sp;
+    if (init_from_argv && !ddp_state.have_option)
+        slurm_error ("ddp: warning: the command line scan took a word for "
+                     "--ddp that srun did not; this step gets a PMIx server "
+                     "but no ddp (write srun options as --option=VALUE)");
     if (r.backend == SP_BACKEND_OFF)
         return 0;
     if (!mpi || strncmp (mpi, "pmix", 4) != 0) {

@@ -122,7 +122,7 @@ static const char *srun_flag_options[] = {
 };
 
 /* srun's short options that take a required argument. */
-static const char srun_short_with_arg[] = "AbcCdDeGiJLmMnNopqrStTwWx";
+static const char srun_short_with_arg[] = "AbBcCdDeGiJLmMnNopqrStTwWx";
 
 static bool is_flag_option (const char *name, size_t len)
 {

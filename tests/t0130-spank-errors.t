@@ -45,7 +45,11 @@ test_expect_success 'a bogus inherited option value fails srun too' '
 	test_must_fail env _SLURM_SPANK_OPTION_ddp_ddp=sometimes \
 		timeout 60 srun -N1 true 2>inherited.err &&
 	cat inherited.err &&
-	grep "ddp: invalid --ddp value .sometimes." inherited.err
+	grep "ddp: invalid --ddp value .sometimes." inherited.err &&
+	test_must_fail env SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp=often \
+		timeout 60 srun -N1 true 2>user.err &&
+	cat user.err &&
+	grep "ddp: invalid --ddp value .often." user.err
 '
 test_expect_success 'unknown plugstack.conf key: the plugin refuses to load, naming it' '
 	with_plugstack bogus=1 &&

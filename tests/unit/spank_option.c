@@ -69,6 +69,10 @@ static void test_argv (void)
         "a short flag does not swallow the command");
     ok (find (&v, "srun", "-lN", "2", "prog", "--ddp", NULL) == 0,
         "a short cluster ending in an option with argument takes the next word");
+    ok (find (&v, "srun", "-B", "2:4", "--ddp", "prog", NULL) == 1,
+        "-B takes the next word (found after it)");
+    ok (find (&v, "srun", "-w", "n1", "-t", "5", "-J", "x", "--ddp", "prog",
+              NULL) == 1, "found after several short options with arguments");
     ok (find (&v, "srun", "--", "--ddp", NULL) == 0,
         "nothing after -- is srun's");
     ok (find (&v, "srun", "-", "--ddp", NULL) == 0, "'-' is a command word");
