@@ -107,6 +107,13 @@ int main (void)
         && errno == EINVAL, "a NULL config is EINVAL");
     ok (sp_conf_parse (1, NULL, &c, err, sizeof (err)) == -1,
         "ac 1 with NULL av is refused");
+    {
+        char *holes[] = { "bind=gpu", NULL };
+        poison (&c);
+        ok (sp_conf_parse (2, holes, &c, err, sizeof (err)) == -1
+            && untouched (&c) && strstr (err, "missing argument"),
+            "a NULL argument inside av is refused");
+    }
 
     ok (sp_parse_port_range ("1-65535", &lo, &hi) == 0 && lo == 1
         && hi == 65535, "port range 1-65535");

@@ -62,6 +62,7 @@ int main (void)
     bad ("n[1-2000000]", EOVERFLOW);
     bad ("a[1-1000]b[1-1000]c[1-1000]", EOVERFLOW);
     bad ("n[1234567890]", EINVAL);          /* more than 9 digits */
+    bad ("n[1-600000,1-600000]", EOVERFLOW);
 
     errno = 0;
     ok (sp_hostlist_first ("longname", small, sizeof (small)) == -1
