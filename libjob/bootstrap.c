@@ -391,18 +391,17 @@ int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
         rc = single_create (b, err, errlen);
     if (rc < 0)
         goto error;
-    if (env_size > 0 && env_size != b->info.size) {
-        rc = errf (err, errlen, DDP_EMISMATCH,
-                   "WORLD_SIZE=%ld but the launcher (%s) says %d ranks",
-                   env_size, b->info.method, b->info.size);
-        goto error;
-    }
-    if (env_rank >= 0 && env_rank != b->info.rank) {
-        rc = errf (err, errlen, DDP_EMISMATCH,
-                   "RANK=%ld but the launcher (%s) says rank %d", env_rank,
-                   b->info.method, b->info.rank);
-        goto error;
-    }
+    /* The launcher is authoritative; a stale RANK/WORLD_SIZE (another
+     * launcher's leftovers) is worth a warning, not a hang of the peers
+     * that agree. */
+    if (env_size > 0 && env_size != b->info.size)
+        ddpi_log ("warning: WORLD_SIZE=%ld but the launcher (%s) says %d "
+                  "ranks; using the launcher's", env_size, b->info.method,
+                  b->info.size);
+    if (env_rank >= 0 && env_rank != b->info.rank)
+        ddpi_log ("warning: RANK=%ld but the launcher (%s) says rank %d; "
+                  "using the launcher's", env_rank, b->info.method,
+                  b->info.rank);
     b->info.job_id = b->job_id;
     *bp = b;
     return 0;

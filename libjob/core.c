@@ -11,6 +11,9 @@
 #include "backend.h"
 #include "bootstrap.h"
 #include "ddp_internal.h"
+#ifdef HAVE_NCCL
+#include "nccl_backend.h"
+#endif
 
 #define DEFAULT_TIMEOUT 30.0
 
@@ -18,6 +21,9 @@
  * NCCL backend goes first in this list once it exists. */
 static const struct ddp_backend *const backends[] = {
     &ddpi_backend_host,
+#ifdef HAVE_NCCL
+    &ddpi_backend_nccl,
+#endif
     NULL,
 };
 
@@ -50,6 +56,13 @@ static int pick_backend (const struct ddp_backend **bep)
 
     if (!s || !*s || strcmp (s, "auto") == 0) {
         *bep = backends[0];
+#ifdef HAVE_NCCL
+        char why[256]; /* NCCL hook: nccl when a GPU is visible */
+        if (nccl_backend_probe (why, sizeof (why)) == 0)
+            *bep = &ddpi_backend_nccl;
+        else
+            ddpi_debug ("auto: host backend: %s", why);
+#endif
         return 0;
     }
     for (i = 0; backends[i]; i++)
@@ -71,6 +84,14 @@ static void reset_identity (void)
     ddpi_log_set_identity (-1, 0);
 }
 
+/* Init failures are always logged: the program may not print the code. */
+static int init_failed (int rc)
+{
+    if (!ddpi_last_error_logged ())
+        ddpi_log ("error: %s", ddpi_last_error ());
+    return rc;
+}
+
 int ddp_init (void)
 {
     const struct bootstrap_info *in;
@@ -82,10 +103,10 @@ int ddp_init (void)
         return 0;
     g.broken = 0;
     if ((rc = read_config (&g.cfg)) < 0 || (rc = pick_backend (&g.be)) < 0)
-        return rc;
+        return init_failed (rc);
     if ((rc = bootstrap_create (&g.boot, g.cfg.timeout_s, err,
                                 sizeof (err))) < 0)
-        return ddpi_error (rc, "init: %s", err);
+        return init_failed (ddpi_error (rc, "init: %s", err));
     in = bootstrap_info (g.boot);
     g.rank = in->rank;
     g.size = in->size;
@@ -118,7 +139,7 @@ error:
     g.boot = NULL;
     g.be = NULL;
     reset_identity ();
-    return rc;
+    return init_failed (rc);
 }
 
 int ddp_finalize (void)

@@ -22,6 +22,12 @@ int ddpi_error (int code, const char *fmt, ...)
 /* The message of the last ddpi_error() on this thread ("" if none). */
 const char *ddpi_last_error (void);
 
+/* Log a rank-prefixed line to stderr, always (warnings, init failures). */
+void ddpi_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* True if the last ddpi_error() on this thread was logged already. */
+bool ddpi_last_error_logged (void);
+
 /* When DDP_DEBUG is set: log a rank-prefixed line to stderr. */
 void ddpi_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 

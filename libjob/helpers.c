@@ -34,9 +34,14 @@
  * GV_INLINE bytes (else 3 or more), reduce_bcast 3, average_named 1.
  */
 #include "config.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ddp.h"
 
 #define BCAST_INLINE 240            /* bytes carried in the bcast header */
@@ -73,29 +78,28 @@ enum {
     ST_CHECK,     /* a value every rank must agree on ... */
     ST_NCHECK,    /* ... and its complement: MAX of both gives MIN and MAX */
     ST_FLAG,      /* any rank sets a flag */
+    ST_BUSY,      /* a rank is still running its callback (run_synced) */
     ST_WORDS
 };
 
-/* Share this rank's status 'local' (0 or a DDP_E* code) and learn
- * everyone's.  Returns the collective's error if it failed; else 'local' if
- * this rank failed; DDP_EREMOTE if another did; DDP_EMISMATCH if 'check'
- * differs across ranks; else 0.  *flag (may be NULL) is set to whether any
- * rank passed flag_in true. */
-static int sync_status (const char *what, int local, uint64_t check,
-                        bool flag_in, bool *flag)
+static void st_fill (uint64_t *w, int local, uint64_t check, bool flag_in,
+                     bool busy)
 {
-    uint64_t w[ST_WORDS] = { 0 };
-    int rc, world = ddp_world_size ();
-
+    memset (w, 0, ST_WORDS * sizeof (*w));
     if (local < 0) {
         w[ST_CODE] = (uint64_t) -local;
-        w[ST_RANK] = (uint64_t) (world - ddp_rank ());
+        w[ST_RANK] = (uint64_t) (ddp_world_size () - ddp_rank ());
     }
     w[ST_CHECK] = check;
     w[ST_NCHECK] = ~check;
     w[ST_FLAG] = flag_in ? 1 : 0;
-    if ((rc = ddp_allreduce (w, w, ST_WORDS, DDP_UINT64, DDP_MAX)) < 0)
-        return rc;
+    w[ST_BUSY] = busy ? 1 : 0;
+}
+
+/* Read the reduced words: see sync_status(). */
+static int st_eval (const char *what, const uint64_t *w, int local,
+                    bool *flag)
+{
     if (flag)
         *flag = w[ST_FLAG] != 0;
     if (local < 0)
@@ -103,7 +107,7 @@ static int sync_status (const char *what, int local, uint64_t check,
     if (w[ST_CODE] != 0) {
         if (debug ())
             ddp_log ("%s: rank %d failed: %s", what,
-                     world - (int) w[ST_RANK],
+                     ddp_world_size () - (int) w[ST_RANK],
                      ddp_strerror (-(int) w[ST_CODE]));
         return DDP_EREMOTE;
     }
@@ -113,6 +117,226 @@ static int sync_status (const char *what, int local, uint64_t check,
         return DDP_EMISMATCH;
     }
     return 0;
+}
+
+/* Share this rank's status 'local' (0 or a DDP_E* code) and learn
+ * everyone's.  Returns the collective's error if it failed; else 'local' if
+ * this rank failed; DDP_EREMOTE if another did; DDP_EMISMATCH if 'check'
+ * differs across ranks; else 0.  *flag (may be NULL) is set to whether any
+ * rank passed flag_in true. */
+static int sync_status (const char *what, int local, uint64_t check,
+                        bool flag_in, bool *flag)
+{
+    uint64_t w[ST_WORDS];
+    int rc;
+
+    st_fill (w, local, check, flag_in, false);
+    if ((rc = ddp_allreduce (w, w, ST_WORDS, DDP_UINT64, DDP_MAX)) < 0)
+        return rc;
+    return st_eval (what, w, local, flag);
+}
+
+/* ---- Callbacks that may take longer than DDP_TIMEOUT -------------------
+ *
+ * While one rank runs a callback (main downloading a data set for minutes)
+ * the others wait in a collective, and the core bounds every wait by
+ * DDP_TIMEOUT (30 s by default): a plain status allreduce after the
+ * callback would fail with DDP_ETIMEDOUT on the waiting ranks, and break
+ * the job, whenever the callback runs longer.
+ *
+ * So a status exchange is a series of rounds of the status allreduce, and
+ * every rank repeats them until no rank reports "busy"; all ranks leave in
+ * the same round, with everyone's status.  A rank whose callback returns
+ * quickly does one round itself after it: one allreduce, as before.  If the
+ * callback is still running after DDP_TIMEOUT/4 (at most 2 s), a watchdog
+ * thread (started once per process, asleep otherwise) takes the rank's part
+ * in the rounds, marked busy, one every DDP_TIMEOUT/4, and is woken the
+ * moment the callback returns to report its status.  A rank that dies still
+ * ends the others' wait (the core reports DDP_EPEER).  The caller's thread
+ * makes no collective call while the watchdog does (the core's
+ * one-thread-at-a-time rule): callbacks must not call collectives, which
+ * would deadlock anyway since the other ranks are not there. */
+
+enum { S_IDLE, S_RUNNING, S_ROUNDS, S_FINISHED };
+
+struct synced {
+    const char *what;
+    int state;              /* S_*: who does this rank's rounds */
+    double start;           /* when the callback started (monotonic s) */
+    bool done;              /* this rank's callback returned (or none) */
+    int status;             /* its result once done */
+    uint64_t check;
+    bool flag_in, flag;
+    int rc;                 /* the outcome, as sync_status() */
+};
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t lock;   /* protects everything here and in cur */
+    pthread_cond_t cond;    /* CLOCK_MONOTONIC */
+    bool running;           /* the watchdog thread exists */
+    double period;          /* seconds between rounds while busy */
+    struct synced *cur;     /* the callback in progress, or NULL */
+} wd = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static double mono_now (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* Wait on wd.cond (wd.lock held) until 'until' (monotonic seconds);
+ * returns false once the time has come. */
+static bool wait_until (double until)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t) until;
+    ts.tv_nsec = (long) ((until - (double) ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_nsec = 999999999L;
+    return pthread_cond_timedwait (&wd.cond, &wd.lock, &ts) == 0;
+}
+
+static double round_period (void)
+{
+    const char *s = getenv ("DDP_TIMEOUT");
+    double t = 30., p;
+    char *end;
+
+    if (s && *s) {
+        double v = strtod (s, &end);
+        if (end != s && v > 0)
+            t = v;
+    }
+    p = t / 4;
+    return p > 2. ? 2. : p < 0.005 ? 0.005 : p;
+}
+
+/* Take part in status rounds for s until no rank is busy; sets s->rc.
+ * While this rank's callback runs, one round per period, marked busy. */
+static void rounds (struct synced *s)
+{
+    uint64_t w[ST_WORDS];
+
+    for (;;) {
+        bool done;
+        int st, rc;
+
+        pthread_mutex_lock (&wd.lock);
+        if (!s->done) {
+            double until = mono_now () + wd.period;
+            while (!s->done && wait_until (until))
+                ;
+        }
+        done = s->done;
+        st = s->status;
+        pthread_mutex_unlock (&wd.lock);
+        st_fill (w, done ? st : 0, s->check, s->flag_in, !done);
+        if ((rc = ddp_allreduce (w, w, ST_WORDS, DDP_UINT64, DDP_MAX)) < 0) {
+            s->rc = rc;
+            return;
+        }
+        if (w[ST_BUSY] == 0) {
+            s->rc = st_eval (s->what, w, st, &s->flag);
+            return;
+        }
+    }
+}
+
+/* The CUDA device is per thread: with the NCCL backend the watchdog must
+ * use the device ddp_init() chose for this rank.  libcudart is looked up at
+ * run time, so builds without CUDA need nothing. */
+static void follow_cuda_device (void)
+{
+    int dev = ddp_cuda_device ();
+    int (*set_device) (int);
+
+    if (dev < 0)
+        return;
+    *(void **) &set_device = dlsym (RTLD_DEFAULT, "cudaSetDevice");
+    if (set_device)
+        (void) set_device (dev);
+}
+
+static void *watchdog (void *arg)
+{
+    (void) arg;
+    pthread_mutex_lock (&wd.lock);
+    for (;;) {
+        struct synced *s = wd.cur;
+        if (s && s->state == S_RUNNING && mono_now () - s->start >= wd.period) {
+            s->state = S_ROUNDS;
+            pthread_mutex_unlock (&wd.lock);
+            follow_cuda_device ();
+            rounds (s);
+            pthread_mutex_lock (&wd.lock);
+            s->state = S_FINISHED;
+            pthread_cond_broadcast (&wd.cond);
+        }
+        (void) wait_until (mono_now () + wd.period / 2);
+    }
+    return NULL;
+}
+
+static void watchdog_start (void)
+{
+    pthread_condattr_t ca;
+    sigset_t all, old;
+    pthread_t t;
+
+    wd.period = round_period ();
+    pthread_condattr_init (&ca);
+    pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+    pthread_cond_init (&wd.cond, &ca);
+    pthread_condattr_destroy (&ca);
+    sigfillset (&all);      /* signals stay with the program's threads */
+    pthread_sigmask (SIG_SETMASK, &all, &old);
+    if (pthread_create (&t, NULL, watchdog, NULL) == 0) {
+        pthread_detach (t);
+        wd.running = true;
+    }
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
+}
+
+/* Run run(arg) on this rank if 'runs' (it returns 0 or a DDP_E* code),
+ * then return as sync_status() with the callback's result (or 'local', if
+ * that is already a failure and run is not called) as this rank's status,
+ * however long the callbacks take (see above). */
+static int run_synced (const char *what, bool runs, int (*run) (void *),
+                       void *arg, int local, uint64_t check, bool flag_in,
+                       bool *flag)
+{
+    struct synced s = { .what = what, .done = true, .status = local,
+                        .check = check, .flag_in = flag_in };
+    int st;
+
+    pthread_once (&wd.once, watchdog_start);
+    if (runs && local == 0) {
+        pthread_mutex_lock (&wd.lock);
+        s.done = false;
+        s.state = S_RUNNING;
+        s.start = mono_now ();
+        if (wd.running)
+            wd.cur = &s;
+        pthread_mutex_unlock (&wd.lock);
+        st = run (arg);
+        pthread_mutex_lock (&wd.lock);
+        s.status = st;
+        s.done = true;
+        pthread_cond_broadcast (&wd.cond);
+        while (s.state == S_ROUNDS)     /* the watchdog finishes the rounds */
+            pthread_cond_wait (&wd.cond, &wd.lock);
+        wd.cur = NULL;
+        pthread_mutex_unlock (&wd.lock);
+    }
+    if (s.state != S_FINISHED)
+        rounds (&s);
+    if (flag)
+        *flag = s.flag;
+    return s.rc;
 }
 
 /* Run a callback; a non-zero return becomes DDP_EUSER. */
@@ -126,6 +350,18 @@ static int call (ddp_fn_t fn, void *arg, bool main_only)
     if (main_only)
         main_only_depth--;
     return rc != 0 ? DDP_EUSER : 0;
+}
+
+struct call_args {
+    ddp_fn_t fn;
+    void *arg;
+    bool main_only;
+};
+
+static int run_call (void *arg)
+{
+    struct call_args *c = arg;
+    return c->fn ? call (c->fn, c->arg, c->main_only) : DDP_EINVAL;
 }
 
 /* ---- Variable-size data ----------------------------------------------- */
@@ -463,7 +699,8 @@ int ddp_run_on_main (ddp_fn_t fn, void *arg, ddp_fn_t post_fn, void *post_arg,
                      bool post_on_main)
 {
     bool is_main = ddp_is_main (), any_post = false;
-    int st, rc;
+    struct call_args c;
+    int rc;
 
     if (!initialized ())
         return DDP_ENOINIT;
@@ -475,16 +712,16 @@ int ddp_run_on_main (ddp_fn_t fn, void *arg, ddp_fn_t post_fn, void *post_arg,
             return rc;
         return call (post_fn, post_arg, false);
     }
-    st = 0;
-    if (is_main)    /* only main needs fn */
-        st = fn ? call (fn, arg, true) : DDP_EINVAL;
-    rc = sync_status ("ddp_run_on_main", st, 0, post_fn != NULL, &any_post);
+    /* Only main needs fn; its status ends the step on every rank. */
+    c = (struct call_args){ .fn = fn, .arg = arg, .main_only = true };
+    rc = run_synced ("ddp_run_on_main", is_main, run_call, &c, 0, 0,
+                     post_fn != NULL, &any_post);
     if (rc < 0 || !any_post)
         return rc;
-    st = 0;
-    if (post_fn && (!is_main || post_on_main))
-        st = call (post_fn, post_arg, false);
-    return sync_status ("ddp_run_on_main post_fn", st, 0, false, NULL);
+    c = (struct call_args){ .fn = post_fn, .arg = post_arg };
+    return run_synced ("ddp_run_on_main post_fn",
+                       post_fn && (!is_main || post_on_main), run_call, &c, 0,
+                       0, false, NULL);
 }
 
 int ddp_main_only (ddp_fn_t fn, void *arg)
@@ -497,21 +734,16 @@ int ddp_main_only (ddp_fn_t fn, void *arg)
 static int first_then_rest (const char *what, ddp_fn_t fn, void *arg,
                             bool first)
 {
-    int st = 0, rc;
+    struct call_args c = { .fn = fn, .arg = arg };
+    int st = fn ? 0 : DDP_EINVAL, rc;
 
     if (!initialized ())
         return DDP_ENOINIT;
     if (main_only_depth > 0)    /* nested on main: only main is here */
         return fn ? call (fn, arg, false) : DDP_EINVAL;
-    if (!fn)
-        st = DDP_EINVAL;
-    else if (first)
-        st = call (fn, arg, false);
-    if ((rc = sync_status (what, st, 0, false, NULL)) < 0)
+    if ((rc = run_synced (what, first, run_call, &c, st, 0, false, NULL)) < 0)
         return rc;
-    if (!first)
-        st = call (fn, arg, false);
-    return sync_status (what, st, 0, false, NULL);
+    return run_synced (what, !first, run_call, &c, st, 0, false, NULL);
 }
 
 int ddp_rank0_first (ddp_fn_t fn, void *arg)
@@ -525,11 +757,33 @@ int ddp_local_rank0_first (ddp_fn_t fn, void *arg)
                             ddp_is_local_main ());
 }
 
+struct compute_args {
+    ddp_compute_fn_t fn;
+    void *arg;
+    void *out;
+    size_t len;
+};
+
+static int run_compute (void *arg)
+{
+    struct compute_args *c = arg;
+
+    if (!c->fn)
+        return DDP_EINVAL;
+    if (c->fn (c->arg, &c->out, &c->len) != 0 || (!c->out && c->len > 0)) {
+        c->out = NULL;      /* not examined after a failure */
+        c->len = 0;
+        return DDP_EUSER;
+    }
+    return 0;
+}
+
+/* The root's status is shared by run_synced() (the computation may take
+ * longer than DDP_TIMEOUT), then the result is broadcast. */
 int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
                            void **out, size_t *len)
 {
-    void *p = NULL;
-    size_t l = 0;
+    struct compute_args c = { .fn = fn, .arg = arg };
     int st = 0, rc;
     bool is_root;
 
@@ -544,24 +798,17 @@ int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
         *out = NULL;
         *len = 0;
     }
-    if (is_root && !fn)     /* only root needs fn */
-        st = DDP_EINVAL;
-    if (st == 0 && is_root) {
-        if (fn (arg, &p, &l) != 0)
-            st = DDP_EUSER;     /* p is not examined after a failure */
-        else if (!p && l > 0)
-            st = DDP_EUSER;
-        if (st < 0)
-            p = NULL;
-    }
-    rc = bcast_bytes ("ddp_compute_and_bcast", &p, &l, root, st);
+    rc = run_synced ("ddp_compute_and_bcast", is_root, run_compute, &c, st, 0,
+                     false, NULL);
+    if (rc == 0)
+        rc = bcast_bytes ("ddp_compute_and_bcast", &c.out, &c.len, root, 0);
     if (rc < 0) {
         if (is_root)
-            free (p);
+            free (c.out);
         return rc;
     }
-    *out = p;
-    *len = l;
+    *out = c.out;
+    *len = c.len;
     return 0;
 }
 

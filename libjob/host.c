@@ -103,9 +103,9 @@ static unsigned spin_default (int lsize)
     long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
     long v;
 
-    if (s && ddpi_parse_long (s, 0, 100000000, &v) == 0)
+    if (s && ddpi_parse_long (s, 0, 10000000, &v) == 0)
         return (unsigned)v;
-    return ncpu > 0 && lsize > ncpu ? 0 : 4000;
+    return ncpu > 0 && lsize > ncpu ? 0 : 50;
 }
 
 static int alloc_tables (struct host *h, const struct bootstrap_info *in)
@@ -155,7 +155,7 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
     h->memfd = h->listen_fd = -1;
-    h->spin_limit = spin_default (h->lsize);
+    h->spin_us = spin_default (h->lsize);
     if ((rc = alloc_tables (h, in)) < 0)
         goto out;
     if (getrandom (&h->cookie, sizeof (h->cookie), 0) != sizeof (h->cookie))
@@ -207,9 +207,9 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     }
     if (h->lrank == 0 && (rc = host_shm_wait_attached (h)) < 0)
         goto out;
-    ddpi_debug ("host: node %d/%d local %d/%d, %zu-byte slots, spin %u%s",
+    ddpi_debug ("host: node %d/%d local %d/%d, %zu-byte slots, spin %u us%s",
                 h->node, h->nnodes, h->lrank, h->lsize, h->slot_bytes,
-                h->spin_limit, h->nnodes > 1 && h->lrank == 0
+                h->spin_us, h->nnodes > 1 && h->lrank == 0
                 ? ", leader" : "");
     *ctxp = h;
     h = NULL;

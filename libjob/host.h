@@ -94,7 +94,7 @@ struct host {
     bool fault_sent;
 
     uint64_t seq;
-    unsigned spin_limit;
+    unsigned spin_us;
     int broken;                 /* sticky DDP_E* code after a fault */
 };
 

@@ -759,17 +759,6 @@ static int comm_ready (struct nccl_ctx *c)
     return 0;
 }
 
-/* An init failure ends the program's use of NCCL: say why even without
- * DDP_DEBUG (ddpi_error() already logs the environment failures). */
-static void log_init_failure (const struct nccl_ctx *c, int rc)
-{
-    if (ddpi_debug_enabled () || rc == DDP_ENOLAUNCH || rc == DDP_EPMIX
-        || rc == DDP_ETRANSPORT || rc == DDP_ETIMEDOUT || rc == DDP_EPEER)
-        return;
-    fprintf (stderr, "[ddp rank %d/%d] error: %s (%s)\n", c->rank, c->size,
-             ddpi_last_error (), ddp_strerror (rc));
-}
-
 static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
                       void **ctxp)
 {
@@ -829,7 +818,6 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     *ctxp = c;
     return 0;
 error:
-    log_init_failure (c, rc);
     if (c->comm)
         comm_break (c, rc);
     free (all);

@@ -259,7 +259,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 
     if (load_flag (h, lr, which) >= s)
         return 0;
-    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_limit);
+    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
     while (load_flag (h, lr, which) < s) {
         if ((rc = host_check_fault (h)) < 0)
             return rc;

@@ -12,6 +12,7 @@
 #include "ddp_internal.h"
 
 static __thread char last_error[512];
+static __thread bool last_logged;
 static int log_rank = -1;
 static int log_size = 0;
 
@@ -65,7 +66,8 @@ int ddpi_error (int code, const char *fmt, ...)
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
     snprintf (last_error, sizeof (last_error), "%s", msg);
-    if (always_logged (code) || ddpi_debug_enabled ()) {
+    last_logged = always_logged (code) || ddpi_debug_enabled ();
+    if (last_logged) {
         char line[600];
         snprintf (line, sizeof (line), "error: %s", msg);
         log_line (line);
@@ -76,6 +78,22 @@ int ddpi_error (int code, const char *fmt, ...)
 const char *ddpi_last_error (void)
 {
     return last_error;
+}
+
+bool ddpi_last_error_logged (void)
+{
+    return last_logged;
+}
+
+void ddpi_log (const char *fmt, ...)
+{
+    va_list ap;
+    char msg[512];
+
+    va_start (ap, fmt);
+    vsnprintf (msg, sizeof (msg), fmt, ap);
+    va_end (ap);
+    log_line (msg);
 }
 
 void ddpi_debug (const char *fmt, ...)

@@ -19,10 +19,11 @@ static inline void cpu_relax (void)
 }
 
 void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
-                     unsigned spin_limit)
+                     unsigned spin_us)
 {
     w->iter = 0;
-    w->spin_limit = spin_limit;
+    w->spin_us = spin_us;
+    w->spinning = spin_us > 0;
     w->start = 0;
     w->deadline = 0;
     w->next_check = 0;
@@ -33,10 +34,11 @@ int ddpi_wait_step (struct ddpi_waiter *w)
 {
     double now;
 
-    if (w->iter < w->spin_limit) {
-        w->iter++;
+    w->iter++;
+    if (w->spinning) {
         cpu_relax ();
-        return 0;
+        if ((w->iter & 63) != 0)
+            return 0;
     }
     now = ddpi_now ();
     if (w->start == 0) {
@@ -44,9 +46,13 @@ int ddpi_wait_step (struct ddpi_waiter *w)
         w->deadline = now + w->timeout_s;
         w->next_check = now + 0.002;
     }
+    if (w->spinning) {
+        if (now - w->start < w->spin_us * 1e-6)
+            return 0;
+        w->spinning = false;
+    }
     if (now > w->deadline)
         return -1;
-    w->iter++;
     if (now - w->start < 0.02)
         sched_yield ();
     else {

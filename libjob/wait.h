@@ -6,17 +6,20 @@
 
 struct ddpi_waiter {
     unsigned iter;
-    unsigned spin_limit;    /* pause iterations before yielding */
+    unsigned spin_us;       /* microseconds of spinning before yielding */
+    bool spinning;
     double start;           /* 0 until the first slow step */
     double deadline;
     double next_check;
     double timeout_s;
 };
 
-/* Prepare w for one wait bounded by timeout_s; spin_limit pause iterations
- * before the waiter starts yielding (0 on an oversubscribed node). */
+/* Prepare w for one wait bounded by timeout_s: spin (cpu pause) for up to
+ * spin_us microseconds, then yield the CPU for a while, then sleep in
+ * growing naps (50 us, then 0.5 ms).  spin_us is 0 on an oversubscribed
+ * node, where spinning only delays the peer we wait for. */
 void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
-                     unsigned spin_limit);
+                     unsigned spin_us);
 
 /* One step of a wait whose condition was just found false.  Returns 0 to
  * keep polling, 1 when the caller should also check peer liveness (about

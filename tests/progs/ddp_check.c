@@ -106,6 +106,23 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
         default: break;
         }
     }
+    if (dt >= DDP_FLOAT16) {
+        /* IEEE: a product with a zero factor keeps the sign of the product
+         * (-0.0), whatever the order, so compute in double. */
+        double d = (double)input (0, i, op, u);
+        for (r = 1; r < size; r++) {
+            double x = (double)input (r, i, op, u);
+            d = op == DDP_PROD ? d * x : op == DDP_MIN ? (x < d ? x : d)
+              : op == DDP_MAX ? (x > d ? x : d) : d + x;
+        }
+        if (op == DDP_AVG && dt != DDP_FLOAT64)
+            store (ref, i, dt, (float)d / (float)size);
+        else if (op == DDP_AVG)
+            store (ref, i, dt, d / size);
+        else
+            store (ref, i, dt, d);
+        return;
+    }
     if (op == DDP_AVG) {
         if (dt == DDP_FLOAT16 || dt == DDP_BFLOAT16 || dt == DDP_FLOAT32) {
             float q = (float)acc / (float)size;

@@ -1,0 +1,42 @@
+#!/bin/sh
+test_description='libddp host collectives: every dtype, op and size, checked
+against references computed in the test program, on one and two nodes'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+
+CHECK=$DDP_PROGS/ddp_check
+DDP_SRUN_TIMEOUT=180
+
+# run_check NAME NTASKS CHECK-ARGS SRUN-ARGS...: every task must report 0
+# failures.  CHECK-ARGS -q (sizes 0, 1, 7, 1001 and a large 2.2M-element run, chunked
+# through the segment) keeps the file short on a 2-core machine; -N2 -n4
+# runs the full size list.
+run_check () {
+	name=$1 n=$2 args=$3; shift 3
+	ddp_srun --mpi=pmix "$@" "$CHECK" $args >"$name.out" 2>"$name.err"
+	rc=$?
+	cat "$name.out" "$name.err"
+	test $rc = 0 &&
+	test $(grep -c "^ddp_check rank .*/$n .* 0 failed in all" "$name.out") = $n
+}
+
+test_expect_success '-N1 -n1: every collective, dtype, op and size' '
+	run_check n1 1 -q -N1 -n1
+'
+test_expect_success '-N1 -n4: shared memory only' '
+	run_check n4 4 -q -N1 -n4 &&
+	grep -q "local 3/4 node 0/1" n4.out
+'
+test_expect_success '-N2 -n4: shared memory and TCP' '
+	run_check n2x4 4 "" -N2 -n4 &&
+	grep -q "node 1/2" n2x4.out &&
+	grep -q "node 0/2" n2x4.out
+'
+test_expect_success '-N2 -n3: uneven nodes' '
+	run_check n2x3 3 -q -N2 -n3 &&
+	grep -q "local 0/1 node 1/2" n2x3.out
+'
+test_expect_success 'small segment slots force many chunks per call' '
+	run_check slot 3 "-q -l 50000" -N2 -n3 --export=ALL,DDP_SHM_SLOT=4096
+'
+test_done

@@ -1,0 +1,28 @@
+#!/bin/sh
+test_description='libddp: memory stays flat over 100k small allreduces'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+
+PERF=$DDP_PROGS/ddp_perf
+DDP_SRUN_TIMEOUT=120
+# Growth allowed per rank over 100k collectives (KiB): noise, not a leak
+# (a leak of even 8 bytes per call would be 800 KiB).
+MAX_GROWTH=${DDP_MAX_RSS_GROWTH_KB:-256}
+
+check_growth () {
+	cat "$1" &&
+	test $(grep -c "rss_growth_kb=" "$1") = $2 &&
+	sed -n "s/.*rss_growth_kb=\(-*[0-9]*\).*/\1/p" "$1" | while read g; do
+		test "$g" -le "$MAX_GROWTH" || { echo "grew by $g KiB"; return 1; }
+	done
+}
+
+test_expect_success '-N1 -n2: RSS flat over 100000 allreduces' '
+	ddp_srun --mpi=pmix -N1 -n2 "$PERF" 0 100000 >n1.out &&
+	check_growth n1.out 2
+'
+test_expect_success '-N2 -n2: RSS flat over 100000 allreduces' '
+	ddp_srun --mpi=pmix -N2 -n2 "$PERF" 0 100000 >n2.out &&
+	check_growth n2.out 2
+'
+test_done
