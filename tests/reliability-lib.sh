@@ -1,0 +1,180 @@
+# reliability-lib.sh - helpers for the failure tests (tests/t08NN-*.t).
+#
+# Sourced after test-lib.sh and ddp_cluster_require.  The tests start
+# progs/ddp_victim under `srun --ddp=host`, break one rank (kill -9 through
+# the pid file it writes, or a mode where it misbehaves), and check:
+#   - the step ends within REL_BOUND seconds (default 15) with DDP_TIMEOUT=
+#     REL_TIMEOUT (default 5), and srun exits non-zero;
+#   - every surviving rank failed a call (its stdout line), and libddp's error
+#     on its stderr ("[ddp rank R/N] ...") names the rank(s) at fault;
+#   - nothing is left: no process of the run, and on each node no new entry
+#     in /tmp (each node's private one) or /dev/shm, no socket or temporary
+#     file in the run's directory.
+# DDP_STRESS=N repeats each scenario N times (default: the few in each test).
+
+REL_TIMEOUT=${REL_TIMEOUT:-5}
+REL_BOUND=${REL_BOUND:-15}
+REL_NTASKS=${REL_NTASKS:-4}
+
+# rel_repeats DEFAULT: how many times to run a scenario.
+rel_repeats () {
+    echo "${DDP_STRESS:-$1}"
+}
+
+# rel_slurmd_pid NODE: the pid of this cluster's slurmd for NODE.
+rel_slurmd_pid () {
+    local p cmd
+    for p in /proc/[0-9]*; do
+        cmd=$( { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+        case "$cmd" in
+            "slurmd -f $DDP_CLUSTER_DIR/etc/slurm.conf -N $1 "*)
+                echo "${p#/proc/}"; return 0 ;;
+        esac
+    done
+    return 1
+}
+
+# rel_snapshot: what a run could leave on the nodes: each node's /tmp and
+# /dev/shm as that node's slurmd sees them (private mount namespaces).
+rel_snapshot () {
+    local node pid
+    for node in n1 n2; do
+        pid=$(rel_slurmd_pid "$node") || { echo "$node: no slurmd"; continue; }
+        for d in tmp dev/shm; do
+            ( cd "/proc/$pid/root/$d" 2>/dev/null && find . -mindepth 1 \
+                  -maxdepth 3 2>/dev/null ) | sed "s|^\.|$node:/$d|"
+        done
+    done | sort
+}
+
+# rel_run_procs DIR: processes (not zombies) whose command line names DIR.
+rel_run_procs () {
+    ps -eo pid=,stat=,args= | awk -v d="$1" '$2 !~ /^Z/ && index($0, d) { print }' \
+        | grep -v -e "awk -v d=" -e "grep -v" || true
+}
+
+# rel_wait_file FILE SECS: wait until FILE exists.
+rel_wait_file () {
+    local end=$(( $(date +%s) + $2 ))
+    while [ ! -e "$1" ]; do
+        [ "$(date +%s)" -lt $end ] || return 1
+        sleep 0.1
+    done
+}
+
+# rel_start NAME MODE VICTIMS [SRUN ARGS...]: start ddp_victim MODE in the
+# background in run directory NAME (recreated); DDP_VICTIM_RANKS=VICTIMS.
+# Sets REL_DIR, REL_PID (the srun wrapper).
+rel_start () {
+    local name=$1 mode=$2 victims=$3
+    shift 3
+    REL_DIR=$PWD/$name
+    rm -rf "$REL_DIR" && mkdir -p "$REL_DIR"
+    rel_snapshot >"$REL_DIR.before"
+    env DDP_TIMEOUT="$REL_TIMEOUT" DDP_VICTIM_RANKS="$victims" \
+        timeout --kill-after=5 90 srun --ddp=host "$@" \
+        "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
+    REL_PID=$!
+    REL_T0=$(date +%s.%N)
+}
+
+# rel_wait: wait for the srun started by rel_start; sets REL_RC and
+# REL_ELAPSED (seconds since REL_T0, which rel_kill resets).
+rel_wait () {
+    wait "$REL_PID"
+    REL_RC=$?
+    REL_ELAPSED=$(echo "$REL_T0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    say "rc=$REL_RC after ${REL_ELAPSED}s"
+}
+
+# rel_kill RANK [DELAY]: once RANK wrote its pid file (30 s at most), wait
+# DELAY seconds (default 0.3: into the loop), then kill -9 it.
+rel_kill () {
+    local pid
+    rel_wait_file "$REL_DIR/pid.$1" 30 || {
+        say "rank $1 never became ready"; kill "$REL_PID"; return 1; }
+    sleep "${2:-0.3}"
+    pid=$(cut -d' ' -f1 "$REL_DIR/pid.$1")
+    REL_T0=$(date +%s.%N)
+    kill -9 "$pid" || { say "kill -9 $pid (rank $1) failed"; return 1; }
+}
+
+# rel_show: the run's output, for the log.
+rel_show () {
+    say "--- stdout"; cat "$REL_DIR.out"
+    say "--- stderr"; cat "$REL_DIR.err"
+}
+
+# rel_check_bound: the step ended in time and srun exited non-zero (137 is
+# srun reporting the task killed by SIGKILL; the 90 s timeout around srun
+# cannot have fired within the bound).
+rel_check_bound () {
+    if [ "$REL_RC" = 0 ] || [ "$REL_RC" = 124 ]; then
+        say "srun exit $REL_RC: expected a failure of the step itself"
+        return 1
+    fi
+    awk -v e="$REL_ELAPSED" -v b="$REL_BOUND" 'BEGIN { exit !(e < b) }' || {
+        say "the step took ${REL_ELAPSED}s (bound ${REL_BOUND}s)"; return 1; }
+}
+
+# rel_names LINE RANKS: true when LINE (without its "[ddp rank R/N] " prefix)
+# says "rank" and names every rank of the comma-separated RANKS as a number.
+rel_names () {
+    local msg r
+    msg=${1#*] }
+    echo "$msg" | grep -qi 'rank' || return 1
+    for r in $(echo "$2" | tr ',' ' '); do
+        echo "$msg" | grep -Eq "(^|[^0-9])$r([^0-9]|\$)" || return 1
+    done
+}
+
+# rel_check_survivors VICTIMS [CALL [nocheck]]: every other rank failed a
+# call (CALL: an extended regex, default any) and, unless "nocheck" is
+# given, libddp's error on its stderr names every rank of VICTIMS.
+rel_check_survivors () {
+    local victims=$1 call=${2:-.*} names=${3:-check} r line ok
+    for r in $(seq 0 $((REL_NTASKS - 1))); do
+        case ",$victims," in *",$r,"*) continue ;; esac
+        grep -Eq "^ddp_victim: rank $r: ($call) failed: " "$REL_DIR.out" || {
+            say "rank $r did not report a failed call"; return 1; }
+        [ "$names" = check ] || continue
+        ok=0
+        while IFS= read -r line; do
+            rel_names "$line" "$victims" && { ok=1; break; }
+        done <<EOF
+$(grep -F "[ddp rank $r/$REL_NTASKS]" "$REL_DIR.err")
+EOF
+        [ $ok = 1 ] || { say "no libddp error of rank $r names rank(s) $victims"; return 1; }
+    done
+}
+
+# rel_check_clean: no process of the run (2 s grace for the step daemons),
+# nothing new on the nodes, no socket or temporary file in the run directory.
+rel_check_clean () {
+    local i=0 procs
+    while procs=$(rel_run_procs "$REL_DIR") && [ -n "$procs" ] && [ $i -lt 20 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    [ -z "$procs" ] || { say "processes left:"; echo "$procs"; return 1; }
+    rel_snapshot >"$REL_DIR.after"
+    if ! diff "$REL_DIR.before" "$REL_DIR.after" >"$REL_DIR.diff"; then
+        # Entries that disappeared are not leftovers.
+        if grep -q '^>' "$REL_DIR.diff"; then
+            say "left on the nodes:"; grep '^>' "$REL_DIR.diff"; return 1
+        fi
+    fi
+    find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' >"$REL_DIR.extra"
+    [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
+}
+
+# rel_check_call_time RANKS MIN MAX: each rank of RANKS (comma-separated)
+# failed a call that took between MIN and MAX seconds (DIR/exit.RANK).
+rel_check_call_time () {
+    local r took
+    for r in $(echo "$1" | tr ',' ' '); do
+        took=$(awk '{ print $3 }' "$REL_DIR/exit.$r" 2>/dev/null)
+        [ -n "$took" ] || { say "rank $r recorded no failed call"; return 1; }
+        awk -v t="$took" -v lo="$2" -v hi="$3" 'BEGIN { exit !(t >= lo && t <= hi) }' || {
+            say "rank $r: the failing call took ${took}s, expected ${2}..${3}s"; return 1; }
+    done
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+test_description='kill -9 of one rank during a barrier loop ends the step in time, names the rank, leaves nothing'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+. "$DDP_SRC_DIR/tests/reliability-lib.sh"
+
+test_expect_success 'the leftover check sees what a step leaves in a node /tmp' '
+	rel_snapshot >snap.before &&
+	ddp_srun -N1 -n1 -w n2 touch /tmp/rel-canary &&
+	rel_snapshot >snap.after &&
+	ddp_srun -N1 -n1 -w n2 rm /tmp/rel-canary &&
+	diff snap.before snap.after | grep -x "> n2:/tmp/rel-canary"
+'
+
+# Victims rotate over a node leader and a non-leader on each node
+# (-N2 -n4, block: ranks 0,1 on n1 and 2,3 on n2).
+n=$(rel_repeats 4)
+for i in $(seq 1 "$n"); do
+	v=$(echo "1 3 0 2" | cut -d' ' -f$(( (i - 1) % 4 + 1 )))
+	test_expect_success "barrier loop, kill -9 rank $v (run $i of $n)" '
+		rel_start barrier.$i barrier $v -N2 -n4 &&
+		rel_kill $v &&
+		rel_wait &&
+		rel_show &&
+		rel_check_bound &&
+		rel_check_survivors $v ddp_barrier &&
+		rel_check_clean
+	'
+done
+test_done

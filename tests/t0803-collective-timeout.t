@@ -1,0 +1,63 @@
+#!/bin/sh
+test_description='a collective some ranks never enter fails after DDP_TIMEOUT naming them; ddp_abort names its rank'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+. "$DDP_SRC_DIR/tests/reliability-lib.sh"
+
+# The absent ranks sleep 2 x DDP_TIMEOUT + 1 s, then exit 0 by themselves.
+# The others must give up after about DDP_TIMEOUT (not wait for them), with
+# DDP_ETIMEDOUT (-7) and an error naming the absent ranks; the step then
+# ends (at the latest when the sleepers exit) with a non-zero status.
+REL_BOUND=20
+
+# skip_run NAME ABSENT PRESENT MIN MAX: the run, checked except for naming.
+skip_run () {
+	rel_start "$1" skip "$2" -N2 -n4 &&
+	rel_wait &&
+	rel_show &&
+	rel_check_bound &&
+	rel_check_survivors "$2" ddp_barrier nocheck &&
+	test "$(grep -c "ddp_barrier failed: .*(-7)\$" "$REL_DIR.out")" = \
+	     "$(echo "$3" | tr "," "\n" | wc -l)" &&
+	rel_check_call_time "$3" "$4" "$5" &&
+	rel_check_clean
+}
+
+test_expect_success 'rank 3 never enters a barrier: the others fail with ETIMEDOUT after DDP_TIMEOUT' '
+	skip_run skip.1 3 0,1,2 4.5 10
+'
+# Known breakage (libjob/shm.c host_wait_flag, libjob/tcp.c exchange): the
+# rank that times out first blames the rank it waits on (its node leader,
+# or the other node's leader), not the rank that never arrived.
+test_expect_failure 'rank 3 never enters: every error names rank 3' '
+	REL_DIR=$PWD/skip.1 && rel_check_survivors 3 ddp_barrier
+'
+test_expect_success 'ranks 1 and 2 (one per node) never enter: the others fail after DDP_TIMEOUT' '
+	skip_run skip.2 1,2 0,3 4.5 10
+'
+test_expect_failure 'ranks 1 and 2 never enter: every error names both' '
+	REL_DIR=$PWD/skip.2 && rel_check_survivors 1,2 ddp_barrier
+'
+test_expect_success 'ddp_abort on rank 2: the others fail at once naming rank 2, srun exits non-zero' '
+	rel_start abort.1 abort 2 -N2 -n4 &&
+	rel_wait &&
+	rel_show &&
+	rel_check_bound &&
+	! grep -q "ddp_abort returned" "$REL_DIR.out" &&
+	! grep -q "NOT NOTICED" "$REL_DIR.out" &&
+	grep -q "aborting on purpose" "$REL_DIR.err" &&
+	rel_check_survivors 2 ddp_barrier &&
+	rel_check_clean
+'
+test_expect_success 'the timeout is DDP_TIMEOUT, not a fixed one: with 2 s they fail sooner' '
+	REL_TIMEOUT=2 &&
+	rel_start skip.3 skip 2 -N2 -n4 &&
+	REL_TIMEOUT=5 &&
+	rel_wait &&
+	rel_show &&
+	rel_check_bound &&
+	rel_check_survivors 2 ddp_barrier nocheck &&
+	rel_check_call_time 0,1,3 1.5 4.5 &&
+	rel_check_clean
+'
+test_done
