@@ -10,8 +10,11 @@ ddp_cluster_require
 probe=$DDP_PROGS/nccl_probe
 check=$DDP_PROGS/nccl_check
 
-if test -x "$check" && ddp_srun -N1 -n1 "$check" --probe >gpu.out 2>&1; then
-    test_set_prereq GPU
+if test -x "$check"; then
+    test_set_prereq NCCL_BUILT
+    if ddp_srun -N1 -n1 "$check" --probe >gpu.out 2>&1; then
+        test_set_prereq GPU
+    fi
 fi
 
 test_expect_success '!GPU' 'auto on nodes without GPUs: host on every rank' '
@@ -32,5 +35,16 @@ test_expect_success '!GPU' 'DDP_BACKEND=nccl without GPUs: every rank fails, non
 	cat nccl.out &&
 	test $(( $(date +%s) - start )) -lt 25 &&
 	test $(grep -c "^init failed rank=[0-3] rc=-\(13\|9\|11\) " nccl.out) = 4
+'
+test_expect_success '!GPU,NCCL_BUILT' 'one fence: rank 0 failed, the others learn it from rank 0' '
+	grep "^init failed rank=0 rc=-13 " nccl.out &&
+	test $(grep -c "^init failed rank=[1-3] rc=-9 " nccl.out) = 3 &&
+	test $(grep -c "rank 0 (host [^)]*) cannot use NCCL: cudaGetDeviceCount" nccl.err) = 4
+'
+test_expect_success '!GPU' 'auto under the plugin (--ddp=auto) on GPU-less nodes: host' '
+	test -f "$DDP_PLUGIN" || { say "# no plugin built"; return 0; }
+	ddp_srun --ddp=auto -N2 -n2 "$probe" >plugin.out &&
+	cat plugin.out &&
+	test $(grep -c "backend=host" plugin.out) = 2
 '
 test_done
