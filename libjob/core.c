@@ -84,6 +84,14 @@ static void reset_identity (void)
     ddpi_log_set_identity (-1, 0);
 }
 
+/* Init failures are always logged: the program may not print the code. */
+static int init_failed (int rc)
+{
+    if (!ddpi_last_error_logged ())
+        ddpi_log ("error: %s", ddpi_last_error ());
+    return rc;
+}
+
 int ddp_init (void)
 {
     const struct bootstrap_info *in;
@@ -95,10 +103,10 @@ int ddp_init (void)
         return 0;
     g.broken = 0;
     if ((rc = read_config (&g.cfg)) < 0 || (rc = pick_backend (&g.be)) < 0)
-        return rc;
+        return init_failed (rc);
     if ((rc = bootstrap_create (&g.boot, g.cfg.timeout_s, err,
                                 sizeof (err))) < 0)
-        return ddpi_error (rc, "init: %s", err);
+        return init_failed (ddpi_error (rc, "init: %s", err));
     in = bootstrap_info (g.boot);
     g.rank = in->rank;
     g.size = in->size;
@@ -131,7 +139,7 @@ error:
     g.boot = NULL;
     g.be = NULL;
     reset_identity ();
-    return rc;
+    return init_failed (rc);
 }
 
 int ddp_finalize (void)
