@@ -23,15 +23,20 @@
  *   do not run it and get DDP_EREMOTE at once.
  * - axolotl compute_and_broadcast / speechbrain ddp_broadcast: an exception
  *   on the source rank leaves the others blocked in the broadcast.  Here the
- *   status travels in the header of the broadcast.
+ *   source's status is exchanged first (compute_and_bcast), or travels in
+ *   the header of the broadcast (bcast_bytes).
  * - virtex average_across_processes: one all-reduce per dict key.  Here
  *   ddp_average_named() is one allreduce for all values, and it detects
  *   ranks passing different names (a silent wrong average in virtex).
+ * - torch's barrier under these helpers times out after its process-group
+ *   timeout while main is still working; here a callback may take any time
+ *   (see run_synced()), and only a dead rank ends the wait.
  *
- * Collective count per helper (W = world size): run_on_main 1 (+1 with a
- * post_fn), rank0_first 2, compute_and_bcast 1 for results up to
- * BCAST_INLINE bytes (else 3), gatherv 1 when every buffer fits
- * GV_INLINE bytes (else 3 or more), reduce_bcast 3, average_named 1.
+ * Collective count per helper (W = world size), for callbacks shorter than
+ * DDP_TIMEOUT/4: run_on_main 1 (+1 with a post_fn), rank0_first 2,
+ * compute_and_bcast 2 for results up to BCAST_INLINE bytes (else 4),
+ * bcast_bytes 1 (else 3), gatherv 1 when every buffer fits GV_INLINE bytes
+ * (else 3 or more), reduce_bcast 3, average_named 1.
  */
 #include "config.h"
 #include <dlfcn.h>

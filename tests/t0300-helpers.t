@@ -49,7 +49,7 @@ test_expect_success 'DDP_DEBUG=1: the other ranks log which rank failed and how'
 	grep "failed\|different" dbg.err &&
 	grep -q "^\[ddp rank 1/2\] ddp_run_on_main: rank 0 failed: a user callback failed$" dbg.err &&
 	grep -q "^\[ddp rank 0/2\] ddp_rank0_first: rank 1 failed: a user callback failed$" dbg.err &&
-	grep -q "^\[ddp rank 0/2\] ddp_compute_and_bcast: root 1 failed: a user callback failed$" dbg.err &&
+	grep -q "^\[ddp rank 0/2\] ddp_compute_and_bcast: rank 1 failed: a user callback failed$" dbg.err &&
 	grep -q "^\[ddp rank 1/2\] ddp_average_named: ranks passed different names$" dbg.err
 '
 test_expect_success 'srun -N2 -n4: tens of MiB through the variable-size paths' '
@@ -74,6 +74,15 @@ test_expect_success 'a step whose rank 0 fails inside helpers ends promptly' '
 	end=$(date +%s) &&
 	echo "took $((end - start)) s" &&
 	test $((end - start)) -lt 30
+'
+test_expect_success 'callbacks longer than DDP_TIMEOUT: nobody times out' '
+	rm -rf slow && mkdir slow &&
+	(export DDP_TIMEOUT=1 &&
+	 ddp_srun --mpi=pmix -N2 -n3 "$CHECK" "$PWD/slow" slow >slow.out 2>slow.err);
+	rc=$?;
+	grep -v " ok$" slow.out; cat slow.err;
+	test $rc = 0 && test $(grep -c "done failures=0$" slow.out) = 3 &&
+	test $(grep -c "slow run_on_main (main 2.5 s, DDP_TIMEOUT 1 s) ok$" slow.out) = 3
 '
 test_expect_success 'main dies inside run_on_main: nobody hangs' '
 	rm -rf die && mkdir die &&

@@ -2,10 +2,11 @@
  * check the results against values computed here; failures are injected
  * on chosen ranks to check that they reach every rank.
  *
- * Usage: helpers_check DIR [big|die|bench]
+ * Usage: helpers_check DIR [big|die|slow|bench]
  *   DIR: a directory every rank can see (files show who ran first).
  *   big: also move tens of MiB through the variable-size paths.
  *   die: main exits inside run_on_main (the others must not hang).
+ *   slow: callbacks run longer than DDP_TIMEOUT (set it to 1).
  *   bench: time each helper next to the collectives it is built on.
  * Prints "rank R/W NAME ok" or "rank R/W NAME FAIL: why" per check, then
  * "rank R/W done failures=N"; exits 0 only if N is 0.  The checks run in
@@ -25,6 +26,7 @@
 #include "ddp.h"
 
 static int me, world, failures;
+static void check_in_step (void);
 static const char *dir;
 
 static void check (bool cond, const char *name, const char *fmt, ...)
@@ -598,7 +600,7 @@ static double now (void)
 }
 
 /* Microseconds per call of each helper next to the plain collectives it is
- * built on, printed by rank 0. */
+ * built on (the slowest rank's time, best batch), printed by rank 0. */
 static int bench (void)
 {
     enum { ITERS = 2000 };
@@ -608,15 +610,22 @@ static int bench (void)
     char msg[100] = "x";
     int rc = 0;
 
+/* The best of 10 batches of ITERS / 10 calls: the test machine is shared. */
 #define BENCH(label, expr)                                                  \
     do {                                                                    \
-        ddp_barrier ();                                                     \
-        t = now ();                                                         \
-        for (int i_ = 0; i_ < ITERS && rc == 0; i_++)                       \
-            rc = (expr);                                                    \
-        t = (now () - t) / ITERS * 1e6;                                     \
+        double best_ = 1e30;                                                \
+        for (int b_ = 0; b_ < 10 && rc == 0; b_++) {                        \
+            ddp_barrier ();                                                 \
+            t = now ();                                                     \
+            for (int i_ = 0; i_ < ITERS / 10 && rc == 0; i_++)              \
+                rc = (expr);                                                \
+            t = (now () - t) / (ITERS / 10) * 1e6;                          \
+            (void) ddp_allreduce (&t, &t, 1, DDP_FLOAT64, DDP_MAX);         \
+            if (t < best_)                                                  \
+                best_ = t;                                                  \
+        }                                                                   \
         if (me == 0)                                                        \
-            printf ("bench world=%d %-40s %8.1f us\n", world, label, t);  \
+            printf ("bench world=%d %-44s %8.1f us\n", world, label, best_); \
     } while (0)
 
     BENCH ("ddp_barrier", ddp_barrier ());
@@ -647,6 +656,61 @@ static int bench (void)
         fprintf (stderr, "bench: %s\n", ddp_strerror (rc));
     return rc == 0 ? 0 : 1;
 #undef BENCH
+}
+
+static int sleep_ok (void *arg)
+{
+    runs++;
+    usleep ((useconds_t) (*(double *) arg * 1e6));
+    return 0;
+}
+
+static int sleep_fail (void *arg)
+{
+    runs++;
+    usleep ((useconds_t) (*(double *) arg * 1e6));
+    return 1;
+}
+
+static int compute_slow (void *arg, void **out, size_t *len)
+{
+    usleep ((useconds_t) (*(double *) arg * 1e6));
+    runs++;
+    *out = make_buf (me, 1000);
+    *len = 1000;
+    return 0;
+}
+
+/* Callbacks longer than DDP_TIMEOUT (the test sets it to 1 s): the waiting
+ * ranks must neither time out nor break the job. */
+static int slow (void)
+{
+    double secs = 2.5;
+    void *out = NULL;
+    size_t len = 0;
+    int rc;
+
+    runs = post_runs = 0;
+    rc = ddp_run_on_main (sleep_ok, &secs, post_reads, ".", false);
+    check (rc == 0 && runs == (me == 0) && post_runs == (me != 0),
+           "slow run_on_main (main 2.5 s, DDP_TIMEOUT 1 s)", "rc %d (%s)", rc,
+           ddp_strerror (rc));
+    runs = 0;
+    rc = ddp_rank0_first (sleep_ok, &secs);
+    check (rc == 0 && runs == 1, "slow rank0_first (every rank 2.5 s)",
+           "rc %d (%s)", rc, ddp_strerror (rc));
+    runs = 0;
+    rc = ddp_compute_and_bcast (compute_slow, &secs, world - 1, &out, &len);
+    check (rc == 0 && len == 1000 && buf_ok (out, world - 1, 1000),
+           "slow compute_and_bcast (root 2.5 s)", "rc %d (%s)", rc,
+           ddp_strerror (rc));
+    free (out);
+    rc = ddp_main_only (sleep_fail, &secs);
+    check (rc == expect (me == 0, DDP_EUSER), "slow main_only that fails",
+           "rc %d (%s)", rc, ddp_strerror (rc));
+    check_in_step ();
+    printf ("rank %d/%d done failures=%d\n", me, world, failures);
+    return failures ? 1 : 0;
 }
 
 static int fn_exit (void *arg)
@@ -684,6 +748,11 @@ int main (int argc, char **argv)
     world = ddp_world_size ();
     if (argc > 2 && strcmp (argv[2], "die") == 0)
         return die_on_main ();
+    if (argc > 2 && strcmp (argv[2], "slow") == 0) {
+        rc = slow ();
+        ddp_finalize ();
+        return rc;
+    }
     if (argc > 2 && strcmp (argv[2], "bench") == 0) {
         rc = bench ();
         ddp_finalize ();

@@ -181,6 +181,30 @@ static void check_run_on_main (void)
     is_int (ddp_main_only (fn_ok, NULL), 0, "main_only after nesting: 0");
 }
 
+static int fn_slow (void *arg)
+{
+    runs++;
+    usleep (500000);
+    return *(int *) arg;
+}
+
+/* DDP_TIMEOUT is 0.2 s here: callbacks of 0.5 s go through the watchdog's
+ * status rounds, and their result still comes back. */
+static void check_slow (void)
+{
+    int zero = 0, one = 1;
+
+    runs = post_runs = 0;
+    is_int (ddp_run_on_main (fn_slow, &zero, post_ok, NULL, true), 0,
+            "run_on_main: a callback longer than DDP_TIMEOUT succeeds");
+    ok (runs == 1 && post_runs == 1, "slow run_on_main: fn and post_fn ran");
+    is_int (ddp_main_only (fn_slow, &one), DDP_EUSER,
+            "main_only: a slow callback's failure is DDP_EUSER");
+    is_int (ddp_rank0_first (fn_slow, &zero), 0,
+            "rank0_first: a slow callback succeeds");
+    is_int (ddp_main_only (fn_ok, NULL), 0, "a fast main_only after them");
+}
+
 static void check_first (void)
 {
     runs = 0;
@@ -437,6 +461,7 @@ int main (void)
     unsetenv ("SLURM_NTASKS");
     unsetenv ("SLURM_STEP_NUM_TASKS");
     unsetenv ("DDP_BACKEND");
+    setenv ("DDP_TIMEOUT", "0.2", 1);
     plan (NO_PLAN);
     check_before_init ();
     if ((rc = ddp_init ()) != 0) {
@@ -445,6 +470,7 @@ int main (void)
     }
     is_int (ddp_world_size (), 1, "a single process: world 1");
     check_run_on_main ();
+    check_slow ();
     check_first ();
     check_compute ();
     check_bytes ();
