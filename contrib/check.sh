@@ -6,6 +6,15 @@
 # or if the cluster tests could not run (DDP_REQUIRE_CLUSTER=1 turns their
 # "skip" into a failure).  The build goes to $DDP_BUILD (default: build/ in
 # the source tree), recreated on every run.
+#
+# Stages (all run; the exit status is non-zero if any failed):
+#   suite      the unit and cluster tests of a normal build, with prove
+#   packaging  make distcheck, rpmbuild -ta, a pkg-config user program
+#              against an installed copy (contrib/ci-packaging.sh)
+#   extra      the suite again under ASan+UBSan, valgrind on the unit tests,
+#              cppcheck and gcc -fanalyzer, short libFuzzer runs
+#              (contrib/ci-extra.sh)
+# `contrib/check.sh --quick` runs the suite stage only.
 set -eu
 set -o pipefail
 
@@ -35,7 +44,24 @@ trap stop_cluster EXIT
 echo "== check: tests"
 cd "$top"
 start=$(date +%s)
+status=0
 # Sharness tests run verbose (-v after ::) so the log shows what the cluster
 # tests ran; unit tests ignore the flag.
-prove -r -v --timer "$build/tests/unit" tests :: -v
+prove -r -v --timer "$build/tests/unit" tests :: -v || status=1
+stop_cluster
 echo "== check: suite took $(( $(date +%s) - start )) s"
+summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
+
+if [ "${1:-}" != --quick ]; then
+    start=$(date +%s)
+    if "$top/contrib/ci-packaging.sh" "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
+    echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
+    summary="$summary packaging:$r"
+
+    start=$(date +%s)
+    if "$top/contrib/ci-extra.sh"; then r=PASS; else r=FAIL; status=1; fi
+    echo "== check: extra (sanitizers, valgrind, static analysis, fuzzing) $r, took $(( $(date +%s) - start )) s"
+    summary="$summary extra:$r"
+fi
+echo "== check: $summary"
+exit $status
