@@ -4,12 +4,14 @@
 #   contrib/ci-packaging.sh [--deb] [--quick] [WORKDIR]
 #
 # Steps, each printed with its time:
-#   1. configure and `make distcheck`: the tarball is complete, builds out of
-#      tree from a read-only source, passes `make check` (cluster tests skip
-#      unless DDP_REQUIRE_CLUSTER=1), installs into a temporary --prefix,
-#      passes `make installcheck` there (a user program built with
-#      `cc prog.c $(pkg-config --cflags --libs ddp)` against that prefix, and
-#      run), and uninstalls cleanly.  --quick: `make dist` instead.
+#   1. configure and `make distcheck`: the tarball builds out of tree from a
+#      read-only source, passes `make check` (the cluster tests run when a
+#      test cluster can be started here, as root, and skip otherwise),
+#      installs into a temporary --prefix, passes `make installcheck` there
+#      (a user program built with `cc prog.c $(pkg-config --cflags --libs
+#      ddp)` against that prefix, and run), and uninstalls cleanly.  Then
+#      every file under version control must be in the tarball.
+#      --quick: `make dist` instead of distcheck.
 #   2. `rpmbuild -ta` on the tarball (Debian's rpm; --nodeps because Debian
 #      has no RPM database of build dependencies), then the packages' file
 #      lists are checked.
@@ -81,6 +83,21 @@ fi
 version=$(sed -n 's/^PACKAGE_VERSION = //p' Makefile)
 tarball=$work/build/slurm-ddp-$version.tar.bz2
 [ -f "$tarball" ] || die "no tarball $tarball"
+
+# Every file under version control is in the tarball (a file missing from
+# EXTRA_DIST breaks only builds from the tarball, which distcheck catches
+# only when the build needs it).  Not shipped: .gitignore files.
+if git -C "$srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$srcdir" ls-files | grep -v -E '(^|/)\.gitignore$' | sort >"$work/git.files"
+    tar -tjf "$tarball" | sed -e "s|^slurm-ddp-$version/||" -e '/\/$/d' -e '/^$/d' \
+        | sort >"$work/dist.files"
+    comm -23 "$work/git.files" "$work/dist.files" >"$work/not-in-dist"
+    if [ -s "$work/not-in-dist" ]; then
+        cat "$work/not-in-dist"
+        die "these files are under version control but not in the tarball (EXTRA_DIST)"
+    fi
+    say "dist: every file under version control is in the tarball"
+fi
 
 # ---- 2. rpmbuild -ta ------------------------------------------------------
 if command -v rpmbuild >/dev/null 2>&1; then
