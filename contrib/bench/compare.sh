@@ -338,6 +338,22 @@ init_fences () {   # IMPL N: fences of init (max over reps)
         [ -f "$f" ] && tsv_get "$f" init_fences "" count
     done | sort -g | tail -n 1
 }
+# init_phases: "| phase | ms |" rows from the DDP_DEBUG lines
+# "init: bootstrap 34.6 ms, backend setup 1.5 ms, ..., total 36.5 ms",
+# the largest value over the ranks for each phase, in the log's order.
+init_phases () {
+    [ -f "$out/init-ddp-debug.err" ] || return 0
+    grep -E 'init: [a-z ]+ [0-9.]+ ms' "$out/init-ddp-debug.err" |
+    sed 's/.*init: //' | awk -F', ' '
+        { for (i = 1; i <= NF; i++) {
+              if (!match($i, /^[a-zA-Z][a-zA-Z _-]* [0-9.]+ ms$/)) continue
+              name = $i; sub(/ [0-9.]+ ms$/, "", name)
+              v = $i; sub(/ ms$/, "", v); sub(/.* /, "", v)
+              if (!(name in max)) order[++n] = name
+              if (!(name in max) || v + 0 > max[name]) max[name] = v + 0
+          } }
+        END { for (i = 1; i <= n; i++) printf "| %s | %.3f |\n", order[i], max[order[i]] }'
+}
 launch_median () { [ -s "$out/launch-$1.txt" ] && median <"$out/launch-$1.txt"; }
 
 # Targets: value and verdict.  verdict VALUE OP LIMIT -> yes / NO / n/a
@@ -386,7 +402,18 @@ largest_allreduce () { awk -F'\t' '$2 == "allreduce" { b = $5 } END { print b }'
     echo
     echo "MPI_Init with Debian's defaults (UCX probed first), 2 ranks: ${md:-n/a} ms."
     echo
-    echo "ddp_init phases (DDP_DEBUG=1, -N2 -n2):"
+    echo "ddp_init phases (DDP_DEBUG=1, -N2 -n2; slowest rank per phase):"
+    echo
+    phases=$(init_phases)
+    if [ -n "$phases" ]; then
+        echo "| phase | ms |"
+        echo "|---|---:|"
+        echo "$phases"
+    else
+        echo "(no phase timings found in the DDP_DEBUG log)"
+    fi
+    echo
+    echo "The log:"
     echo
     echo '```'
     grep -v '^\s*$' "$out/init-ddp-debug.err" 2>/dev/null | head -n 40
