@@ -246,8 +246,9 @@ static int check_common (const char *fn)
     if (!g.init)
         return ddpi_error (DDP_ENOINIT, "%s: called before ddp_init", fn);
     if (g.broken)
-        return ddpi_error (g.broken, "%s: an earlier failure (%s) broke the "
-                           "job's collectives", fn, ddp_strerror (g.broken));
+        return ddpi_error_quiet (g.broken, "%s: an earlier failure (%s) "
+                                 "broke the job's collectives", fn,
+                                 ddp_strerror (g.broken));
     return 0;
 }
 

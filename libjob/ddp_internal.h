@@ -19,6 +19,10 @@
 int ddpi_error (int code, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 
+/* As ddpi_error(), logged only with DDP_DEBUG (repeats of a known fault). */
+int ddpi_error_quiet (int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
 /* The message of the last ddpi_error() on this thread ("" if none). */
 const char *ddpi_last_error (void);
 

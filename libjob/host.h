@@ -135,6 +135,9 @@ int host_wait_all (struct host *h, int which, uint64_t s);
  * leaders.  Returns the DDP_E* code of the fault now in force. */
 int host_fault (struct host *h, int bad_rank, int kind);
 
+/* Extra time a wait that depends on another rank's wait gets (seconds). */
+double host_grace (struct host *h);
+
 /* The DDP_E* code of a fault kind. */
 int host_fault_code (int kind);
 
@@ -171,7 +174,8 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len);
 
 /* tcp.c: best effort, non-blocking: tell every other leader that rank
- * bad_rank failed (kind). */
-void host_tcp_send_fault (struct host *h, int bad_rank, int kind);
+ * bad_rank failed (kind), as noticed by rank reporter. */
+void host_tcp_send_fault (struct host *h, int bad_rank, int kind,
+                          int reporter);
 
 #endif /* DDP_HOST_H */

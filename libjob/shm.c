@@ -149,6 +149,11 @@ void host_shm_destroy (struct host *h)
     h->memfd = -1;
 }
 
+double host_grace (struct host *h)
+{
+    return 1.0 + 0.1 * h->cfg->timeout_s;
+}
+
 int host_fault_code (int kind)
 {
     return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
@@ -178,17 +183,19 @@ static int report (struct host *h)
         kind = FAULT_DIED;  /* being written: the common case */
     code = host_fault_code (kind);
     if (!h->broken) {
+        char tmo[64] = "";
         h->broken = code;
+        if (kind == FAULT_TIMEOUT)
+            snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
         if (who == h->rank)
-            ddpi_error (code, "rank %d %s (%g s)", bad, kind_str (kind),
-                        h->cfg->timeout_s);
+            ddpi_error (code, "rank %d %s%s", bad, kind_str (kind), tmo);
         else
-            ddpi_error (code, "rank %d %s (noticed by rank %d)", bad,
-                        kind_str (kind), who);
+            ddpi_error (code, "rank %d %s%s (noticed by rank %d)", bad,
+                        kind_str (kind), tmo, who);
     }
     if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
         h->fault_sent = true;
-        host_tcp_send_fault (h, bad, kind);
+        host_tcp_send_fault (h, bad, kind, who);
     }
     return h->broken;
 }
@@ -259,7 +266,13 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 
     if (load_flag (h, lr, which) >= s)
         return 0;
-    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
+    /* Only a wait on a rank's arrival (seq) blames it at the deadline.  A
+     * wait on a result (red, fin) depends on other waits (the leader's on
+     * its node, then its exchange with the other leaders, which allows two
+     * graces), so it allows three: the first report names the rank that
+     * never came. */
+    ddpi_wait_init (&w, h->cfg->timeout_s + (which ? 3 * host_grace (h) : 0),
+                    h->spin_us);
     while (load_flag (h, lr, which) < s) {
         if ((rc = host_check_fault (h)) < 0)
             return rc;
@@ -289,7 +302,7 @@ int host_wait_all (struct host *h, int which, uint64_t s)
                         off += (size_t)snprintf (list + off, sizeof (list) - off,
                                                  "%s%d", off ? "," : "",
                                                  h->local_ranks[j]);
-                if (off)
+                if (off && atomic_load (&h->hdr->fault_reporter) == h->rank)
                     ddpi_error (rc, "ranks not arrived after %g s: %s",
                                 h->cfg->timeout_s, list);
             }

@@ -33,7 +33,7 @@ struct frame {
     uint32_t type;
     int32_t arg;        /* FAULT: the rank at fault */
     uint64_t seq;       /* DATA: the step; FAULT: the kind */
-    uint64_t len;
+    uint64_t len;       /* DATA: payload bytes; FAULT: who noticed */
 };
 
 struct host_peer_io {
@@ -247,9 +247,11 @@ void host_tcp_close (struct host *h)
     h->io = NULL;
 }
 
-void host_tcp_send_fault (struct host *h, int bad_rank, int kind)
+void host_tcp_send_fault (struct host *h, int bad_rank, int kind,
+                          int reporter)
 {
-    struct frame f = { FRAME_FAULT, bad_rank, (uint64_t)kind, 0 };
+    struct frame f = { FRAME_FAULT, bad_rank, (uint64_t)kind,
+                       (uint64_t)reporter };
     int n;
 
     for (n = 0; h->sock && n < h->nnodes; n++)
@@ -317,7 +319,8 @@ static int frame_in (struct host *h, int n, uint64_t s, size_t want)
         int32_t zero = 0;
         if (atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
                                             f->arg + 1)) {
-            atomic_store (&h->hdr->fault_reporter, h->node_leader[n]);
+            atomic_store (&h->hdr->fault_reporter, f->len < (uint64_t)h->size
+                          ? (int32_t)f->len : h->node_leader[n]);
             atomic_store (&h->hdr->fault_kind, (int32_t)f->seq);
         }
         h->fault_sent = true;   /* the sender told everyone */
@@ -432,7 +435,7 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
         if ((rc = host_check_fault (h)) < 0)
             return rc;
         if (deadline == 0)
-            deadline = ddpi_now () + h->cfg->timeout_s;
+            deadline = ddpi_now () + h->cfg->timeout_s + 2 * host_grace (h);
         else if (ddpi_now () > deadline) {
             int bad = map[0];
             return host_fault (h, h->node_leader[bad], FAULT_TIMEOUT);

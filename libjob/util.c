@@ -57,6 +57,19 @@ static bool always_logged (int code)
         || code == DDP_ETIMEDOUT || code == DDP_EPEER;
 }
 
+int ddpi_error_quiet (int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (last_error, sizeof (last_error), fmt, ap);
+    va_end (ap);
+    last_logged = ddpi_debug_enabled ();
+    if (last_logged)
+        ddpi_debug ("error: %s", last_error);
+    return code;
+}
+
 int ddpi_error (int code, const char *fmt, ...)
 {
     va_list ap;

@@ -1,0 +1,73 @@
+/* ddp_fault.c - make one rank fail and watch the others notice.
+ *
+ * Usage: ddp_fault MODE RANK [OP]
+ *   MODE  kill    RANK kills itself (SIGKILL) after 200 collectives
+ *         abort   RANK calls ddp_abort (7, ...) after 200 collectives
+ *         absent  RANK sleeps 600 s before its 201st collective
+ *         early   RANK kills itself before ddp_init
+ *   OP    barrier (default) or allreduce (4 MiB floats per call)
+ * Every rank loops on OP until it fails; a surviving rank prints
+ * "rank R: failed after N calls in S s: CODE (message)" and exits 3.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp.h"
+
+static double now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main (int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "kill";
+    int bad = argc > 2 ? atoi (argv[2]) : 1;
+    bool big = argc > 3 && strcmp (argv[3], "allreduce") == 0;
+    size_t n = (4u << 20) / sizeof (float);
+    float *a = calloc (n, sizeof (float));
+    const char *procid = getenv ("SLURM_PROCID");
+    double t0 = 0;
+    long i;
+    int rc;
+
+    if (!a)
+        return 1;
+    if (strcmp (mode, "early") == 0 && procid && atoi (procid) == bad)
+        raise (SIGKILL);
+    if ((rc = ddp_init ()) != 0) {
+        printf ("rank ?: init failed: %d (%s)\n", rc, ddp_strerror (rc));
+        return 3;
+    }
+    for (i = 0;; i++) {
+        if (i == 200 && ddp_rank () == bad) {
+            if (strcmp (mode, "kill") == 0)
+                raise (SIGKILL);
+            if (strcmp (mode, "abort") == 0)
+                ddp_abort (7, "ddp_fault: giving up on purpose");
+            if (strcmp (mode, "absent") == 0)
+                sleep (600);
+        }
+        if (i == 200)
+            t0 = now ();
+        rc = big ? ddp_allreduce (a, a, n, DDP_FLOAT32, DDP_SUM)
+                 : ddp_barrier ();
+        if (rc != 0)
+            break;
+        if (i > 100000000)
+            return 0;
+    }
+    printf ("rank %d: failed after %ld calls in %.1f s: %d (%s)\n", ddp_rank (),
+            i, t0 ? now () - t0 : 0, rc, ddp_strerror (rc));
+    fflush (stdout);
+    rc = ddp_barrier ();
+    printf ("rank %d: next call: %d (%s)\n", ddp_rank (), rc, ddp_strerror (rc));
+    ddp_finalize ();
+    return 3;
+}

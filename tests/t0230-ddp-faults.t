@@ -1,0 +1,67 @@
+#!/bin/sh
+test_description='libddp: a dead, aborting or absent rank fails every other
+rank within the bound, naming it; nothing is left behind'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+
+FAULT=$DDP_PROGS/ddp_fault
+DDP_SRUN_TIMEOUT=60
+
+# run_fault NAME MAX_SECONDS SRUN-ARGS...: run, record the exit status and
+# the seconds it took; the step must have failed, within MAX_SECONDS.
+run_fault () {
+	name=$1 max=$2; shift 2
+	start=$(date +%s)
+	ddp_srun --mpi=pmix "$@" >"$name.out" 2>"$name.err"
+	echo $? >"$name.rc"
+	took=$(($(date +%s) - start))
+	cat "$name.out" "$name.err"
+	echo "exit $(cat $name.rc) after $took s"
+	test "$(cat $name.rc)" != 0 && test $took -le $max
+}
+
+# survivors NAME CODE COUNT: COUNT ranks failed with CODE, and their next
+# call failed the same way.
+survivors () {
+	test $(grep -c "failed after .* calls .*: $2 " "$1.out") = $3 &&
+	test $(grep -c "next call: $2 " "$1.out") = $3
+}
+
+test_expect_success 'kill -9 of a rank during a barrier loop (other node leader sees it)' '
+	run_fault kill2 20 -N2 -n4 "$FAULT" kill 2 &&
+	survivors kill2 -8 3 &&
+	test $(grep -c "error: rank 2 died" kill2.err) = 3
+'
+test_expect_success 'kill -9 of a node leader during large allreduces' '
+	run_fault kill3 20 -N2 -n4 "$FAULT" kill 3 allreduce &&
+	survivors kill3 -8 3 &&
+	test $(grep -c "error: rank 3 died" kill3.err) = 3
+'
+test_expect_success 'kill -9 of a rank on a single node' '
+	run_fault kill1 20 -N1 -n3 "$FAULT" kill 1 &&
+	survivors kill1 -8 2 &&
+	test $(grep -c "error: rank 1 died" kill1.err) = 2
+'
+test_expect_success 'kill -9 before init completes: init fails within the bound' '
+	run_fault early 20 -N2 -n4 --export=ALL,DDP_TIMEOUT=3 "$FAULT" early 1 &&
+	# srun may drop the last task output when it force-terminates the
+	# step, so at least two of the three survivors must be seen.
+	test $(grep -c "init failed: -7" early.out) -ge 2 &&
+	test $(grep -c "not every rank arrived within 3 s" early.err) -ge 2
+'
+test_expect_success 'ddp_abort: the step ends with its code, every rank told' '
+	run_fault abort 20 -N2 -n4 "$FAULT" abort 1 &&
+	test "$(cat abort.rc)" = 7 &&
+	grep -q "\[ddp rank 1/4\] error: ddp_abort (7): ddp_fault: giving up on purpose" abort.err
+'
+test_expect_success 'a rank that never arrives: the others time out naming it' '
+	run_fault absent 20 -K -N2 -n4 --export=ALL,DDP_TIMEOUT=2 "$FAULT" absent 2 &&
+	survivors absent -7 3 &&
+	test $(grep -c "error: rank 2 did not arrive within DDP_TIMEOUT (2 s)" absent.err) = 3
+'
+test_expect_success 'nothing is left behind: no ddp_fault process, no segment' '
+	sleep 1 &&
+	! pgrep -f "$FAULT" &&
+	! ls /dev/shm | grep -i ddp
+'
+test_done
