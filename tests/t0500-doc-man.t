@@ -124,6 +124,39 @@ test_expect_success 'ddp(3) mentions every public function' '
 	done
 '
 
+test_expect_success 'ddp(3) documents every DDP_* variable libddp reads' '
+	grep -h -o "getenv (\"DDP_[A-Z0-9_]*\")" "$DDP_SRC_DIR"/libjob/*.c |
+		sed "s/.*\"\(DDP_[A-Z0-9_]*\)\".*/\1/" | sort -u >envvars &&
+	grep -qx DDP_TIMEOUT envvars &&
+	for v in $(cat envvars); do
+		grep -q "^\.B[IR]* .*\b$v\b" "$DOC/ddp.3" ||
+			{ echo "ddp.3 does not document $v"; return 1; }
+	done
+'
+
+test_expect_success 'spank-ddp(8) and the example file have every plugstack.conf key' '
+	sed -n "s/^#define SP_CONF_KEYS \"\(.*\)\"/\1/p" \
+		"$DDP_SRC_DIR/spank/sp_conf.c" | tr -d " " | tr , "\n" >keys &&
+	test $(wc -l <keys) -ge 4 &&
+	for k in $(cat keys); do
+		grep -q "^\.B[IR]* $k=" "$DOC/spank-ddp.8" ||
+			{ echo "spank-ddp.8 does not document $k="; return 1; }
+		grep -q "^#  *$k=" "$DDP_SRC_DIR/contrib/plugstack.conf.d/ddp.conf.in" ||
+			{ echo "ddp.conf.in does not list $k="; return 1; }
+	done
+'
+
+test_expect_success 'spank-ddp(8) describes every --ddp word' '
+	sed -n "s/^#define SP_OPTION_VALID \"\(.*\)\"/\1/p" \
+		"$DDP_SRC_DIR/spank/sp_option.h" | tr -c "a-z\n" " " |
+		tr " " "\n" | grep -v -x -e "" -e or -e optionally -e with >words &&
+	grep -qx nobind words && grep -qx nccl words &&
+	for w in $(cat words); do
+		sed -n "/^\.SH OPTIONS/,/^\.SH /p" "$DOC/spank-ddp.8" |
+			grep -qx "\.B $w" || { echo "spank-ddp.8: no entry for $w"; return 1; }
+	done
+'
+
 # The SYNOPSIS of every section 3 page, as rendered, must be C that agrees
 # with the header: a redeclaration with other types does not compile.
 test_expect_success MAN,CC 'the SYNOPSIS prototypes agree with the header' '
