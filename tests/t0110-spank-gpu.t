@@ -45,7 +45,7 @@ test_expect_success 'GPUs held by another job: binding stays inside this step' '
 	( ddp_srun -N1 -w n1 --gres=gpu:2 sh -c \
 		"echo \$SLURM_JOB_ID >holder.job;
 		 echo \$CUDA_VISIBLE_DEVICES >holder.started; sleep 30" & ) &&
-	i=0 && while [ ! -s holder.started ] && [ $i -lt 100 ]; do
+	i=0 && while [ ! -s holder.started ] && [ $i -lt 300 ]; do
 		sleep 0.1; i=$((i + 1)); done &&
 	held=$(cat holder.started) && test -n "$held" &&
 	gpus --ddp=nccl -N1 -w n1 -n2 --gres=gpu:2 >inside;
