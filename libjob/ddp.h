@@ -14,8 +14,23 @@
  * (ddp_rank() ... ddp_is_distributed(), ddp_strerror(), ddp_version()) are
  * safe from any thread after ddp_init() returned.
  *
- * Environment: DDP_DEBUG=1 logs what init found and how long each phase took;
- * DDP_TIMEOUT=SECONDS bounds every wait for a peer (see ddp(3)).
+ * Environment (read by ddp_init(); a malformed value is an error, never
+ * ignored):
+ *   DDP_DEBUG=1        log what init found and how long each phase took,
+ *                      and the reason of every error (rank-prefixed, stderr)
+ *   DDP_TIMEOUT=SECS   bound on every wait for a peer (default 30; "0.5"
+ *                      works).  A rank that does not arrive in time is named
+ *                      in the error every other rank logs.
+ *   DDP_BACKEND=auto|host|nccl   the backend (default auto)
+ *   DDP_BOOTSTRAP=pmix|single    force the bootstrap method (default: PMIx
+ *                      when PMIX_NAMESPACE / PMIX_SERVER_URI* are set)
+ *   DDP_HOST_ADDR=IPv4 the address node leaders listen on and advertise
+ *                      (default: every interface's, loopback last)
+ *   RANK, WORLD_SIZE   checked when set (a mismatch with PMIx is a warning);
+ *                      WORLD_SIZE > 1 without PMIx is DDP_ENOLAUNCH
+ * Failures are always logged to stderr when they concern the job rather than
+ * the call (DDP_ENOLAUNCH, DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
+ * DDP_EPEER, and any ddp_init() failure).
  */
 #ifndef DDP_H
 #define DDP_H
@@ -79,9 +94,12 @@ typedef enum {
 /* Start the library: find rank and peers (PMIx, else a single process),
  * connect the backend (DDP_BACKEND or auto).  Idempotent: later calls return
  * 0 at once.  Returns 0, or DDP_ENOLAUNCH (world > 1 without a PMIx server:
- * launch with `srun --ddp`), DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
- * DDP_ENCCL, DDP_ECUDA, DDP_ENOMEM.  On failure nothing is left initialized
- * and ddp_init() may be called again. */
+ * launch with `srun --ddp`), DDP_EINVAL (a malformed environment value such
+ * as RANK=abc, WORLD_SIZE=0, DDP_TIMEOUT=soon), DDP_ENOTSUP (a backend this
+ * build lacks), DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT (a peer never
+ * reached init), DDP_EPEER, DDP_EMISMATCH, DDP_ENCCL, DDP_ECUDA,
+ * DDP_ENOMEM.  On failure nothing is left initialized and ddp_init() may be
+ * called again. */
 int ddp_init (void);
 
 /* Release everything ddp_init() set up (after a final barrier when the peers
@@ -111,18 +129,27 @@ const char *ddp_version (void);
 
 /* End the whole job: every other rank's pending and next collective fails
  * with DDP_EPEER naming this rank, then the step ends.  errcode is the exit
- * status the launcher reports; msg (may be NULL) is logged.  Returns only if
- * it could not reach the launcher (then a negative DDP_E* code). */
+ * status the launcher reports; msg (may be NULL) is logged.  A single
+ * process (or one not initialized) exits with errcode.  Returns only if it
+ * could not reach the launcher (then a negative DDP_E* code). */
 int ddp_abort (int errcode, const char *msg);
 
 /* ---- Collectives ------------------------------------------------------ *
  * Every rank must call the same collectives in the same order with matching
- * count, dtype, op and root.  sendbuf == recvbuf means in place.  count 0 is
- * valid (nothing moves, but the call still synchronizes where stated).  Each
- * returns 0 or a negative DDP_E* code: DDP_EINVAL for NULL buffers with
- * count > 0, unknown dtype/op, root out of range; DDP_ENOINIT before init;
- * DDP_ETIMEDOUT / DDP_EPEER when a peer does not arrive or died.  Results are
- * bitwise identical on every rank. */
+ * count, dtype, op and root.  sendbuf == recvbuf means in place (for
+ * (all)gather, sendbuf may also be this rank's block of recvbuf).  count 0 is
+ * valid: nothing moves and the call returns at once (only ddp_barrier()
+ * synchronizes).  Each returns 0 or a negative DDP_E* code: DDP_EINVAL for
+ * NULL buffers with count > 0, unknown dtype/op, root out of range;
+ * DDP_ENOINIT before init; DDP_ETIMEDOUT / DDP_EPEER when a peer does not
+ * arrive or died (naming it in the log), DDP_ETRANSPORT.  These three are
+ * sticky: every later collective fails with the same code.
+ *
+ * Results are bitwise identical on every rank (a fixed reduction order).
+ * Arithmetic: integers wrap (two's complement); FLOAT16/BFLOAT16 are
+ * computed in float and rounded to nearest-even at each step; MIN/MAX
+ * return an operand unchanged, a NaN operand wins; AVG is SUM then a
+ * division by the world size (integers: truncated toward zero). */
 
 /* Wait until every rank has called ddp_barrier(). */
 int ddp_barrier (void);
