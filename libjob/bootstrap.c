@@ -172,6 +172,19 @@ static int parse_peers (const char *s, int size, int *out, int n)
     return 0;
 }
 
+/* PMIx stays initialized from the first ddp_init() to the end of the
+ * process: a PMIx client finalized and initialized again no longer sees the
+ * job's data (PMIX_NODEID ...), and ddp_init() may follow ddp_finalize(). */
+static bool pmix_up;
+static pmix_proc_t pmix_me;
+
+static void __attribute__ ((destructor)) pmix_at_exit (void)
+{
+    if (pmix_up)
+        PMIx_Finalize (NULL, 0);
+    pmix_up = false;
+}
+
 static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
 {
     pmix_proc_t wild;
@@ -179,9 +192,13 @@ static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
     unsigned long size, nodeid, nnodes, lsize;
     int rc, i;
 
-    if ((rc = PMIx_Init (&b->me, NULL, 0)) != PMIX_SUCCESS)
-        return errf (err, errlen, DDP_EPMIX, "PMIx_Init: %s",
-                     PMIx_Error_string (rc));
+    if (!pmix_up) {
+        if ((rc = PMIx_Init (&pmix_me, NULL, 0)) != PMIX_SUCCESS)
+            return errf (err, errlen, DDP_EPMIX, "PMIx_Init: %s",
+                         PMIx_Error_string (rc));
+        pmix_up = true;
+    }
+    b->me = pmix_me;
     b->pmix = true;
     if (strncmp (b->me.nspace, "singleton", 9) == 0)
         return errf (err, errlen, DDP_ENOLAUNCH,
@@ -367,11 +384,15 @@ int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
     use_pmix = force ? strcmp (force, "pmix") == 0 : pmix_env_present ();
     foreign = env_size > 1 ? env_size : foreign_world (&hint);
 #ifndef HAVE_PMIX
-    if (use_pmix || foreign > 1)
+    if (foreign > 1)
         return errf (err, errlen, DDP_ENOLAUNCH,
-                     "%s=%ld says this is one of several ranks, but libddp "
-                     "was built without PMIx: rebuild it with PMIx to run "
-                     "distributed", hint, foreign > 1 ? foreign : 0L);
+                     "%s=%ld says this is one of %ld ranks, but libddp was "
+                     "built without PMIx: rebuild it with PMIx to run "
+                     "distributed", hint, foreign, foreign);
+    if (force && strcmp (force, "pmix") == 0)
+        return errf (err, errlen, DDP_ENOTSUP,
+                     "DDP_BOOTSTRAP=pmix: libddp was built without PMIx");
+    use_pmix = false;
 #endif
     if (!use_pmix && foreign > 1)
         return errf (err, errlen, DDP_ENOLAUNCH,
@@ -486,10 +507,6 @@ void bootstrap_destroy (struct bootstrap *b)
 {
     if (!b)
         return;
-#ifdef HAVE_PMIX
-    if (b->pmix)
-        PMIx_Finalize (NULL, 0);
-#endif
     free (b->info.local_ranks);
     free (b);
 }

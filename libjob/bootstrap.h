@@ -68,7 +68,8 @@ int bootstrap_fence (struct bootstrap *b, char *err, size_t errlen);
  * DDP_EPMIX, or DDP_ENOTSUP for the single method (the caller then exits). */
 int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg);
 
-/* Disconnect from the launcher and free the handle (NULL is a no-op). */
+/* Free the handle (NULL is a no-op).  A PMIx client stays connected until
+ * the process exits: a re-initialized one no longer sees the job data. */
 void bootstrap_destroy (struct bootstrap *b);
 
 #endif /* DDP_BOOTSTRAP_H */

@@ -41,6 +41,11 @@ test_expect_success 'RANK that disagrees with PMIx: a warning, PMIx wins' '
 	grep -q "warning: RANK=0 but the launcher (pmix) says rank 1; using the launcher" err &&
 	grep -q "rank 1/2 .* 0 failed in all" out
 '
+test_expect_success 'ddp_init works again after ddp_finalize under PMIx' '
+	ddp_srun --mpi=pmix -N2 -n3 "$CHECK" -q -r -l 0 >again.out &&
+	cat again.out &&
+	test $(grep -c "init again: allreduce ok" again.out) = 3
+'
 test_expect_success 'DDP_DEBUG=1 logs what init found and the phase times' '
 	ddp_srun --mpi=pmix -N2 -n3 env DDP_DEBUG=1 "$CHECK" -q -l 0 >out 2>dbg &&
 	cat dbg &&

@@ -8,8 +8,9 @@
  * second pass with random floats checks that every rank gets bitwise the
  * same result (hashes compared with an allgather).
  *
- * Usage: ddp_check [-q] [-l COUNT]   (-q: fewer sizes; -l: large count,
- * default 2200000 elements; 0 skips it).  Prints one summary line per rank
+ * Usage: ddp_check [-q] [-r] [-l COUNT]   (-q: fewer sizes; -l: large
+ * count, default 2200000 elements, 0 skips it; -r: after ddp_finalize,
+ * init again and check an allreduce).  Prints one summary line per rank
  * and exits 0 when every check passed on every rank, 1 otherwise.
  */
 #include <math.h>
@@ -289,18 +290,20 @@ int main (int argc, char **argv)
     size_t sizes_full[] = { 0, 1, 2, 7, 63, 1001, 40000, 300001 };
     size_t sizes_quick[] = { 0, 1, 7, 1001 };
     size_t *sizes = sizes_full, nsizes = 8, large = 2200000;
-    int opt, rc, dt, op;
+    int opt, rc, dt, op, again = 0;
     long total;
 
-    while ((opt = getopt (argc, argv, "ql:")) != -1) {
+    while ((opt = getopt (argc, argv, "qrl:")) != -1) {
         if (opt == 'q') {
             sizes = sizes_quick;
             nsizes = 4;
         }
+        else if (opt == 'r')
+            again = 1;
         else if (opt == 'l')
             large = strtoul (optarg, NULL, 10);
         else {
-            fprintf (stderr, "usage: ddp_check [-q] [-l COUNT]\n");
+            fprintf (stderr, "usage: ddp_check [-q] [-r] [-l COUNT]\n");
             return 2;
         }
     }
@@ -346,5 +349,21 @@ int main (int argc, char **argv)
     rc = ddp_finalize ();
     if (rc != 0)
         fprintf (stderr, "ddp_finalize: %s\n", ddp_strerror (rc));
+    if (again && rc == 0) {
+        long sum = 0, want = (long)size * (size - 1) / 2;
+        long me;
+        if ((rc = ddp_init ()) == 0) {
+            me = ddp_rank ();
+            rc = ddp_allreduce (&me, &sum, 1, DDP_INT64, DDP_SUM);
+            printf ("ddp_check rank %d: init again: allreduce %s\n", rank,
+                    rc == 0 && sum == want ? "ok" : "FAILED");
+            if (rc == 0 && sum != want)
+                rc = -1;
+            if (ddp_finalize () != 0)
+                rc = -1;
+        }
+        else
+            fprintf (stderr, "ddp_init again: %s\n", ddp_strerror (rc));
+    }
     return total == 0 && rc == 0 ? 0 : 1;
 }
