@@ -9,7 +9,8 @@
  *
  *   nccl_check --probe   exit 0 if a CUDA device is visible, else print why
  *                        and exit 1 (the sharness test skips on that)
- *   nccl_check [-v]      run the checks; exit 0 when all passed
+ *   nccl_check [-v] [--quick]  run the checks (--quick: no 1M-element
+ *                        counts); exit 0 when all passed
  */
 #include "config.h"
 
@@ -31,6 +32,7 @@ static const char *dtype_name[DDP_NUM_DTYPES] = {
     "float16", "bfloat16", "float32", "float64"};
 static const char *op_name[DDP_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 static const size_t counts[] = {1, 7, 1031, (1u << 20) + 3};
+static size_t ncounts = sizeof (counts) / sizeof (counts[0]);
 
 static int rank, size, verbose;
 
@@ -419,8 +421,7 @@ static void check_all_reductions (void)
         for (int op = 0; op < DDP_NUM_OPS; op++)
             for (int k = 0; k < K_NUM; k++) {
                 bool good = true;
-                for (size_t c = 0; c < sizeof (counts) / sizeof (counts[0]);
-                     c++) {
+                for (size_t c = 0; c < ncounts; c++) {
                     size_t n = counts[c];
                     good &= check_allreduce (t, op, k, n, false, false);
                     good &= check_allreduce (t, op, k, n, true, false);
@@ -438,7 +439,7 @@ static void check_all_moves (void)
     for (int t = 0; t < DDP_NUM_DTYPES; t++)
         for (int k = 0; k < K_NUM; k++) {
             bool good = true;
-            for (size_t c = 0; c < sizeof (counts) / sizeof (counts[0]); c++) {
+            for (size_t c = 0; c < ncounts; c++) {
                 size_t n = counts[c];
                 good &= check_bcast (t, k, n, 0, false);
                 good &= check_bcast (t, k, n, size - 1, false);
@@ -508,7 +509,12 @@ int main (int argc, char **argv)
         printf ("%d GPU(s)\n", ndev);
         return 0;
     }
-    verbose = argc > 1 && strcmp (argv[1], "-v") == 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp (argv[i], "-v") == 0)
+            verbose = 1;
+        else if (strcmp (argv[i], "--quick") == 0)
+            ncounts = 3;
+    }
     if (e != cudaSuccess || ndev < 1) {
         char why[256];
         snprintf (why, sizeof (why), "no usable GPU (%s)",

@@ -6,6 +6,10 @@
  * then, after a successful init, the result of the NCCL-section calls that
  * need no GPU to answer:
  *   "allreduce_stream rc=RC", "gpu_mem_info rc=RC", "allreduce rc=RC sum=S".
+ * With "loop N": N allreduces of one double on a host buffer instead; the
+ * first failure is printed as "loop failed at I rc=RC (STRERROR) after T s",
+ * then the next call's code ("again rc=RC") and whether the communicator is
+ * still published ("comm after=yes|no").
  * Exit status: 0 after a successful init and finalize, 1 when init failed,
  * 2 when something after init failed.  Built in every configuration.
  */
@@ -13,10 +17,39 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "ddp.h"
 
-int main (void)
+static double now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* n allreduces; report the first failure and what follows it. */
+static int loop (long n)
+{
+    double v = 1, sum = 0, t0 = now ();
+    int rc = 0;
+
+    for (long i = 0; i < n; i++)
+        if ((rc = ddp_allreduce (&v, &sum, 1, DDP_FLOAT64, DDP_SUM)) < 0) {
+            printf ("loop failed at %ld rc=%d (%s) after %.1f s\n", i, rc,
+                    ddp_strerror (rc), now () - t0);
+            rc = ddp_allreduce (&v, &sum, 1, DDP_FLOAT64, DDP_SUM);
+            printf ("again rc=%d\n", rc);
+            printf ("comm after=%s\n", ddp_nccl_comm () ? "yes" : "no");
+            ddp_finalize ();
+            return 2;
+        }
+    printf ("loop ok %ld\n", n);
+    return ddp_finalize () < 0 ? 2 : 0;
+}
+
+int main (int argc, char **argv)
 {
     int rc, r = -1, ok = 1;
     size_t used = 0, total = 0;
@@ -35,6 +68,8 @@ int main (void)
             r, ddp_world_size (), ddp_backend_name (),
             ddp_nccl_comm () ? "yes" : "no", ddp_cuda_stream () ? "yes" : "no",
             ddp_cuda_device ());
+    if (argc > 2 && strcmp (argv[1], "loop") == 0)
+        return loop (strtol (argv[2], NULL, 10));
     v = r + 1;
     rc = ddp_allreduce_stream (&v, &sum, 1, DDP_FLOAT64, DDP_SUM, NULL);
     printf ("allreduce_stream rc=%d (%s)\n", rc, ddp_strerror (rc));

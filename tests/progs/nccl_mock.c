@@ -1,0 +1,467 @@
+/* nccl_mock.c - a stand-in for libcudart and libnccl, for LD_PRELOAD.
+ *
+ * Lets machines without a GPU run the NCCL backend's own logic for real:
+ * device selection, the bootstrap fence, pointer classification, host
+ * staging, in-place and gather handling, the stream variants, and above all
+ * the failure paths (hangs, asynchronous errors, init that never finishes),
+ * which a real GPU rarely shows on demand.  Compiled against the real
+ * cuda_runtime_api.h and nccl.h, so every prototype is checked.
+ *
+ * "Device" memory is host memory the mock hands out and remembers; an
+ * operation runs when it is enqueued, for one rank (world size 1 moves data;
+ * a larger communicator never finishes initializing, like NCCL without its
+ * peers).  Controls, read at each call:
+ *   MOCK_CUDA_DEVICES=N       devices (default: the CUDA_VISIBLE_DEVICES
+ *                             entries, else 1; 0: cudaErrorNoDevice)
+ *   MOCK_NCCL_INIT=hang|fail  init stays in progress / fails
+ *   MOCK_NCCL_HANG_AFTER=N    after N collectives the stream never drains
+ *   MOCK_NCCL_ERROR_AFTER=N   after N collectives the communicator reports
+ *                             ncclRemoteError (and the stream stalls)
+ * The GPU identity comes from this process's CUDA_VISIBLE_DEVICES entry for
+ * the device (so tasks bound to one fake gres GPU share a UUID).  Abort,
+ * finalize and destroy are logged to stderr as "mock: ..." lines.
+ */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#define MAX_ALLOCS 4096
+
+struct alloc {
+    void *p;
+    size_t size;
+    enum cudaMemoryType type;
+};
+
+static struct alloc allocs[MAX_ALLOCS];
+static int current_device;
+static cudaError_t last_error = cudaSuccess;
+static long ops_done;
+
+struct ncclComm {
+    int nranks;
+    int rank;
+    int init_hang;
+    ncclResult_t async;
+};
+
+static long env_long (const char *name, long dflt)
+{
+    const char *s = getenv (name);
+    return s && *s ? strtol (s, NULL, 10) : dflt;
+}
+
+/* Like CUDA: as many devices as CUDA_VISIBLE_DEVICES lists, else one. */
+static int ndevices (void)
+{
+    const char *s = getenv ("CUDA_VISIBLE_DEVICES");
+    int n = 1;
+
+    if (s && *s)
+        for (n = 1; *s; s++)
+            n += *s == ',';
+    return (int)env_long ("MOCK_CUDA_DEVICES", n);
+}
+
+static bool stalled (void)
+{
+    long h = env_long ("MOCK_NCCL_HANG_AFTER", -1);
+    long e = env_long ("MOCK_NCCL_ERROR_AFTER", -1);
+    return (h >= 0 && ops_done > h) || (e >= 0 && ops_done > e);
+}
+
+static cudaError_t fail (cudaError_t e)
+{
+    last_error = e;
+    return e;
+}
+
+static struct alloc *find (const void *p)
+{
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].p && (const char *)p >= (const char *)allocs[i].p
+            && (const char *)p < (const char *)allocs[i].p + allocs[i].size)
+            return &allocs[i];
+    return NULL;
+}
+
+static cudaError_t mock_alloc (void **p, size_t size, enum cudaMemoryType t)
+{
+    if (ndevices () < 1)
+        return fail (cudaErrorNoDevice);
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (!allocs[i].p) {
+            if (!(allocs[i].p = calloc (1, size ? size : 1)))
+                return fail (cudaErrorMemoryAllocation);
+            allocs[i].size = size ? size : 1;
+            allocs[i].type = t;
+            *p = allocs[i].p;
+            return cudaSuccess;
+        }
+    return fail (cudaErrorMemoryAllocation);
+}
+
+static cudaError_t mock_free (void *p)
+{
+    for (int i = 0; p && i < MAX_ALLOCS; i++)
+        if (allocs[i].p == p) {
+            free (p);
+            allocs[i].p = NULL;
+            return cudaSuccess;
+        }
+    return p ? fail (cudaErrorInvalidValue) : cudaSuccess;
+}
+
+/* ---- CUDA runtime ------------------------------------------------------ */
+
+cudaError_t cudaGetDeviceCount (int *count)
+{
+    if (ndevices () < 1)
+        return fail (cudaErrorNoDevice);
+    *count = ndevices ();
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice (int device)
+{
+    if (device < 0 || device >= ndevices ())
+        return fail (cudaErrorInvalidDevice);
+    current_device = device;
+    return cudaSuccess;
+}
+
+/* The CUDA_VISIBLE_DEVICES entry of device d as a number (0 if none). */
+static unsigned entry_of (int d)
+{
+    const char *s = getenv ("CUDA_VISIBLE_DEVICES");
+    for (int i = 0; s && i < d; i++) {
+        s = strchr (s, ',');
+        s = s ? s + 1 : NULL;
+    }
+    return s ? (unsigned)strtoul (s, NULL, 10) : (unsigned)d;
+}
+
+cudaError_t cudaDeviceGetPCIBusId (char *busid, int len, int device)
+{
+    if (device < 0 || device >= ndevices ())
+        return fail (cudaErrorInvalidDevice);
+    snprintf (busid, (size_t)len, "0000:%02x:00.0", 0x10 + entry_of (device));
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties (struct cudaDeviceProp *prop, int device)
+{
+    if (device < 0 || device >= ndevices ())
+        return fail (cudaErrorInvalidDevice);
+    memset (prop, 0, sizeof (*prop));
+    snprintf (prop->name, sizeof (prop->name), "mock GPU %u",
+              entry_of (device));
+    for (int i = 0; i < 16; i++)
+        prop->uuid.bytes[i] = (char)(0x40 + entry_of (device) * 16 + i);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError (void)
+{
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+const char *cudaGetErrorString (cudaError_t e)
+{
+    switch (e) {
+        case cudaSuccess: return "no error (mock)";
+        case cudaErrorNoDevice: return "no CUDA-capable device is detected (mock)";
+        case cudaErrorNotReady: return "device not ready (mock)";
+        default: return "mock CUDA error";
+    }
+}
+
+cudaError_t cudaMalloc (void **p, size_t size)
+{
+    return mock_alloc (p, size, cudaMemoryTypeDevice);
+}
+
+cudaError_t cudaMallocManaged (void **p, size_t size, unsigned int flags)
+{
+    (void)flags;
+    return mock_alloc (p, size, cudaMemoryTypeManaged);
+}
+
+cudaError_t cudaMallocHost (void **p, size_t size)
+{
+    return mock_alloc (p, size, cudaMemoryTypeHost);
+}
+
+cudaError_t cudaFree (void *p)
+{
+    if (ndevices () < 1)
+        return fail (cudaErrorNoDevice);
+    return mock_free (p);
+}
+
+cudaError_t cudaFreeHost (void *p)
+{
+    return mock_free (p);
+}
+
+cudaError_t cudaMemset (void *p, int v, size_t n)
+{
+    memset (p, v, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy (void *dst, const void *src, size_t n,
+                        enum cudaMemcpyKind kind)
+{
+    (void)kind;
+    memmove (dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync (void *dst, const void *src, size_t n,
+                             enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    (void)kind, (void)s;
+    memmove (dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes (struct cudaPointerAttributes *a,
+                                      const void *p)
+{
+    struct alloc *m = find (p);
+
+    memset (a, 0, sizeof (*a));
+    a->type = m ? m->type : cudaMemoryTypeUnregistered;
+    a->device = m ? current_device : -2;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo (size_t *freeb, size_t *total)
+{
+    if (ndevices () < 1)
+        return fail (cudaErrorNoDevice);
+    *total = (size_t)80 << 30;
+    *freeb = *total - ((size_t)1 << 30);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate (cudaStream_t *s)
+{
+    static int token;
+    *s = (cudaStream_t)&token;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy (cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery (cudaStream_t s)
+{
+    (void)s;
+    return stalled () ? cudaErrorNotReady : cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize (cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess; /* only nccl_bench uses it, never stalled */
+}
+
+/* ---- NCCL --------------------------------------------------------------- */
+
+ncclResult_t ncclGetVersion (int *v)
+{
+    *v = NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId (ncclUniqueId *id)
+{
+    memset (id, 0x5a, sizeof (*id));
+    return ncclSuccess;
+}
+
+static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
+{
+    const char *init = getenv ("MOCK_NCCL_INIT");
+    struct ncclComm *c;
+
+    if (init && strcmp (init, "fail") == 0)
+        return ncclSystemError;
+    if (!(c = calloc (1, sizeof (*c))))
+        return ncclSystemError;
+    c->nranks = nranks;
+    c->rank = rank;
+    c->init_hang = (init && strcmp (init, "hang") == 0) || nranks > 1;
+    c->async = c->init_hang ? ncclInProgress : ncclSuccess;
+    *comm = c;
+    return ncclInProgress;
+}
+
+ncclResult_t ncclCommInitRankScalable (ncclComm_t *comm, int nranks,
+                                       int rank, int nid, ncclUniqueId *ids,
+                                       ncclConfig_t *config)
+{
+    (void)ids, (void)config;
+    if (nid < 1)
+        return ncclInvalidArgument;
+    return comm_new (comm, nranks, rank);
+}
+
+ncclResult_t ncclCommInitRankConfig (ncclComm_t *comm, int nranks,
+                                     ncclUniqueId id, int rank,
+                                     ncclConfig_t *config)
+{
+    (void)id, (void)config;
+    return comm_new (comm, nranks, rank);
+}
+
+ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
+{
+    long e = env_long ("MOCK_NCCL_ERROR_AFTER", -1);
+
+    if (!c)
+        return ncclInvalidArgument;
+    if (!c->init_hang && e >= 0 && ops_done > e)
+        c->async = ncclRemoteError;
+    *r = c->async;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort (ncclComm_t c)
+{
+    fprintf (stderr, "mock: ncclCommAbort\n");
+    free (c);
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize (ncclComm_t c)
+{
+    (void)c;
+    fprintf (stderr, "mock: ncclCommFinalize\n");
+    return ncclInProgress;
+}
+
+ncclResult_t ncclCommDestroy (ncclComm_t c)
+{
+    fprintf (stderr, "mock: ncclCommDestroy\n");
+    free (c);
+    return ncclSuccess;
+}
+
+const char *ncclGetErrorString (ncclResult_t r)
+{
+    switch (r) {
+        case ncclRemoteError: return "remote process exited or there was a network error (mock)";
+        case ncclSystemError: return "unhandled system error (mock)";
+        case ncclInvalidUsage: return "invalid usage (mock)";
+        default: return "mock NCCL result";
+    }
+}
+
+const char *ncclGetLastError (ncclComm_t c)
+{
+    (void)c;
+    return "mock: last error";
+}
+
+static size_t type_size (ncclDataType_t t)
+{
+    switch (t) {
+        case ncclInt8: case ncclUint8: return 1;
+        case ncclFloat16: case ncclBfloat16: return 2;
+        case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+        case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+        default: return 0;
+    }
+}
+
+/* A collective on a live one-rank communicator: check, count, move. */
+static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
+                        void *dst, size_t count)
+{
+    if (!c || c->async == ncclInProgress)
+        return ncclInvalidUsage;
+    if (type_size (t) == 0)
+        return ncclInvalidArgument;
+    if (c->nranks != 1)
+        return ncclInvalidUsage;
+    ops_done++;
+    if (dst && src && count)
+        memmove (dst, src, count * type_size (t));
+    return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce (const void *s, void *r, size_t n,
+                            ncclDataType_t t, ncclRedOp_t o, ncclComm_t c,
+                            cudaStream_t st)
+{
+    (void)st;
+    if ((int)o < 0 || o >= ncclNumOps)
+        return ncclInvalidArgument;
+    return op (c, t, s, r, n);
+}
+
+ncclResult_t ncclReduce (const void *s, void *r, size_t n, ncclDataType_t t,
+                         ncclRedOp_t o, int root, ncclComm_t c,
+                         cudaStream_t st)
+{
+    (void)st;
+    if ((int)o < 0 || o >= ncclNumOps || !c || root != 0)
+        return ncclInvalidArgument;
+    return op (c, t, s, r, n);
+}
+
+ncclResult_t ncclBroadcast (const void *s, void *r, size_t n,
+                            ncclDataType_t t, int root, ncclComm_t c,
+                            cudaStream_t st)
+{
+    (void)st;
+    if (!c || root != 0)
+        return ncclInvalidArgument;
+    return op (c, t, s, r, n);
+}
+
+ncclResult_t ncclAllGather (const void *s, void *r, size_t n,
+                            ncclDataType_t t, ncclComm_t c, cudaStream_t st)
+{
+    (void)st;
+    return op (c, t, s, r, n);
+}
+
+ncclResult_t ncclSend (const void *s, size_t n, ncclDataType_t t, int peer,
+                       ncclComm_t c, cudaStream_t st)
+{
+    (void)s, (void)n, (void)t, (void)peer, (void)c, (void)st;
+    return ncclInvalidUsage; /* never needed with one rank */
+}
+
+ncclResult_t ncclRecv (void *r, size_t n, ncclDataType_t t, int peer,
+                       ncclComm_t c, cudaStream_t st)
+{
+    (void)r, (void)n, (void)t, (void)peer, (void)c, (void)st;
+    return ncclInvalidUsage;
+}
+
+ncclResult_t ncclGroupStart (void)
+{
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd (void)
+{
+    return ncclSuccess;
+}

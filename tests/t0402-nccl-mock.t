@@ -1,0 +1,98 @@
+#!/bin/sh
+test_description='NCCL backend on a stand-in CUDA/NCCL (LD_PRELOAD): data paths and failures
+
+tests/progs/nccl_mock.c replaces libcudart and libnccl, so the backend runs
+here without a GPU: every collective, dtype, op and buffer kind through
+nccl_check (world size 1), and the failure paths a real GPU rarely shows on
+demand: init that never finishes or fails, a stream that never drains, an
+asynchronous remote error.  One process, no test cluster.'
+. "$(dirname "$0")/test-lib.sh"
+
+mock=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock.so
+probe=$DDP_PROGS/nccl_probe
+if ! test -f "$mock"; then
+    skip_all="built without NCCL (no mock library)"
+    test_done
+fi
+
+# One process on the mock, with no launcher around it.
+on_mock () {
+    env -u WORLD_SIZE -u RANK -u SLURM_STEP_NUM_TASKS -u PMIX_NAMESPACE \
+        -u PMIX_SERVER_URI2 -u PMIX_SERVER_URI3 -u PMIX_SERVER_URI4 \
+        -u PMIX_SERVER_URI41 -u CUDA_VISIBLE_DEVICES \
+        DDP_BOOTSTRAP=single LD_PRELOAD="$mock" "$@"
+}
+
+test_expect_success 'nccl_check: every collective, dtype, op and buffer kind' '
+	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_check" --quick >check.out 2>check.err &&
+	test $(grep -c "^ok " check.out) -ge 200 &&
+	! grep "^not ok" check.out &&
+	grep "mock: ncclCommFinalize" check.err &&
+	grep "mock: ncclCommDestroy" check.err
+'
+test_expect_success 'auto with a device picks nccl; DDP_DEBUG shows the init phases' '
+	on_mock env DDP_BACKEND=auto DDP_DEBUG=1 "$probe" >auto.out 2>auto.err &&
+	cat auto.out &&
+	grep "^init ok rank=0 size=1 backend=nccl comm=yes stream=yes device=0$" auto.out &&
+	grep "^allreduce_stream rc=0 " auto.out &&
+	grep "^gpu_mem_info rc=0 " auto.out &&
+	grep "nccl: GPU 0 of this task" auto.err &&
+	grep "nccl: init phases: local setup .* exchange .* communicator" auto.err
+'
+test_expect_success 'no device: auto is host, nccl fails naming cudaGetDeviceCount' '
+	on_mock env MOCK_CUDA_DEVICES=0 DDP_BACKEND=auto "$probe" >nodev.out &&
+	grep "backend=host" nodev.out &&
+	test_expect_code 1 on_mock env MOCK_CUDA_DEVICES=0 DDP_BACKEND=nccl "$probe" >nodev2.out 2>nodev2.err &&
+	grep "^init failed rank=? rc=-13 " nodev2.out &&
+	grep "cannot use NCCL: cudaGetDeviceCount: no CUDA-capable device" nodev2.err
+'
+test_expect_success 'init that never finishes: DDP_ETIMEDOUT at the deadline, aborted' '
+	start=$(date +%s) &&
+	test_expect_code 1 on_mock env MOCK_NCCL_INIT=hang DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" >ihang.out 2>ihang.err &&
+	cat ihang.out ihang.err &&
+	elapsed=$(( $(date +%s) - start )) &&
+	test $elapsed -ge 1 && test $elapsed -le 10 &&
+	grep "^init failed rank=? rc=-7 " ihang.out &&
+	grep "communicator init did not complete within DDP_TIMEOUT=2" ihang.err &&
+	test $(grep -c "mock: ncclCommAbort" ihang.err) = 1
+'
+test_expect_success 'init that fails: DDP_ENCCL with NCCL'"'"'s reason, aborted' '
+	test_expect_code 1 on_mock env MOCK_NCCL_INIT=fail DDP_BACKEND=nccl "$probe" >ifail.out 2>ifail.err &&
+	cat ifail.out ifail.err &&
+	grep "^init failed rank=? rc=-12 " ifail.out &&
+	grep "communicator init: unhandled system error" ifail.err
+'
+test_expect_success 'a collective that never completes: DDP_ETIMEDOUT, then sticky' '
+	start=$(date +%s) &&
+	test_expect_code 2 on_mock env MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" loop 10 >hang.out 2>hang.err &&
+	cat hang.out hang.err &&
+	test $(( $(date +%s) - start )) -le 10 &&
+	grep "^loop failed at 2 rc=-7 " hang.out &&
+	grep "^again rc=-7$" hang.out &&
+	grep "^comm after=no$" hang.out &&
+	grep "ncclAllReduce did not complete within DDP_TIMEOUT=2" hang.err &&
+	test $(grep -c "mock: ncclCommAbort" hang.err) = 1 &&
+	! grep "mock: ncclCommFinalize" hang.err
+'
+test_expect_success 'an asynchronous remote error: DDP_EPEER at once, not at the deadline' '
+	start=$(date +%s) &&
+	test_expect_code 2 on_mock env MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 DDP_BACKEND=nccl "$probe" loop 10 >aerr.out 2>aerr.err &&
+	cat aerr.out aerr.err &&
+	test $(( $(date +%s) - start )) -le 10 &&
+	grep "^loop failed at 2 rc=-8 " aerr.out &&
+	grep "^again rc=-8$" aerr.out &&
+	grep "ncclAllReduce: remote process exited" aerr.err &&
+	test $(grep -c "mock: ncclCommAbort" aerr.err) = 1
+'
+test_expect_success 'a healthy loop finalizes cleanly' '
+	on_mock env DDP_BACKEND=nccl "$probe" loop 100 >okloop.out 2>okloop.err &&
+	grep "^loop ok 100$" okloop.out &&
+	! grep "mock: ncclCommAbort" okloop.err
+'
+test_expect_success 'nccl_bench --quick runs against the mock' '
+	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --quick --max-bytes 4096 >bench.out &&
+	cat bench.out &&
+	grep -q "^  allreduce" bench.out &&
+	grep -q "^  allgather" bench.out
+'
+test_done
