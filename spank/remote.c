@@ -19,9 +19,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "ddp_spank.h"
+#include "sp_addr.h"
 #include "sp_gpus.h"
 #include "sp_hostlist.h"
 #include "sp_port.h"
@@ -49,27 +49,6 @@ void step_error (const char *fmt, ...)
     va_end (ap);
 }
 
-/* Resolve HOST to a numeric address (IPv4 preferred) in ADDR; keep the name
- * when it does not resolve (the tasks may still resolve it). */
-static void resolve (const char *host, char *addr, size_t len)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                              .ai_socktype = SOCK_STREAM };
-    struct addrinfo *res = NULL, *ai, *pick = NULL;
-
-    snprintf (addr, len, "%s", host);
-    if (getaddrinfo (host, NULL, &hints, &res) != 0)
-        return;
-    for (ai = res; ai; ai = ai->ai_next) {
-        if (!pick || (ai->ai_family == AF_INET && pick->ai_family != AF_INET))
-            pick = ai;
-    }
-    if (pick && getnameinfo (pick->ai_addr, pick->ai_addrlen, addr,
-                             (socklen_t) len, NULL, 0, NI_NUMERICHOST) != 0)
-        snprintf (addr, len, "%s", host);
-    freeaddrinfo (res);
-}
-
 /* MASTER_ADDR from SLURM_STEP_NODELIST, checked against the node count. */
 static int find_master (spank_t sp, uint32_t nnodes)
 {
@@ -95,7 +74,7 @@ static int find_master (spank_t sp, uint32_t nnodes)
                     "has %" PRIu32, n, nnodes);
         return -1;
     }
-    resolve (host, step.master_addr, sizeof (step.master_addr));
+    (void) sp_resolve (host, step.master_addr, sizeof (step.master_addr));
     return 0;
 }
 
