@@ -11,6 +11,9 @@
 #   suite      the unit and cluster tests of a normal build, with prove
 #   packaging  make distcheck, rpmbuild -ta, a pkg-config user program
 #              against an installed copy (contrib/ci-packaging.sh)
+#   variants   configure --without-nccl, and as on a machine without CUDA
+#              (--with-cuda pointing nowhere): both must build warning-free
+#              with the host backend only
 #   extra      the suite again under ASan+UBSan, valgrind on the unit tests,
 #              cppcheck and gcc -fanalyzer, short libFuzzer runs
 #              (contrib/ci-extra.sh)
@@ -57,6 +60,22 @@ if [ "${1:-}" != --quick ]; then
     if "$top/contrib/ci-packaging.sh" "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
     echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
     summary="$summary packaging:$r"
+
+    start=$(date +%s)
+    r=PASS
+    for v in "--without-nccl" "--with-cuda=$top/build-variant-nocuda-absent"; do
+        echo "== check: variant: configure $v"
+        if ddp_build "$top" "$top/build-variant" --enable-werror "$v" \
+           && grep -q 'Backends built: *host$' "$top/build-variant/configure.out" \
+           && ! grep -q 'define HAVE_NCCL' "$top/build-variant/config.h"; then
+            echo "== check: variant $v builds the host backend only"
+        else
+            echo "== check: variant $v FAILED"; r=FAIL; status=1
+        fi
+    done
+    rm -rf "$top/build-variant"
+    echo "== check: variants $r, took $(( $(date +%s) - start )) s"
+    summary="$summary variants:$r"
 
     start=$(date +%s)
     if "$top/contrib/ci-extra.sh"; then r=PASS; else r=FAIL; status=1; fi
