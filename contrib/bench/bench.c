@@ -31,6 +31,8 @@
  *   algbw_GBps busbw_GBps check
  * op is init (times over ranks: time_us max, mean_us median, min_us min),
  * init_fences (count = PMIx fences made by init, -1 when not counted),
+ * init_pmix_init / init_pmix_fence (time_us = time in PMIx_Init / time
+ * PMIx fences were in flight during init, slowest rank, -1 when not timed),
  * rss_init / rss_base / rss_growth (bytes = RSS added by init / RSS after
  * warm-up / RSS growth over count collectives, max over ranks), barrier, or a
  * collective.  check is "ok" or "FAIL:N" (N wrong elements on the worst rank).
@@ -138,6 +140,15 @@ static long pmix_fences (void)
     long (*fn) (void);
 
     *(void **)&fn = dlsym (RTLD_DEFAULT, "ddp_bench_pmix_fences");
+    return fn ? fn () : -1;
+}
+
+/* A time (us) from the LD_PRELOADed counter (name), or -1. */
+static double pmix_time (const char *name)
+{
+    double (*fn) (void);
+
+    *(void **)&fn = dlsym (RTLD_DEFAULT, name);
     return fn ? fn () : -1;
 }
 
@@ -855,20 +866,25 @@ static void run_mem (struct ctx *c, long rss_before, long rss_after_init)
 
 /* Init statistics: every rank's time and fence count reach rank 0 through
  * one max-reduction of one-hot vectors. */
-static void report_init (struct ctx *c, double init_us, long fences)
+static void report_init (struct ctx *c, double init_us, long fences,
+                         double pmix_init_us, double fence_us)
 {
     int n = c->size;
-    double *v = calloc ((size_t)n + 1, sizeof (double));
-    double mx, med, mn, fmax;
+    double *v = calloc ((size_t)n + 3, sizeof (double));
+    double mx, med, mn, fmax, pimax, fumax;
     int rc;
 
     if (!v)
         fail_local (c, "calloc (init statistics)");
     v[c->rank] = init_us;
     v[n] = (double)fences;
-    if ((rc = c->impl->max_f64 (v, (size_t)n + 1)) != 0)
+    v[n + 1] = pmix_init_us;
+    v[n + 2] = fence_us;
+    if ((rc = c->impl->max_f64 (v, (size_t)n + 3)) != 0)
         fail_call (c, "statistics reduction (init)", 0, rc);
     fmax = v[n];
+    pimax = v[n + 1];
+    fumax = v[n + 2];
     mx = v[0];
     mn = v[0];
     for (int i = 1; i < n; i++) {
@@ -880,11 +896,15 @@ static void report_init (struct ctx *c, double init_us, long fences)
     med = median (v, n);
     tsv_row (c, "init", 0, 0, 1, mx, med, mn, 0, 0, 0);
     tsv_row (c, "init_fences", 0, (long)fmax, 1, 0, 0, 0, 0, 0, 0);
+    tsv_row (c, "init_pmix_init", 0, 0, 1, pimax, 0, 0, 0, 0, 0);
+    tsv_row (c, "init_pmix_fence", 0, 0, 1, fumax, 0, 0, 0, 0, 0);
     if (c->rank == 0 && !c->o.quiet) {
         printf ("# init: %.3f ms slowest rank, %.3f ms median, %.3f ms fastest",
                 mx / 1e3, med / 1e3, mn / 1e3);
         if (fmax >= 0)
-            printf ("; PMIx fences during init: %.0f (max over ranks)\n", fmax);
+            printf ("; PMIx fences during init: %.0f (max over ranks)\n"
+                    "# of which PMIx_Init %.3f ms; PMIx fences in flight %.3f ms"
+                    " (slowest rank)\n", fmax, pimax / 1e3, fumax / 1e3);
         else
             printf ("; PMIx fences not counted (LD_PRELOAD ddp-bench-fences.so)\n");
     }
@@ -938,17 +958,19 @@ int bench_main (const struct bench_impl *impl, int argc, char **argv)
 {
     struct ctx c = { .impl = impl };
     long rss0, rss1, f0, f1;
-    double t0, t1;
+    double t0, t1, fu0, fu1;
     int rc;
 
     if (parse_opts (&c.o, argc, argv) < 0)
         return 2;
     rss0 = rss_bytes ();
     f0 = pmix_fences ();
+    fu0 = pmix_time ("ddp_bench_pmix_fence_us");
     t0 = now_us ();
     rc = impl->init (&argc, &argv);
     t1 = now_us ();
     f1 = pmix_fences ();
+    fu1 = pmix_time ("ddp_bench_pmix_fence_us");
     rss1 = rss_bytes ();
     if (rc != 0) {
         fprintf (stderr, "%s-bench: init failed: %s\n", impl->name,
@@ -969,7 +991,9 @@ int bench_main (const struct bench_impl *impl, int argc, char **argv)
         c.o.quiet = true;
     print_title (&c);
     print_header (&c);
-    report_init (&c, t1 - t0, f0 >= 0 ? f1 - f0 : -1);
+    report_init (&c, t1 - t0, f0 >= 0 ? f1 - f0 : -1,
+                 pmix_time ("ddp_bench_pmix_init_us"),
+                 fu0 >= 0 ? fu1 - fu0 : -1);
     if (!c.o.init_only) {
         if (c.o.mem > 0)
             run_mem (&c, rss0, rss1);

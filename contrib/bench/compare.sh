@@ -316,7 +316,7 @@ collective_table () {
         function r(a, b, fmt) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf(fmt, a / b) }
         function v(x) { return x == "" ? "n/a" : x }
         BEGIN { load(dfile, dt, dbw, dck); load(mfile, mt, mbw, mck) }
-        NR > 1 && $2 != "init" && $2 != "init_fences" && $2 !~ /^rss/ {
+        NR > 1 && $2 !~ /^(init|rss)/ {
             k = $2 " " $5
             bwr = ($2 == "barrier") ? "" : r(dbw[k], mbw[k], "%.2f")
             printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", $2, $5,
@@ -326,11 +326,11 @@ collective_table () {
         }' "$first"
 }
 
-init_median () {   # IMPL N: median over reps of the slowest rank's init, ms
-    local f
+init_median () {   # IMPL N [OP]: median over reps of the slowest rank's init
+    local f           # (or of OP's time, e.g. init_pmix_init), ms
     for f in "$out"/init-"$1"-"$2"-*.tsv; do
-        [ -f "$f" ] && tsv_get "$f" init "" time_us
-    done | median | awk '{ printf "%.2f\n", $1 / 1000 }'
+        [ -f "$f" ] && tsv_get "$f" "${3:-init}" "" time_us
+    done | awk '$1 >= 0' | median | awk '{ printf "%.2f\n", $1 / 1000 }'
 }
 init_fences () {   # IMPL N: fences of init (max over reps)
     local f
@@ -390,13 +390,15 @@ largest_allreduce () { awk -F'\t' '$2 == "allreduce" { b = $5 } END { print b }'
     done
     echo "## Init: ddp_init against MPI_Init (-N2, ranks spread over both nodes)"
     echo
-    echo "Slowest rank's init time, median of $reps run(s); PMIx fences counted by LD_PRELOAD of ddp-bench-fences.so."
+    echo "Slowest rank's init time, median of $reps run(s).  PMIx fences and the time"
+    echo "inside PMIx_Init (slowest rank; part of either init) are measured by"
+    echo "ddp-bench-fences.so (LD_PRELOAD)."
     echo
-    echo "| ranks | ddp_init ms | MPI_Init ms | ratio | ddp fences | MPI fences |"
-    echo "|---:|---:|---:|---:|---:|---:|"
+    echo "| ranks | ddp_init ms | MPI_Init ms | ratio | ddp fences | MPI fences | PMIx_Init in ddp_init ms | PMIx_Init in MPI_Init ms |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
     for n in $SCALE_RANKS; do
         d=$(init_median ddp "$n"); m=$(init_median mpi "$n")
-        echo "| $n | ${d:-n/a} | ${m:-n/a} | $(ratio "$d" "$m") | $(init_fences ddp "$n" | sed 's/^-1$/n\/a/') | $(init_fences mpi "$n" | sed 's/^-1$/n\/a/') |"
+        echo "| $n | ${d:-n/a} | ${m:-n/a} | $(ratio "$d" "$m") | $(init_fences ddp "$n" | sed 's/^-1$/n\/a/') | $(init_fences mpi "$n" | sed 's/^-1$/n\/a/') | $(init_median ddp "$n" init_pmix_init | grep . || echo n/a) | $(init_median mpi "$n" init_pmix_init | grep . || echo n/a) |"
     done
     md=$(init_median mpidefault 2)
     echo
