@@ -87,10 +87,12 @@ if [ $short = 1 ]; then
     BENCH_ARGS="--short"
     : "${reps:=1}" "${launch_reps:=3}"
     RUN_TIMEOUT=120
+    INIT_TIMEOUT=60
 else
     BENCH_ARGS=""
     : "${reps:=5}" "${launch_reps:=20}"
-    RUN_TIMEOUT=900
+    RUN_TIMEOUT=600
+    INIT_TIMEOUT=120
 fi
 out=${out:-$build/contrib/bench/results}
 mkdir -p "$out" || die "cannot create $out"
@@ -164,8 +166,9 @@ ratio () {
 # run_bench TAG IMPL NODES RANKS ARGS...: one srun of ddp-bench or mpi-bench,
 # TSV in TAG.tsv, table in TAG.txt, stderr in TAG.err.
 run_bench () {
-    local tag=$1 impl=$2 nodes=$3 ranks=$4 prog env rc try why
+    local tag=$1 impl=$2 nodes=$3 ranks=$4 prog env rc try why limit=$RUN_TIMEOUT
     shift 4
+    case " $* " in *" --init-only "*) limit=$INIT_TIMEOUT ;; esac
     case $impl in
         ddp) prog=$DDP_BENCH; env="DDP_BACKEND=host" ;;
         mpi) prog=$MPI_BENCH; env=$MPI_ENV ;;
@@ -176,7 +179,7 @@ run_bench () {
     for try in 1 2; do
         rm -f "$out/$tag.tsv"
         # shellcheck disable=SC2086
-        timeout --kill-after=5 $RUN_TIMEOUT srun --mpi=pmix -N"$nodes" -n"$ranks" \
+        timeout --kill-after=5 "$limit" srun --mpi=pmix -N"$nodes" -n"$ranks" \
             env $env "$prog" --tsv "$out/$tag.tsv" "$@" \
             >"$out/$tag.txt" 2>"$out/$tag.err"
         rc=$?
