@@ -221,7 +221,8 @@ static double round_period (void)
 }
 
 /* Take part in status rounds for s until no rank is busy; sets s->rc.
- * While this rank's callback runs, one round per period, marked busy. */
+ * While this rank's callback runs, one round per period, marked busy (only
+ * then are wd.cond and wd.period used: watchdog_start() has set them). */
 static void rounds (struct synced *s)
 {
     uint64_t w[ST_WORDS];
@@ -318,8 +319,8 @@ static int run_synced (const char *what, bool runs, int (*run) (void *),
                         .check = check, .flag_in = flag_in };
     int st;
 
-    pthread_once (&wd.once, watchdog_start);
     if (runs && local == 0) {
+        pthread_once (&wd.once, watchdog_start);
         pthread_mutex_lock (&wd.lock);
         s.done = false;
         s.state = S_RUNNING;

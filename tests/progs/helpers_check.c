@@ -2,11 +2,12 @@
  * check the results against values computed here; failures are injected
  * on chosen ranks to check that they reach every rank.
  *
- * Usage: helpers_check DIR [big|die|slow|bench]
+ * Usage: helpers_check DIR [big|die|slow|log|bench]
  *   DIR: a directory every rank can see (files show who ran first).
  *   big: also move tens of MiB through the variable-size paths.
  *   die: main exits inside run_on_main (the others must not hang).
  *   slow: callbacks run longer than DDP_TIMEOUT (set it to 1).
+ *   log: every rank logs 400 long lines at once.
  *   bench: time each helper next to the collectives it is built on.
  * Prints "rank R/W NAME ok" or "rank R/W NAME FAIL: why" per check, then
  * "rank R/W done failures=N"; exits 0 only if N is 0.  The checks run in
@@ -713,6 +714,23 @@ static int slow (void)
     return failures ? 1 : 0;
 }
 
+/* Many ranks logging at once: every line must come out whole. */
+static int log_storm (void)
+{
+    char body[201];
+
+    memset (body, 'a' + me % 26, 200);
+    body[200] = '\0';
+    for (int i = 0; i < 300; i++) {
+        if (i % 3 == 0)
+            ddp_log ("line %d %s\nline %d+ %s", i, body, i, body);
+        else
+            ddp_log ("line %d %s", i, body);
+    }
+    ddp_log_main ("main says %d", world);
+    return 0;
+}
+
 static int fn_exit (void *arg)
 {
     (void) arg;
@@ -748,6 +766,11 @@ int main (int argc, char **argv)
     world = ddp_world_size ();
     if (argc > 2 && strcmp (argv[2], "die") == 0)
         return die_on_main ();
+    if (argc > 2 && strcmp (argv[2], "log") == 0) {
+        rc = log_storm ();
+        ddp_finalize ();
+        return rc;
+    }
     if (argc > 2 && strcmp (argv[2], "slow") == 0) {
         rc = slow ();
         ddp_finalize ();
@@ -758,6 +781,7 @@ int main (int argc, char **argv)
         ddp_finalize ();
         return rc;
     }
+    double t0 = now ();
     ddp_log_main ("helpers_check: world %d, %d nodes", world, ddp_num_nodes ());
     check_bcast_bytes (big);
     check_gatherv (big);
@@ -767,6 +791,7 @@ int main (int argc, char **argv)
     check_reduce ();
     check_sampler ();
     check_in_step ();
+    printf ("rank %d/%d elapsed %.0f s\n", me, world, now () - t0);
     printf ("rank %d/%d done failures=%d\n", me, world, failures);
     fflush (stdout);
     ddp_finalize ();
