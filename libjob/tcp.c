@@ -42,6 +42,7 @@ struct host_peer_io {
     size_t in_hdr;      /* bytes of the frame header received */
     size_t in_done;     /* bytes of payload received */
     bool send, recv;    /* still to do in this exchange */
+    bool mid;           /* a frame is partly sent: nothing may follow it */
 };
 
 static int set_nonblock (int fd)
@@ -254,11 +255,16 @@ void host_tcp_send_fault (struct host *h, int bad_rank, int kind,
                        (uint64_t)reporter };
     int n;
 
-    for (n = 0; h->sock && n < h->nnodes; n++)
-        if (h->sock[n] >= 0 && send (h->sock[n], &f, sizeof (f),
-                                     MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-            /* best effort: the peer will see EOF instead */
-        }
+    for (n = 0; h->sock && n < h->nnodes; n++) {
+        if (h->sock[n] < 0)
+            continue;
+        /* In the middle of a frame the fault cannot be framed: cut the link
+         * instead (the peer sees EOF and fails at once). */
+        if ((h->io && h->io[n].mid)
+            || send (h->sock[n], &f, sizeof (f), MSG_DONTWAIT | MSG_NOSIGNAL)
+               != (ssize_t)sizeof (f))
+            shutdown (h->sock[n], SHUT_RDWR);
+    }
 }
 
 /* The peer behind node n's link is gone: blame its leader. */
@@ -306,7 +312,8 @@ static int pump_send (struct host *h, int n, struct iovec *v, int cnt)
         return link_lost (h, n, strerror (errno));
     }
     io->out_done += (size_t)r;
-    if (io->out_done >= total)
+    io->mid = io->out_done < total;
+    if (!io->mid)
         io->send = false;
     return 1;
 }
