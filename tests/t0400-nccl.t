@@ -79,6 +79,13 @@ test_expect_success GPU 'nccl_check: every collective, dtype and op, device and 
 	grep -q "^ok " check.out &&
 	! grep "^not ok" check.out
 '
+test_expect_success GPU 'the core'"'"'s ddp_check passes on the GPU, re-init included' '
+	single env DDP_BACKEND=nccl "$DDP_PROGS/ddp_check" -r >ddpcheck.out 2>&1;
+	rc=$?
+	cat ddpcheck.out &&
+	test $rc = 0 &&
+	grep "backend nccl: [0-9]* checks, 0 failed here, 0 failed in all" ddpcheck.out
+'
 test_expect_success GPU 'DDP_NCCL_RANKS_PER_ROOT=0 is refused with the reason' '
 	test_expect_code 1 single env DDP_BACKEND=nccl DDP_NCCL_RANKS_PER_ROOT=0 \
 		DDP_DEBUG=1 "$probe" >rpr.out 2>rpr.err &&

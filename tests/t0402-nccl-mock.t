@@ -30,6 +30,17 @@ test_expect_success 'nccl_check: every collective, dtype, op and buffer kind' '
 	grep "mock: ncclCommFinalize" check.err &&
 	grep "mock: ncclCommDestroy" check.err
 '
+test_expect_success 'the core'"'"'s ddp_check passes on the nccl backend, re-init included' '
+	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/ddp_check" -q -r >ddpcheck.out 2>&1 &&
+	grep "backend nccl: [0-9]* checks, 0 failed here, 0 failed in all" ddpcheck.out &&
+	grep "init again: allreduce ok" ddpcheck.out
+'
+test_expect_success 'the helpers (host buffers, staged) pass on the nccl backend' '
+	on_mock env DDP_BACKEND=nccl "$DDP_BUILD_DIR/tests/unit/helpers.t" >helpers.out 2>helpers.err &&
+	grep "mock: ncclCommDestroy" helpers.err &&
+	grep -q "^ok " helpers.out &&
+	! grep "^not ok" helpers.out
+'
 test_expect_success 'auto with a device picks nccl; DDP_DEBUG shows the init phases' '
 	on_mock env DDP_BACKEND=auto DDP_DEBUG=1 "$probe" >auto.out 2>auto.err &&
 	cat auto.out &&
