@@ -308,7 +308,9 @@ static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
 {
     char key[64];
     pmix_value_t val, *v;
+    pmix_info_t opt;
     pmix_proc_t p;
+    bool yes = true;
     size_t off = 0;
     int r, rc;
 
@@ -325,19 +327,31 @@ static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
                      PMIx_Error_string (rc));
     if ((rc = pmix_fence (b, true, err, errlen)) < 0)
         return rc;
+    /* After a collecting fence every blob is local: PMIX_OPTIONAL keeps a
+     * missing one (a rank that died before it put anything, which Slurm's
+     * fence does not always wait for) from turning into a server request
+     * that could block. */
+    PMIX_INFO_CONSTRUCT (&opt);
+    PMIX_INFO_LOAD (&opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     for (r = 0; r < b->info.size; r++) {
         PMIX_LOAD_PROCID (&p, b->me.nspace, (pmix_rank_t)r);
         v = NULL;
-        rc = PMIx_Get (&p, key, NULL, 0, &v);
+        rc = PMIx_Get (&p, key, &opt, 1, &v);
         if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT
             || v->data.bo.size > MAX_BLOB) {
             if (v)
                 PMIX_VALUE_RELEASE (v);
+            PMIX_INFO_DESTRUCT (&opt);
+            if (rc == PMIX_ERR_NOT_FOUND)
+                return errf (err, errlen, DDP_EPEER, "rank %d never reached "
+                             "ddp_init (no setup data from it: it died or "
+                             "was not started)", r);
             return errf (err, errlen, DDP_EPMIX, "PMIx_Get(%s) of rank %d: %s",
                          key, r, PMIx_Error_string (rc));
         }
         if (off + v->data.bo.size > cap) {
             PMIX_VALUE_RELEASE (v);
+            PMIX_INFO_DESTRUCT (&opt);
             return errf (err, errlen, DDP_EPMIX, "PMIx: blobs too large");
         }
         if (v->data.bo.size)
@@ -347,6 +361,7 @@ static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
         off += v->data.bo.size;
         PMIX_VALUE_RELEASE (v);
     }
+    PMIX_INFO_DESTRUCT (&opt);
     return 0;
 }
 #endif /* HAVE_PMIX */
