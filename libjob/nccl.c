@@ -30,6 +30,7 @@
 #include "nccl_util.h"
 
 #define SCRATCH_ALIGN 256
+#define FINALIZE_TIMEOUT 5.0 /* seconds, at most, for ncclCommFinalize */
 
 struct nccl_ctx {
     int rank;
@@ -541,7 +542,11 @@ static void ctx_free (struct nccl_ctx *c)
     if (c->device >= 0)
         cudaSetDevice (c->device);
     if (c->comm) {
-        /* Flush (bounded by the deadline), then free; abort if stuck. */
+        /* Flush, then free; abort if stuck.  After the core's final barrier
+         * every rank finalizes at about the same time, so a short bound
+         * keeps a dead peer from holding ddp_finalize() for DDP_TIMEOUT. */
+        if (c->timeout_s > FINALIZE_TIMEOUT)
+            c->timeout_s = FINALIZE_TIMEOUT;
         if (nccl_settle (c, ncclCommFinalize (c->comm), "ncclCommFinalize")
                 == 0
             && c->comm) {

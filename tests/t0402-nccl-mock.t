@@ -100,6 +100,16 @@ test_expect_success 'a healthy loop finalizes cleanly' '
 	grep "^loop ok 100$" okloop.out &&
 	! grep "mock: ncclCommAbort" okloop.err
 '
+test_expect_success 'a finalize that never completes is bounded (5 s) and aborted' '
+	start=$(date +%s) &&
+	on_mock env MOCK_NCCL_FINALIZE=hang DDP_TIMEOUT=60 DDP_BACKEND=nccl "$probe" >fin.out 2>fin.err &&
+	cat fin.out fin.err &&
+	elapsed=$(( $(date +%s) - start )) &&
+	test $elapsed -ge 4 && test $elapsed -le 15 &&
+	grep "ncclCommFinalize did not complete within DDP_TIMEOUT=5" fin.err &&
+	test $(grep -c "mock: ncclCommAbort" fin.err) = 1 &&
+	! grep "mock: ncclCommDestroy" fin.err
+'
 test_expect_success 'nccl_bench --quick runs against the mock' '
 	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --quick --max-bytes 4096 >bench.out &&
 	cat bench.out &&

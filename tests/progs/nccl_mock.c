@@ -17,6 +17,7 @@
  *   MOCK_NCCL_HANG_AFTER=N    after N collectives the stream never drains
  *   MOCK_NCCL_ERROR_AFTER=N   after N collectives the communicator reports
  *                             ncclRemoteError (and the stream stalls)
+ *   MOCK_NCCL_FINALIZE=hang   ncclCommFinalize never completes
  * The GPU identity comes from this process's CUDA_VISIBLE_DEVICES entry for
  * the device (so tasks bound to one fake gres GPU share a UUID).  Abort,
  * finalize and destroy are logged to stderr as "mock: ..." lines.
@@ -350,8 +351,11 @@ ncclResult_t ncclCommAbort (ncclComm_t c)
 
 ncclResult_t ncclCommFinalize (ncclComm_t c)
 {
-    (void)c;
+    const char *f = getenv ("MOCK_NCCL_FINALIZE");
+
     fprintf (stderr, "mock: ncclCommFinalize\n");
+    if (f && strcmp (f, "hang") == 0)
+        c->async = ncclInProgress; /* never globally quiescent */
     return ncclInProgress;
 }
 
