@@ -46,6 +46,14 @@ test_expect_success 'ddp_init works again after ddp_finalize under PMIx' '
 	cat again.out &&
 	test $(grep -c "init again: allreduce ok" again.out) = 3
 '
+command -v mpirun >/dev/null 2>&1 && mpirun --version 2>/dev/null | grep -q "Open MPI" \
+	&& test_set_prereq MPIRUN
+test_expect_success MPIRUN 'another PMIx launcher (Open MPI mpirun) works too' '
+	timeout 60 mpirun --allow-run-as-root --oversubscribe -n 3 \
+		"$CHECK" -q -l 1000 >mpirun.out &&
+	cat mpirun.out &&
+	test $(grep -c "^ddp_check rank ./3 local ./3 .* 0 failed in all" mpirun.out) = 3
+'
 test_expect_success 'DDP_DEBUG=1 logs what init found and the phase times' '
 	ddp_srun --mpi=pmix -N2 -n3 env DDP_DEBUG=1 "$CHECK" -q -l 0 >out 2>dbg &&
 	cat dbg &&
