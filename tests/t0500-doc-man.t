@@ -11,6 +11,7 @@ DOCMAKE="env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C $DDP_BUILD_DIR/doc"
 command -v groff >/dev/null 2>&1 && test_set_prereq GROFF
 command -v man >/dev/null 2>&1 && test_set_prereq MAN
 command -v cc >/dev/null 2>&1 && test_set_prereq CC
+command -v col >/dev/null 2>&1 && test_set_prereq COL
 
 # public_headers: the installed headers of libjob (include_HEADERS).
 public_headers () {
@@ -159,7 +160,7 @@ test_expect_success 'spank-ddp(8) describes every --ddp word' '
 
 # The SYNOPSIS of every section 3 page, as rendered, must be C that agrees
 # with the header: a redeclaration with other types does not compile.
-test_expect_success MAN,CC 'the SYNOPSIS prototypes agree with the header' '
+test_expect_success MAN,CC,COL 'the SYNOPSIS prototypes agree with the header' '
 	printf "#include <stdarg.h>\n#include <ddp.h>\n" >synopsis.c &&
 	for p in $(grep "\.3\$" pages); do
 		LC_ALL=C MANWIDTH=200 man -E ascii -l "$DOC/$p" 2>/dev/null | col -b |
@@ -173,7 +174,7 @@ test_expect_success MAN,CC 'the SYNOPSIS prototypes agree with the header' '
 	cc -std=gnu11 -fsyntax-only -Wall -Werror -I"$DDP_SRC_DIR/libjob" synopsis.c
 '
 
-test_expect_success MAN,CC 'a changed prototype would be caught' '
+test_expect_success MAN,CC,COL 'a changed prototype would be caught' '
 	sed "s/int ddp_barrier (void);/long ddp_barrier (void);/" synopsis.c >bad.c &&
 	! cmp -s synopsis.c bad.c &&
 	test_must_fail cc -std=gnu11 -fsyntax-only -I"$DDP_SRC_DIR/libjob" bad.c
