@@ -96,8 +96,8 @@ if git -C "$srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         | sort >"$work/dist.files"
     comm -23 "$work/git.files" "$work/dist.files" >"$work/not-in-dist"
     if [ -s "$work/not-in-dist" ]; then
-        cat "$work/not-in-dist"
-        die "these files are under version control but not in the tarball (EXTRA_DIST)"
+        head -n 20 "$work/not-in-dist"
+        die "$(wc -l <"$work/not-in-dist") files under version control are not in the tarball (add them to EXTRA_DIST); list: $work/not-in-dist"
     fi
     say "dist: every file under version control is in the tarball"
 fi
