@@ -120,6 +120,7 @@ if command -v rpmbuild >/dev/null 2>&1; then
         done
     }
     check_rpm slurm-ddp '/slurm/ddp\.so$' '/man8/spank-ddp\.8' '/man7/ddp\.7' \
+        '/bin/ddp-bench$' '/man1/ddp-bench\.1' \
         '/examples/plugstack\.conf\.d/ddp\.conf$'
     check_rpm slurm-ddp-libs '/libddp\.so\.0$'
     check_rpm slurm-ddp-devel '/include/ddp\.h$' '/libddp\.so$' '/pkgconfig/ddp\.pc$' \
