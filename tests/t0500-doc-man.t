@@ -118,6 +118,17 @@ test_expect_success 'every link points at a page that names the function' '
 	done <links
 '
 
+test_expect_success 'every reference to a slurm-ddp page names an installed page' '
+	cat "$DOC"/*.[1-8] | sed "s/\\\\-/-/g" |
+		sed -n "s/^\\.BR \\(ddp[a-z0-9_-]*\\|spank-ddp\\) (\\([1-8]\\)).*/\\1.\\2/p" |
+		sort -u >refs &&
+	grep -qx ddp_init.3 refs && grep -qx spank-ddp.8 refs &&
+	sed "s/^[^:]*://" links | cat pages - >names-installed &&
+	for r in $(cat refs); do
+		grep -qx "$r" names-installed || { echo "no page $r"; return 1; }
+	done
+'
+
 test_expect_success 'ddp(3) mentions every public function' '
 	for f in $(cat functions); do
 		grep -q "^\.BR $f ()" "$DOC/ddp.3" ||
