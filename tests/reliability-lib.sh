@@ -71,8 +71,13 @@ rel_start () {
     REL_DIR=$PWD/$name
     rm -rf "$REL_DIR" && mkdir -p "$REL_DIR"
     rel_snapshot >"$REL_DIR.before"
+    rm -f "$REL_DIR".o.* "$REL_DIR".e.*
+    # Each task's output goes to its own files, written by slurmstepd: srun
+    # itself may drop the last lines of a task when the step is torn down
+    # after a task was killed (seen: a survivor's final stdout line lost).
     env DDP_TIMEOUT="$REL_TIMEOUT" DDP_VICTIM_RANKS="$victims" \
         timeout --kill-after=5 90 srun --ddp=host "$@" \
+        --output="$REL_DIR.o.%t" --error="$REL_DIR.e.%t" \
         "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
     REL_PID=$!
     REL_T0=$(date +%s.%N)
@@ -81,10 +86,15 @@ rel_start () {
 # rel_wait: wait for the srun started by rel_start; sets REL_RC and
 # REL_ELAPSED (seconds since REL_T0, which rel_kill resets).
 rel_wait () {
+    local f
     wait "$REL_PID"
     REL_RC=$?
     REL_ELAPSED=$(echo "$REL_T0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
     say "rc=$REL_RC after ${REL_ELAPSED}s"
+    # srun's own messages first, then every task's output.
+    for f in "$REL_DIR".o.*; do [ -f "$f" ] && cat "$f" >>"$REL_DIR.out"; done
+    for f in "$REL_DIR".e.*; do [ -f "$f" ] && cat "$f" >>"$REL_DIR.err"; done
+    return 0
 }
 
 # rel_kill RANK [DELAY]: once RANK wrote its pid file (30 s at most), wait
@@ -121,7 +131,9 @@ rel_check_bound () {
 # says "rank" and names every rank of the comma-separated RANKS as a number.
 rel_names () {
     local msg r
-    msg=${1#*] }
+    # Numbers that are not the culprits: who noticed, and durations.
+    msg=$(echo "${1#*] }" | sed -e 's/noticed by rank [0-9]*//g' \
+          -e 's/[0-9.][0-9.]* s\([^a-z]\|$\)/\1/g')
     echo "$msg" | grep -qi 'rank' || return 1
     for r in $(echo "$2" | tr ',' ' '); do
         echo "$msg" | grep -Eq "(^|[^0-9])$r([^0-9]|\$)" || return 1
@@ -151,18 +163,27 @@ EOF
 # rel_check_clean: no process of the run (2 s grace for the step daemons),
 # nothing new on the nodes, no socket or temporary file in the run directory.
 rel_check_clean () {
-    local i=0 procs
+    local i=0 procs job
     while procs=$(rel_run_procs "$REL_DIR") && [ -n "$procs" ] && [ $i -lt 20 ]; do
         sleep 0.1; i=$((i + 1))
     done
     [ -z "$procs" ] || { say "processes left:"; echo "$procs"; return 1; }
     rel_snapshot >"$REL_DIR.after"
-    if ! diff "$REL_DIR.before" "$REL_DIR.after" >"$REL_DIR.diff"; then
-        # Entries that disappeared are not leftovers.
-        if grep -q '^>' "$REL_DIR.diff"; then
-            say "left on the nodes:"; grep '^>' "$REL_DIR.diff"; return 1
-        fi
+    diff "$REL_DIR.before" "$REL_DIR.after" | sed -n 's/^> //p' >"$REL_DIR.new"
+    # Entries that disappeared are not leftovers, nor those of other jobs
+    # running meanwhile (make -j check, other users of the machine): Open
+    # MPI's segments in the shared /dev/shm, Slurm's PMIx directories of
+    # other job ids.  Everything else that appeared is ours.
+    job=$(cat "$REL_DIR"/pid.* 2>/dev/null | awk '$3 != "-" { print $3; exit }')
+    grep -Ev -e ':/dev/shm/vader_segment\.' \
+         -e ':/tmp/spmix_appdir_[0-9]+_[0-9]+\.[0-9]+(/|$)' "$REL_DIR.new" \
+         >"$REL_DIR.left" || true
+    grep -E ":/tmp/spmix_appdir_[0-9]+_${job:-none}\.[0-9]+(/|\$)" \
+         "$REL_DIR.new" >>"$REL_DIR.left" || true
+    if [ -s "$REL_DIR.left" ]; then
+        say "left on the nodes:"; cat "$REL_DIR.left"; return 1
     fi
+    [ ! -s "$REL_DIR.new" ] || { say "new on the nodes, from other jobs:"; cat "$REL_DIR.new"; }
     find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' >"$REL_DIR.extra"
     [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
 }

@@ -2,7 +2,7 @@
  *
  *   ddp_victim MODE DIR
  *
- * Every rank writes DIR/pid.RANK (its pid, "host", then a newline; written to
+ * Every rank writes DIR/pid.RANK ("PID HOST JOBID" and a newline; written to
  * a temporary name and renamed, so a reader never sees half of it) once it is
  * in the phase the test wants to break, and DIR/exit.RANK with how it ended.
  * Modes:
@@ -71,8 +71,11 @@ static void ready (void)
 {
     char text[512], host[256] = "?";
 
+    const char *job = getenv ("SLURM_JOB_ID");
+
     gethostname (host, sizeof (host) - 1);
-    snprintf (text, sizeof (text), "%d %s", (int)getpid (), host);
+    snprintf (text, sizeof (text), "%d %s %s", (int)getpid (), host,
+              job ? job : "-");
     put_file ("pid", text);
 }
 
