@@ -28,10 +28,47 @@
 struct host_blob {
     uint64_t magic;
     int32_t pid, node, lrank, lsize, memfd, pad;
+    uint64_t host;      /* hash of the machine's boot id */
     struct host_addr addr;
 };
 
 static void host_destroy (void *ctx);
+
+/* A value identifying this machine (its boot id), so that "nodes" that
+ * share one machine (containers, test clusters) are counted together. */
+static uint64_t machine_id (void)
+{
+    char buf[64] = "";
+    uint64_t hsh = 1469598103934665603ULL;
+    FILE *f = fopen ("/proc/sys/kernel/random/boot_id", "r");
+
+    if (f) {
+        if (!fgets (buf, sizeof (buf), f))
+            buf[0] = '\0';
+        fclose (f);
+    }
+    if (!buf[0])
+        gethostname (buf, sizeof (buf) - 1);
+    for (const char *c = buf; *c; c++)
+        hsh = (hsh ^ (unsigned char)*c) * 1099511628211ULL;
+    return hsh;
+}
+
+/* How long a waiter spins before it yields: long (2 ms, like MPI's busy
+ * polling, so a rank keeps its core across a peer's memcpy) when every rank
+ * on this machine can have a CPU; not at all when they are oversubscribed,
+ * where spinning only delays the peer we wait for.  DDP_SPIN=MICROSECONDS
+ * overrides. */
+static unsigned spin_default (int on_machine)
+{
+    const char *s = getenv ("DDP_SPIN");
+    long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
+    long v;
+
+    if (s && ddpi_parse_long (s, 0, 10000000, &v) == 0)
+        return (unsigned)v;
+    return ncpu > 0 && on_machine > ncpu ? 0 : 2000;
+}
 
 static int check_blobs (struct host *h, const char *all, const size_t *off,
                         const size_t *len, struct host_blob *blobs)
@@ -77,6 +114,10 @@ static int check_blobs (struct host *h, const char *all, const size_t *off,
                                "launcher");
         h->lpids[r] = blobs[h->local_ranks[r]].pid;
     }
+    for (r = 0, n = 0; r < h->size; r++)
+        if (blobs[r].host == blobs[h->rank].host)
+            n++;
+    h->spin_us = spin_default (n);
     return 0;
 }
 
@@ -95,17 +136,6 @@ static int open_pidfds (struct host *h)
 #endif
     }
     return 0;
-}
-
-static unsigned spin_default (int lsize)
-{
-    const char *s = getenv ("DDP_SPIN");
-    long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
-    long v;
-
-    if (s && ddpi_parse_long (s, 0, 10000000, &v) == 0)
-        return (unsigned)v;
-    return ncpu > 0 && lsize > ncpu ? 0 : 50;
 }
 
 static int alloc_tables (struct host *h, const struct bootstrap_info *in)
@@ -155,7 +185,6 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
     h->memfd = h->listen_fd = -1;
-    h->spin_us = spin_default (h->lsize);
     if ((rc = alloc_tables (h, in)) < 0)
         goto out;
     if (getrandom (&h->cookie, sizeof (h->cookie), 0) != sizeof (h->cookie))
@@ -168,6 +197,7 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     blob.lrank = h->lrank;
     blob.lsize = h->lsize;
     blob.memfd = -1;
+    blob.host = machine_id ();
     if (h->lrank == 0) {
         if ((rc = host_shm_create (h)) < 0)
             goto out;

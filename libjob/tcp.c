@@ -387,7 +387,7 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
 {
     struct pollfd pfd[64];
     int map[64];
-    double deadline = 0;
+    double deadline = 0, start = 0, t;
     int n, rc, pending;
 
     for (n = 0; n < h->nnodes; n++) {
@@ -441,12 +441,19 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
             continue;
         if ((rc = host_check_fault (h)) < 0)
             return rc;
-        if (deadline == 0)
-            deadline = ddpi_now () + h->cfg->timeout_s + 2 * host_grace (h);
-        else if (ddpi_now () > deadline) {
+        t = ddpi_now ();
+        if (deadline == 0) {
+            start = t;
+            deadline = t + h->cfg->timeout_s + 2 * host_grace (h);
+        }
+        else if (t > deadline) {
             int bad = map[0];
             return host_fault (h, h->node_leader[bad], FAULT_TIMEOUT);
         }
+        /* Busy-poll the sockets for as long as a shared-memory wait would
+         * spin (a wakeup from poll costs several microseconds). */
+        if (t - start < h->spin_us * 1e-6)
+            continue;
         poll (pfd, (nfds_t)np, 20);
     }
 }
