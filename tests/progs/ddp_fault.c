@@ -43,6 +43,7 @@ int main (int argc, char **argv)
         raise (SIGKILL);
     if ((rc = ddp_init ()) != 0) {
         printf ("rank ?: init failed: %d (%s)\n", rc, ddp_strerror (rc));
+        free (a);
         return 3;
     }
     for (i = 0;; i++) {
@@ -60,8 +61,10 @@ int main (int argc, char **argv)
                  : ddp_barrier ();
         if (rc != 0)
             break;
-        if (i > 100000000)
+        if (i > 100000000) {
+            free (a);
             return 0;
+        }
     }
     printf ("rank %d: failed after %ld calls in %.1f s: %d (%s)\n", ddp_rank (),
             i, t0 ? now () - t0 : 0, rc, ddp_strerror (rc));
@@ -69,5 +72,6 @@ int main (int argc, char **argv)
     rc = ddp_barrier ();
     printf ("rank %d: next call: %d (%s)\n", ddp_rank (), rc, ddp_strerror (rc));
     ddp_finalize ();
+    free (a);
     return 3;
 }
