@@ -9,7 +9,8 @@ libslurm-dev libpmix-dev"
 # Open MPI (the peer the benchmarks measure against), and what the harness
 # scripts call.
 DDP_PKGS_TEST="slurm-wlm slurm-wlm-basic-plugins munge sharness perl
-openmpi-bin libopenmpi-dev iproute2 procps util-linux coreutils man-db groff-base"
+openmpi-bin libopenmpi-dev iproute2 procps util-linux coreutils man-db groff-base
+binutils bsdextrautils"
 
 # ddp_install_deps [extra packages...]: apt-get install what is missing.
 # Needs root; does nothing (and needs nothing) when all are installed.
