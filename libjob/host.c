@@ -377,6 +377,40 @@ static int leaders_reduce (struct host *h, uint64_t s, char *result,
     return 0;
 }
 
+/* A rank alone on its node (it leads it): no shared memory to go through,
+ * its data is the node's partial; the wire protocol is the leaders' usual
+ * one, so nodes with more ranks take part unchanged. */
+static int alone_reduce_step (struct host *h, uint64_t s, const char *send,
+                              char *out, size_t n, size_t es,
+                              ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t bytes = n * es;
+    struct iovec one = { (void *)send, bytes };
+    struct iovec *sv[h->nnodes];
+    int sc[h->nnodes];
+    void *rv[h->nnodes];
+    size_t rl[h->nnodes];
+    const void *src[h->nnodes];
+    char *dst = h->scratch + (size_t)h->node * h->res_bytes;
+    int nd, rc;
+
+    for (nd = 0; nd < h->nnodes; nd++) {
+        sv[nd] = &one;
+        sc[nd] = 1;
+        rv[nd] = h->scratch + (size_t)nd * h->res_bytes;
+        rl[nd] = bytes;
+        src[nd] = nd == h->node ? (const void *)send : rv[nd];
+    }
+    if ((rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
+        return rc;
+    if (!out)
+        return 0;
+    ddpi_reduce_many (dst, src, h->nnodes, n, dtype, op);
+    ddpi_reduce_finish (dst, n, dtype, op, h->size);
+    memcpy (out, dst, bytes);
+    return 0;
+}
+
 /* One step of (all)reduce: n elements of send into out (NULL: not wanted
  * here). */
 static int reduce_step (struct host *h, const char *send, char *out, size_t n,
@@ -392,6 +426,8 @@ static int reduce_step (struct host *h, const char *send, char *out, size_t n,
         return rc;
     bank = (int)(s & 1);
     result = host_result (h, bank);
+    if (h->lsize == 1)
+        return alone_reduce_step (h, s, send, out, n, es, dtype, op);
     memcpy (host_slot (h, bank, h->lrank), send, bytes);
     post (h, 0, s);
     if (split) {
