@@ -9,8 +9,9 @@
 #
 # Stages (all run; the exit status is non-zero if any failed):
 #   suite      the unit and cluster tests of a normal build, with prove
-#   packaging  make distcheck, rpmbuild -ta, a pkg-config user program
-#              against an installed copy (contrib/ci-packaging.sh)
+#   packaging  make distcheck, rpmbuild -ta, the Debian packages, a
+#              pkg-config user program against an installed copy
+#              (contrib/ci-packaging.sh --deb)
 #   variants   configure --without-nccl, and as on a machine without CUDA
 #              (--with-cuda pointing nowhere): both must build warning-free
 #              with the host backend only
@@ -57,7 +58,8 @@ summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
 
 if [ "${1:-}" != --quick ]; then
     start=$(date +%s)
-    if "$top/contrib/ci-packaging.sh" "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
+    if ddp_install_deps rpm dpkg-dev debhelper \
+       && "$top/contrib/ci-packaging.sh" --deb "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
     echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
     summary="$summary packaging:$r"
 
