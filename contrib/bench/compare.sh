@@ -29,6 +29,8 @@
 # one, else started (tests/cluster/ddp-test-cluster start) and stopped at exit.
 # Programs: DDP_BENCH, MPI_BENCH, DDP_BENCH_FENCES (the LD_PRELOAD fence
 # counter) default to the build tree DDP_BUILD_DIR (default: the source tree).
+# DDP_BENCH_SOURCE names the source of the programs in the report (default:
+# git describe of the tree compare.sh is in).
 # MPI runs with OMPI_MCA_pml=ob1 (the PML Open MPI selects anyway here, without
 # first probing UCX, ~200 ms of MPI_Init) and its shared-memory segments in the
 # node's private /tmp (both test nodes share one /dev/shm and one hostname,
@@ -373,7 +375,7 @@ largest_allreduce () { awk -F'\t' '$2 == "allreduce" { b = $5 } END { print b }'
     echo "# libddp against Open MPI: benchmark report"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC') ($([ $short = 1 ] && echo short || echo full) mode, $((t_end - t_start)) s)"
-    echo "- Source: $(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)"
+    echo "- Programs: $build (source: ${DDP_BENCH_SOURCE:-$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)})"
     echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
     echo "- Cluster: two slurmd (n1, n2, 16 CPUs each) on this one host, $(srun --version 2>/dev/null); $(ompi_info --version 2>/dev/null | head -n 1 || echo 'Open MPI: not found')"
     echo "- Load at start: \`${load_start##*load average: }\`; at end: \`${load_end##*load average: }\` (1, 5, 15 min)"
