@@ -71,6 +71,7 @@ int main (int argc, char **argv)
     fflush (stdout);
     rc = ddp_barrier ();
     printf ("rank %d: next call: %d (%s)\n", ddp_rank (), rc, ddp_strerror (rc));
+    fflush (stdout);    /* srun -K may kill us once another rank has exited */
     ddp_finalize ();
     free (a);
     return 3;
