@@ -57,6 +57,9 @@ echo "== check: suite took $(( $(date +%s) - start )) s"
 summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
 
 if [ "${1:-}" != --quick ]; then
+    # The stages below build and test their own trees; the suite's settings
+    # must not leak into them (distcheck skips the cluster on purpose).
+    unset DDP_REQUIRE_CLUSTER DDP_BUILD_DIR DDP_SRC_DIR
     start=$(date +%s)
     if ddp_install_deps rpm dpkg-dev debhelper \
        && "$top/contrib/ci-packaging.sh" --deb "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
