@@ -45,7 +45,8 @@ ddp_cluster_require () {
         || ddp_cluster_unavailable "start failed: $(tail -n 30 "$DDP_BUILD_DIR/tests/.cluster-start.err")"
     rm -f "$DDP_BUILD_DIR/tests/.cluster-start.err"
     DDP_PRIVATE_CLUSTER=$dir
-    trap '"$DDP_CLUSTER" stop "$DDP_PRIVATE_CLUSTER"; die' EXIT
+    # Keep the test's exit status: stopping the cluster must not replace it.
+    trap 'ddp_rc=$?; "$DDP_CLUSTER" stop "$DDP_PRIVATE_CLUSTER"; (exit $ddp_rc); die' EXIT
     . "$dir/env"
     say "# using a private test cluster in $dir"
 }
