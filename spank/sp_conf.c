@@ -1,11 +1,11 @@
 /* sp_conf.c - parse the plugin's plugstack.conf arguments. */
 #include "config.h"
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sp_conf.h"
+#include "sp_err.h"
 #include "sp_strint.h"
 
 #define SP_CONF_KEYS "default, bind, port_range, torch_env"
@@ -65,19 +65,6 @@ int sp_parse_port_range (const char *s, unsigned *lo, unsigned *hi)
     return 0;
 }
 
-static __attribute__ ((format (printf, 3, 4)))
-int fail (char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen > 0) {
-        va_start (ap, fmt);
-        vsnprintf (err, errlen, fmt, ap);
-        va_end (ap);
-    }
-    errno = EINVAL;
-    return -1;
-}
 
 enum { K_DEFAULT, K_BIND, K_PORT_RANGE, K_TORCH_ENV, K_COUNT };
 static const char *keys[K_COUNT] = {
@@ -135,27 +122,27 @@ int sp_conf_parse (int ac, char *const av[], struct sp_conf *conf, char *err,
     int i, k;
 
     if (!conf || ac < 0 || (ac > 0 && !av))
-        return fail (err, errlen, "ddp: internal error: bad arguments");
+        return sp_fail (err, errlen, "ddp: internal error: bad arguments");
     sp_conf_init (&c);
     for (i = 0; i < ac; i++) {
         if (!(arg = av[i]))
-            return fail (err, errlen, "ddp: plugstack.conf: missing argument");
+            return sp_fail (err, errlen, "ddp: plugstack.conf: missing argument");
         if (strnlen (arg, SP_CONF_ARGMAX + 1) > SP_CONF_ARGMAX)
-            return fail (err, errlen, "ddp: plugstack.conf: argument %d is "
+            return sp_fail (err, errlen, "ddp: plugstack.conf: argument %d is "
                          "longer than %d characters", i + 1, SP_CONF_ARGMAX);
         if (!(eq = strchr (arg, '=')) || eq == arg)
-            return fail (err, errlen, "ddp: plugstack.conf: argument '%s' is "
+            return sp_fail (err, errlen, "ddp: plugstack.conf: argument '%s' is "
                          "not KEY=VALUE (keys: %s)", arg, SP_CONF_KEYS);
         if ((k = find_key (arg, (size_t) (eq - arg))) < 0)
-            return fail (err, errlen, "ddp: plugstack.conf: unknown key "
+            return sp_fail (err, errlen, "ddp: plugstack.conf: unknown key "
                          "'%.*s' (keys: %s)", (int) (eq - arg), arg,
                          SP_CONF_KEYS);
         if (seen[k])
-            return fail (err, errlen, "ddp: plugstack.conf: key '%s' given "
+            return sp_fail (err, errlen, "ddp: plugstack.conf: key '%s' given "
                          "twice", keys[k]);
         seen[k] = true;
         if (apply (k, eq + 1, &c) < 0)
-            return fail (err, errlen, "ddp: plugstack.conf: bad value '%s' "
+            return sp_fail (err, errlen, "ddp: plugstack.conf: bad value '%s' "
                          "for key '%s' (expected %s)", eq + 1, keys[k],
                          expected[k]);
     }

@@ -1,11 +1,11 @@
 /* sp_gpus.c - GPU lists and the per-task GPU choice. */
 #include "config.h"
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sp_gpus.h"
+#include "sp_err.h"
 
 static bool is_token_char (char c)
 {
@@ -84,19 +84,6 @@ int sp_gpus_pick (const char *list, unsigned idx, char *buf, size_t len)
     return 0;
 }
 
-static __attribute__ ((format (printf, 3, 4)))
-int fail (char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen > 0) {
-        va_start (ap, fmt);
-        vsnprintf (err, errlen, fmt, ap);
-        va_end (ap);
-    }
-    errno = EINVAL;
-    return -1;
-}
 
 int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                     char *err, size_t errlen)
@@ -110,9 +97,9 @@ int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
         || in->local_rank >= in->local_tasks
         || (in->want != SP_BACKEND_AUTO && in->want != SP_BACKEND_HOST
             && in->want != SP_BACKEND_NCCL))
-        return fail (err, errlen, "ddp: internal error: bad task description");
+        return sp_fail (err, errlen, "ddp: internal error: bad task description");
     if ((ngpus = sp_gpus_count (in->visible)) < 0)
-        return fail (err, errlen, "ddp: CUDA_VISIBLE_DEVICES is not a valid "
+        return sp_fail (err, errlen, "ddp: CUDA_VISIBLE_DEVICES is not a valid "
                      "GPU list: '%.*s'", 64, in->visible);
     /* Slurm already split the node's GPUs between the tasks. */
     own_share = ngpus > 0 && in->gpus_on_node > ngpus
@@ -120,12 +107,12 @@ int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
     enough = own_share || (unsigned) ngpus >= in->local_tasks;
 
     if (in->want == SP_BACKEND_NCCL && ngpus == 0)
-        return fail (err, errlen, "ddp: --ddp=nccl needs a GPU per task, but "
+        return sp_fail (err, errlen, "ddp: --ddp=nccl needs a GPU per task, but "
                      "this step has no GPU on this node (%u local tasks, 0 "
                      "GPUs); request GPUs (--gres=gpu:N) or use --ddp=host",
                      in->local_tasks);
     if (in->want == SP_BACKEND_NCCL && in->bind && !enough)
-        return fail (err, errlen, "ddp: --ddp=nccl needs a GPU per task, but "
+        return sp_fail (err, errlen, "ddp: --ddp=nccl needs a GPU per task, but "
                      "this node has %u local tasks and %d GPUs "
                      "(CUDA_VISIBLE_DEVICES=%.*s); request more GPUs, fewer "
                      "tasks per node, or use --ddp=host", in->local_tasks,
@@ -137,7 +124,7 @@ int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
     if (in->bind && ngpus > 0 && enough) {
         idx = own_share ? 0 : in->local_rank;
         if (sp_gpus_pick (in->visible, idx, c.gpu, sizeof (c.gpu)) < 0)
-            return fail (err, errlen, "ddp: internal error: cannot pick GPU "
+            return sp_fail (err, errlen, "ddp: internal error: cannot pick GPU "
                          "%u of '%.*s'", idx, 64, in->visible);
         c.bound = true;
     }

@@ -1,11 +1,11 @@
 /* sp_option.c - the --ddp option value and its detection in srun's argv. */
 #include "config.h"
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sp_option.h"
+#include "sp_err.h"
 
 static const char *backend_names[] = {
     [SP_BACKEND_OFF] = "off",
@@ -39,19 +39,6 @@ int sp_backend_parse (const char *word, enum sp_backend *out)
     return -1;
 }
 
-static __attribute__ ((format (printf, 3, 4)))
-int fail (char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen > 0) {
-        va_start (ap, fmt);
-        vsnprintf (err, errlen, fmt, ap);
-        va_end (ap);
-    }
-    errno = EINVAL;
-    return -1;
-}
 
 /* Apply one word of a --ddp value to REQ; SEEN tracks a backend word. */
 static int apply_word (const char *word, struct sp_request *req, bool *seen)
@@ -81,11 +68,11 @@ int sp_option_parse (const char *value, struct sp_request *req, char *err,
     size_t len;
 
     if (!req)
-        return fail (err, errlen, "ddp: internal error: no request");
+        return sp_fail (err, errlen, "ddp: internal error: no request");
     if (value && *value) {
         len = strnlen (value, sizeof (buf));
         if (len >= sizeof (buf))
-            return fail (err, errlen, "ddp: --ddp value is longer than %d "
+            return sp_fail (err, errlen, "ddp: --ddp value is longer than %d "
                          "characters; valid values: %s", SP_OPTION_MAXLEN,
                          SP_OPTION_VALID);
         memcpy (buf, value, len + 1);
@@ -100,7 +87,7 @@ int sp_option_parse (const char *value, struct sp_request *req, char *err,
     *req = r;
     return 0;
 invalid:
-    return fail (err, errlen, "ddp: invalid --ddp value '%s'; valid values: %s",
+    return sp_fail (err, errlen, "ddp: invalid --ddp value '%s'; valid values: %s",
                  value, SP_OPTION_VALID);
 }
 

@@ -1,4 +1,4 @@
-/* fuzz-sources: spank/sp_conf.c spank/sp_option.c spank/sp_strint.c */
+/* fuzz-sources: spank/sp_conf.c spank/sp_option.c spank/sp_strint.c spank/sp_err.c */
 /* fuzz_conf.c - the plugstack.conf arguments (sp_conf_parse) and the value
  * parsers behind them (sp_parse_bool, sp_parse_port_range).
  *

@@ -1,4 +1,4 @@
-/* fuzz-sources: spank/sp_gpus.c spank/sp_option.c */
+/* fuzz-sources: spank/sp_gpus.c spank/sp_option.c spank/sp_err.c */
 /* fuzz_gpus.c - GPU lists from the job environment (CUDA_VISIBLE_DEVICES)
  * and the per-task GPU choice (sp_gpus_count, sp_gpus_pick, sp_gpus_choose).
  *

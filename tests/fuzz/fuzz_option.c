@@ -1,4 +1,4 @@
-/* fuzz-sources: spank/sp_option.c */
+/* fuzz-sources: spank/sp_option.c spank/sp_err.c */
 /* fuzz_option.c - the --ddp value (sp_option_parse, sp_backend_parse) and the
  * search for --ddp in srun's argument vector (sp_argv_find).
  *
