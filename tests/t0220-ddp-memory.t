@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='libddp: memory stays flat over 100k small allreduces'
+test_description='libddp: memory of the tasks and of slurmstepd stays flat over 100k small allreduces'
 . "$(dirname "$0")/test-lib.sh"
 ddp_cluster_require
 
@@ -11,9 +11,18 @@ MAX_GROWTH=${DDP_MAX_RSS_GROWTH_KB:-256}
 
 check_growth () {
 	cat "$1" &&
-	test $(grep -c "rss_growth_kb=" "$1") = $2 &&
-	sed -n "s/.*rss_growth_kb=\(-*[0-9]*\).*/\1/p" "$1" | while read g; do
+	test $(grep -c " rss_growth_kb=" "$1") = $2 &&
+	sed -n "s/.* rss_growth_kb=\(-*[0-9]*\).*/\1/p" "$1" | while read g; do
 		test "$g" -le "$MAX_GROWTH" || { echo "grew by $g KiB"; return 1; }
+	done
+}
+
+# check_stepd_growth FILE N: N tasks reported their slurmstepd's RSS (the
+# daemon that hosts the step's PMIx server), and none grew.
+check_stepd_growth () {
+	test $(grep -c "stepd_rss_growth_kb=" "$1") = $2 &&
+	sed -n "s/.*stepd_rss_growth_kb=\(-*[0-9]*\).*/\1/p" "$1" | while read g; do
+		test "$g" -le "$MAX_GROWTH" || { echo "slurmstepd grew by $g KiB"; return 1; }
 	done
 }
 
@@ -24,5 +33,14 @@ test_expect_success '-N1 -n2: RSS flat over 100000 allreduces' '
 test_expect_success '-N2 -n2: RSS flat over 100000 allreduces' '
 	ddp_srun --mpi=pmix -N2 -n2 "$PERF" 0 100000 >n2.out &&
 	check_growth n2.out 2
+'
+test_expect_success 'slurmstepd (the PMIx server) stays flat too' '
+	check_stepd_growth n1.out 2 &&
+	check_stepd_growth n2.out 2
+'
+test_expect_success 'srun --ddp=host -N2 -n4: tasks and slurmstepd flat' '
+	ddp_srun --ddp=host -N2 -n4 "$PERF" 0 100000 >ddp.out &&
+	check_growth ddp.out 4 &&
+	check_stepd_growth ddp.out 4
 '
 test_done
