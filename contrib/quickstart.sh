@@ -35,11 +35,14 @@ cluster=$(DDP_BUILD_DIR=$build "$cluster_tool" start)
 . "$cluster/env"
 sinfo -N -o '%N %T %G'
 
-# The main job: the training example once built, else a program that prints
-# each task's view of the step.
-job=$build/contrib/examples/train
-[ -x "$job" ] || job=$build/tests/progs/rankview
-cmd=(srun --ddp=host -N2 -n4 --ntasks-per-node=2 -l "$job")
-echo "== quickstart: ${cmd[*]}"
-timeout 300 "${cmd[@]}"
+# Each task's view of the step first (one line per task: rank, node, the
+# variables the plugin set), then the main job: the training example.
+work=$build/quickstart
+mkdir -p "$work" && cd "$work"
+view=(srun --ddp=host -N2 -n4 --ntasks-per-node=2 -l "$build/tests/progs/rankview")
+echo "== quickstart: ${view[*]}"
+timeout 120 "${view[@]}" | sort -n
+job=(srun --ddp=host -N2 -n4 --ntasks-per-node=2 -l "$build/contrib/examples/train")
+echo "== quickstart: ${job[*]}  (in $work)"
+timeout 300 "${job[@]}"
 echo "== quickstart: done: 4 tasks on 2 nodes ran with ranks, ports and PMIx set by the ddp plugin"
