@@ -347,42 +347,15 @@ static void node_reduce (struct host *h, int bank, char *dst, size_t lo,
     ddpi_reduce_many (dst, src, h->lsize, n, dtype, op);
 }
 
-/* Leaders: combine the nodes' partials (own in result) in node order into
- * result; finish AVG. */
-static int leaders_reduce (struct host *h, uint64_t s, char *result,
-                           size_t n, size_t es, ddp_dtype_t dtype, ddp_op_t op)
-{
-    size_t bytes = n * es;
-    struct iovec one = { result, bytes };
-    struct iovec *sv[h->nnodes];
-    int sc[h->nnodes];
-    void *rv[h->nnodes];
-    size_t rl[h->nnodes];
-    const void *src[h->nnodes];
-    char *dst = h->scratch + (size_t)h->node * h->res_bytes;
-    int nd, rc;
-
-    for (nd = 0; nd < h->nnodes; nd++) {
-        sv[nd] = &one;
-        sc[nd] = 1;
-        rv[nd] = h->scratch + (size_t)nd * h->res_bytes;
-        rl[nd] = bytes;
-        src[nd] = nd == h->node ? result : rv[nd];
-    }
-    if ((rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
-        return rc;
-    ddpi_reduce_many (dst, src, h->nnodes, n, dtype, op);
-    ddpi_reduce_finish (dst, n, dtype, op, h->size);
-    memcpy (result, dst, bytes);
-    return 0;
-}
-
-/* A rank alone on its node (it leads it): no shared memory to go through,
- * its data is the node's partial; the wire protocol is the leaders' usual
- * one, so nodes with more ranks take part unchanged. */
-static int alone_reduce_step (struct host *h, uint64_t s, const char *send,
-                              char *out, size_t n, size_t es,
-                              ddp_dtype_t dtype, ddp_op_t op)
+/* Leaders: exchange the nodes' partials (this node's is send) and combine
+ * them in node order into out (NULL: not wanted here; send == out is
+ * fine); finish AVG.  A rank alone on its node (it leads it) calls this
+ * straight from its buffers: no shared memory to go through, and the wire
+ * protocol is the leaders' usual one, so nodes with more ranks take part
+ * unchanged. */
+static int leaders_combine (struct host *h, uint64_t s, const char *send,
+                            char *out, size_t n, size_t es,
+                            ddp_dtype_t dtype, ddp_op_t op)
 {
     size_t bytes = n * es;
     struct iovec one = { (void *)send, bytes };
@@ -427,7 +400,7 @@ static int reduce_step (struct host *h, const char *send, char *out, size_t n,
     bank = (int)(s & 1);
     result = host_result (h, bank);
     if (h->lsize == 1)
-        return alone_reduce_step (h, s, send, out, n, es, dtype, op);
+        return leaders_combine (h, s, send, out, n, es, dtype, op);
     memcpy (host_slot (h, bank, h->lrank), send, bytes);
     post (h, 0, s);
     if (split) {
@@ -471,7 +444,7 @@ static int reduce_step (struct host *h, const char *send, char *out, size_t n,
         node_reduce (h, bank, result, 0, n, es, dtype, op);
     }
     /* The leader of a multi-node job, with the node's partial in result. */
-    if ((rc = leaders_reduce (h, s, result, n, es, dtype, op)) < 0)
+    if ((rc = leaders_combine (h, s, result, result, n, es, dtype, op)) < 0)
         return rc;
     post (h, 2, s);
     if (out)
