@@ -16,6 +16,7 @@
 #   --short        few sizes, iterations and repetitions (CI: ~1-2 minutes)
 #   --out DIR      raw results (TSV and text per run; default
 #                  $DDP_BUILD_DIR/contrib/bench/results); not under /tmp
+#                  unless inside the build tree
 #   --report FILE  the report (default DIR/report.md)
 #   --reps N       repetitions of each init run (default 5; --short 1)
 #   --launch-reps N  repetitions of each launch-cost run (default 20; --short 3)
@@ -99,7 +100,12 @@ fi
 out=${out:-$build/contrib/bench/results}
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
-case "$out" in /tmp|/tmp/*) die "--out must be outside /tmp (each test node has a private /tmp)" ;; esac
+# Each test node has a private /tmp; only the build tree is bound back into
+# it (ddp-test-cluster), so a directory under /tmp must lie inside that.
+case "$out" in
+    "$build"/*) ;;
+    /tmp|/tmp/*) die "--out must be outside /tmp, or inside the build tree (each test node has a private /tmp)" ;;
+esac
 report=${report:-$out/report.md}
 rm -f "$out"/ddp-* "$out"/mpi-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
       "$out/failures" "$out/retried"
