@@ -302,6 +302,141 @@ static int pmix_fence (struct bootstrap *b, bool collect, char *err,
     return 0;
 }
 
+/* After a bootstrap fence timed out: which ranks never committed their
+ * blob, that is never reached ddp_init()?  Slurm's fence does not say.
+ *
+ * Only this node's ranks are asked, with PMIX_IMMEDIATE: their server
+ * answers from what it holds, without the host.  Ranks on other nodes cannot
+ * be asked safely: a Get of a remote rank becomes a Slurm direct-modex
+ * request, and when every task of that node is gone (the case to diagnose)
+ * Slurm 22.05's slurmstepd retries the send for about 30 s inside its PMIx
+ * progress thread, which stalls every PMIx client of this node and keeps
+ * the step's slurmstepd alive long after srun returned (seen: 88 s).
+ *
+ * The Gets are non-blocking, with our own deadline; a request given up on
+ * may still be answered later, so its state (and the key and info, which
+ * the library keeps pointers to) is static and not freed while pending. */
+#define PROBE_WINDOW 1.0    /* seconds, at most */
+
+static struct probe {
+    char key[64];
+    pmix_info_t info;
+    int n;
+    struct probe_slot {
+        volatile int done;
+        volatile int status;
+    } *slot;
+} probe;
+
+static void probe_cb (pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    struct probe_slot *s = cbdata;
+
+    (void)kv;   /* released by the library */
+    s->status = status;
+    __atomic_store_n (&s->done, 1, __ATOMIC_RELEASE);
+}
+
+static bool probe_idle (void)
+{
+    int i;
+
+    for (i = 0; i < probe.n; i++)
+        if (!__atomic_load_n (&probe.slot[i].done, __ATOMIC_ACQUIRE))
+            return false;
+    return true;
+}
+
+/* Ask this node's server whether each local rank committed KEY; wait until
+ * every answer is in or the window ends.  Returns how many local ranks did
+ * not (listed in missing[], local_size entries), or -1 when the probe could
+ * not run. */
+static int probe_local (struct bootstrap *b, const char *key, int *missing)
+{
+    double window = b->timeout_s < PROBE_WINDOW ? b->timeout_s : PROBE_WINDOW;
+    double end;
+    bool yes = true;
+    pmix_proc_t p;
+    int i, n = 0;
+
+    if (probe.slot && !probe_idle ())
+        return -1;  /* an earlier probe is still out: its state must stay */
+    free (probe.slot);
+    if (!(probe.slot = calloc ((size_t)b->info.local_size,
+                               sizeof (*probe.slot))))
+        return -1;
+    probe.n = b->info.local_size;
+    snprintf (probe.key, sizeof (probe.key), "%s", key);
+    PMIX_INFO_LOAD (&probe.info, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    for (i = 0; i < probe.n; i++) {
+        probe.slot[i].done = 1;
+        if (i == b->info.local_rank)
+            continue;
+        PMIX_LOAD_PROCID (&p, b->me.nspace,
+                          (pmix_rank_t)b->info.local_ranks[i]);
+        probe.slot[i].done = 0;
+        if (PMIx_Get_nb (&p, probe.key, &probe.info, 1, probe_cb,
+                         &probe.slot[i]) != PMIX_SUCCESS) {
+            probe.slot[i].status = PMIX_ERROR;
+            __atomic_store_n (&probe.slot[i].done, 1, __ATOMIC_RELEASE);
+        }
+    }
+    end = ddpi_now () + window;
+    while (!probe_idle () && ddpi_now () < end) {
+        struct timespec ts = { 0, 2000000 };
+        nanosleep (&ts, NULL);
+    }
+    for (i = 0; i < probe.n; i++)
+        if (i != b->info.local_rank
+            && (!__atomic_load_n (&probe.slot[i].done, __ATOMIC_ACQUIRE)
+                || probe.slot[i].status != PMIX_SUCCESS))
+            missing[n++] = b->info.local_ranks[i];
+    return n;
+}
+
+/* The ranks not on this node (ascending), for the "among" message. */
+static int remote_ranks (struct bootstrap *b, int *out)
+{
+    int r, i = 0, n = 0;
+
+    for (r = 0; r < b->info.size; r++) {
+        if (i < b->info.local_size && b->info.local_ranks[i] == r)
+            i++;
+        else
+            out[n++] = r;
+    }
+    return n;
+}
+
+/* The fence of exchange KEY timed out: say which ranks did not arrive, as
+ * far as this node can tell.  Returns DDP_ETIMEDOUT. */
+static int fence_timeout_error (struct bootstrap *b, const char *key,
+                                char *err, size_t errlen)
+{
+    int *ranks = calloc ((size_t)b->info.size, sizeof (int));
+    char list[256];
+    int n = ranks ? probe_local (b, key, ranks) : -1;
+
+    if (n > 0)
+        errf (err, errlen, DDP_ETIMEDOUT, "rank%s %s of this node did not "
+              "reach ddp_init within %g s (DDP_TIMEOUT): exited before it, "
+              "or still starting (ranks of other nodes were not checked)",
+              n > 1 ? "s" : "", ddpi_format_ranks (list, sizeof (list),
+                                                   ranks, n),
+              b->timeout_s);
+    else if (n == 0 && b->info.num_nodes > 1) {
+        n = remote_ranks (b, ranks);
+        errf (err, errlen, DDP_ETIMEDOUT, "every rank of this node reached "
+              "ddp_init, but not every rank of the other nodes within %g s "
+              "(DDP_TIMEOUT): the missing ones are among rank%s %s",
+              b->timeout_s, n > 1 ? "s" : "",
+              ddpi_format_ranks (list, sizeof (list), ranks, n));
+    }
+    ddpi_debug ("bootstrap fence timeout: %s", err ? err : "");
+    free (ranks);
+    return DDP_ETIMEDOUT;
+}
+
 static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
                           char *all, size_t *all_off, size_t *all_len,
                           size_t cap, char *err, size_t errlen)
@@ -325,8 +460,11 @@ static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
     if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
         return errf (err, errlen, DDP_EPMIX, "PMIx_Commit: %s",
                      PMIx_Error_string (rc));
-    if ((rc = pmix_fence (b, true, err, errlen)) < 0)
+    if ((rc = pmix_fence (b, true, err, errlen)) < 0) {
+        if (rc == DDP_ETIMEDOUT)
+            rc = fence_timeout_error (b, key, err, errlen);
         return rc;
+    }
     /* After a collecting fence every blob is local: PMIX_OPTIONAL keeps a
      * missing one (a rank that died before it put anything, which Slurm's
      * fence does not always wait for) from turning into a server request

@@ -49,6 +49,11 @@ int ddpi_parse_long (const char *s, long min, long max, long *out);
  * sets *out, or -1. */
 int ddpi_parse_seconds (const char *s, double *out);
 
+/* Write the ascending ranks[0..n-1] to buf (len bytes, len >= 32) as a
+ * compact list, "1,3-5,9"; when it does not fit, as much as fits followed by
+ * ",... (N ranks)".  Always NUL-terminates.  Returns buf. */
+char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n);
+
 /* Identity used by the log prefix; set by core once known. */
 void ddpi_log_set_identity (int rank, int size);
 

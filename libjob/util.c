@@ -160,3 +160,31 @@ int ddpi_parse_seconds (const char *s, double *out)
     *out = v;
     return 0;
 }
+
+char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n)
+{
+    char tail[40], item[32];
+    size_t off = 0, room;
+    int i = 0, j;
+
+    buf[0] = '\0';
+    snprintf (tail, sizeof (tail), ",... (%d ranks)", n);
+    room = len > strlen (tail) + 1 ? len - strlen (tail) - 1 : 0;
+    while (i < n) {
+        for (j = i; j + 1 < n && ranks[j + 1] == ranks[j] + 1; j++)
+            ;
+        if (j > i)
+            snprintf (item, sizeof (item), "%s%d-%d", i ? "," : "", ranks[i],
+                      ranks[j]);
+        else
+            snprintf (item, sizeof (item), "%s%d", i ? "," : "", ranks[i]);
+        if (off + strlen (item) > room) {
+            snprintf (buf + off, len - off, "%s", i ? tail : tail + 1);
+            return buf;
+        }
+        memcpy (buf + off, item, strlen (item) + 1);
+        off += strlen (item);
+        i = j + 1;
+    }
+    return buf;
+}

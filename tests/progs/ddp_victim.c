@@ -2,9 +2,10 @@
  *
  *   ddp_victim MODE DIR
  *
- * Every rank writes DIR/pid.RANK ("PID HOST JOBID" and a newline; written to
- * a temporary name and renamed, so a reader never sees half of it) once it is
- * in the phase the test wants to break, and DIR/exit.RANK with how it ended.
+ * Every rank writes DIR/pid.RANK ("PID HOST JOBID NODE" and a newline, NODE
+ * being SLURMD_NODENAME; written to a temporary name and renamed, so a reader
+ * never sees half of it) once it is in the phase the test wants to break, and
+ * DIR/exit.RANK with how it ended.
  * Modes:
  *   barrier    init, then ddp_barrier() in a loop
  *   allreduce  init, then a large ddp_allreduce() (DDP_VICTIM_COUNT floats,
@@ -22,8 +23,8 @@
  * Loops stop after DDP_VICTIM_SECS seconds (default 60): a rank that gets
  * there never noticed its peer's death, prints "NOT NOTICED" and exits 4.
  * A failing call prints "ddp_victim: rank R: CALL failed: MESSAGE (CODE)" on
- * stdout, writes "CALL CODE SECONDS" (how long that call took) to
- * DIR/exit.RANK and exits 2.
+ * stdout, writes "CALL CODE SECONDS NODE" (how long that call took, and
+ * SLURMD_NODENAME) to DIR/exit.RANK and exits 2.
  */
 #include "config.h"
 
@@ -67,6 +68,13 @@ static void put_file (const char *name, const char *text)
     }
 }
 
+/* The Slurm node this rank runs on ("-" outside Slurm). */
+static const char *node_name (void)
+{
+    const char *node = getenv ("SLURMD_NODENAME");
+    return node && *node ? node : "-";
+}
+
 static void ready (void)
 {
     char text[512], host[256] = "?";
@@ -74,8 +82,8 @@ static void ready (void)
     const char *job = getenv ("SLURM_JOB_ID");
 
     gethostname (host, sizeof (host) - 1);
-    snprintf (text, sizeof (text), "%d %s %s", (int)getpid (), host,
-              job ? job : "-");
+    snprintf (text, sizeof (text), "%d %s %s %s", (int)getpid (), host,
+              job ? job : "-", node_name ());
     put_file ("pid", text);
 }
 
@@ -94,7 +102,8 @@ static void failed (const char *call, int rc)
 
     printf ("ddp_victim: rank %d: %s failed: %s (%d)\n", my_rank, call,
             ddp_strerror (rc), rc);
-    snprintf (what, sizeof (what), "%s %d %.2f", call, rc, took);
+    snprintf (what, sizeof (what), "%s %d %.2f %s", call, rc, took,
+              node_name ());
     finish (2, what);
 }
 

@@ -1,0 +1,45 @@
+/* util.c - libddp's internal helpers: the compact rank lists that failure
+ * messages are made of (ddpi_format_ranks). */
+#include "config.h"
+
+#include <string.h>
+
+#include "tap.h"
+#include "ddp_internal.h"
+
+static void ranks_is (const int *r, int n, size_t len, const char *want,
+                      const char *what)
+{
+    char buf[256];
+
+    memset (buf, 'x', sizeof (buf));
+    is_str (ddpi_format_ranks (buf, len, r, n), want, "%s", what);
+    ok (strlen (buf) < len, "%s: fits in %zu bytes", what, len);
+}
+
+int main (void)
+{
+    static const int one[] = { 7 };
+    static const int mixed[] = { 0, 1, 2, 5, 7, 8, 10 };
+    static const int pairs[] = { 3, 4, 9, 10 };
+    int many[100];
+    int i;
+
+    plan (NO_PLAN);
+    ranks_is (one, 0, 64, "", "no ranks: empty");
+    ranks_is (one, 1, 64, "7", "one rank");
+    ranks_is (mixed, 7, 64, "0-2,5,7-8,10", "runs become ranges");
+    ranks_is (pairs, 4, 64, "3-4,9-10", "two-rank runs are ranges too");
+    for (i = 0; i < 100; i++)
+        many[i] = 2 * i;    /* no runs: 100 separate numbers */
+    ranks_is (many, 100, 64, "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,"
+              "... (100 ranks)", "a long list is cut with a count");
+    ranks_is (many, 100, 32, "0,2,4,6,8,10,12,... (100 ranks)",
+              "cut shorter in a smaller buffer");
+    ranks_is (many, 1, 32, "0", "a short one in a small buffer");
+    many[0] = 1000000000;
+    many[1] = 1000000001;
+    ranks_is (many, 2, 32, "... (2 ranks)", "nothing fits: only the count");
+    done_testing ();
+    return 0;
+}
