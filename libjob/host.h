@@ -30,7 +30,7 @@
 #include "backend.h"
 #include "wait.h"
 
-#define SHM_MAGIC 0x64647073686d3031ULL  /* "ddpshm01" */
+#define SHM_MAGIC 0x64647073686d3032ULL  /* "ddpshm02" */
 
 struct shm_flags {
     _Atomic uint64_t seq;
@@ -39,6 +39,9 @@ struct shm_flags {
     char pad[64 - 3 * sizeof (uint64_t)];
 };
 
+/* Ranks a fault record can list; more are counted, not listed. */
+#define FAULT_LIST_MAX 32
+
 struct shm_hdr {
     uint64_t magic;
     uint64_t slot_bytes;
@@ -46,12 +49,18 @@ struct shm_hdr {
     uint32_t local_size;
     _Atomic int32_t attached;
     /* Set once by the first rank that sees a fatal failure: the global rank
-     * at fault + 1 (0: none) and the DDP_E* code. */
+     * at fault + 1 (0: none; it claims the record) and the DDP_E* code. */
     _Atomic int32_t fault_rank;
     _Atomic int32_t fault_code;
-    _Atomic int32_t fault_kind;     /* enum host_fault_kind */
+    _Atomic int32_t fault_kind;     /* enum host_fault_kind; written last */
     _Atomic int32_t fault_reporter; /* global rank that noticed it */
-    char pad[64 - 3 * sizeof (uint64_t) - 6 * sizeof (int32_t)];
+    /* Every rank at fault (ascending, the first fault_nlist of fault_n),
+     * written by the claimer before fault_kind. */
+    int32_t fault_n;
+    int32_t fault_nlist;
+    int32_t fault_list[FAULT_LIST_MAX];
+    char pad[256 - 3 * sizeof (uint64_t) - (8 + FAULT_LIST_MAX)
+             * sizeof (int32_t)];
 };
 
 enum host_fault_kind {
@@ -135,6 +144,16 @@ int host_wait_all (struct host *h, int which, uint64_t s);
  * leaders.  Returns the DDP_E* code of the fault now in force. */
 int host_fault (struct host *h, int bad_rank, int kind);
 
+/* As host_fault() for several ranks at once (ranks ascending, n >= 1; a
+ * node relays the whole list, so every rank names all of them). */
+int host_fault_set (struct host *h, const int *ranks, int n, int kind);
+
+/* Claim the segment's fault record for ranks (nlist listed of n in all,
+ * ascending), noticed by rank reporter.  Returns 1, or 0 when a record was
+ * already there (the first claim stands).  Does not log or relay. */
+int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
+                      int kind, int reporter);
+
 /* Extra time a wait that depends on another rank's wait gets (seconds). */
 double host_grace (struct host *h);
 
@@ -173,9 +192,10 @@ void host_tcp_close (struct host *h);
 int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len);
 
-/* tcp.c: best effort, non-blocking: tell every other leader that rank
- * bad_rank failed (kind), as noticed by rank reporter. */
-void host_tcp_send_fault (struct host *h, int bad_rank, int kind,
-                          int reporter);
+/* tcp.c: best effort, non-blocking: tell every other leader that ranks
+ * (nlist listed of n in all, ascending) failed (kind), as noticed by rank
+ * reporter. */
+void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
+                          int kind, int reporter);
 
 #endif /* DDP_HOST_H */

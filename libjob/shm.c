@@ -171,49 +171,97 @@ static const char *kind_str (int kind)
     return "failed";
 }
 
+_Static_assert (sizeof (struct shm_hdr) == 256,
+                "the flags after the header stay cache-line aligned");
+
+/* The fault record's kind, waiting (1 ms at most) for a claimer that is
+ * still writing it; FAULT_DIED if it never shows (the common case then). */
+static int record_kind (struct host *h)
+{
+    double end = 0;
+    int kind;
+
+    while ((kind = atomic_load (&h->hdr->fault_kind)) == 0) {
+        double t = ddpi_now ();
+        if (end == 0)
+            end = t + 1e-3;
+        else if (t > end)
+            return FAULT_DIED;
+    }
+    return kind;
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
+    int kind = record_kind (h);
     int bad = atomic_load (&h->hdr->fault_rank) - 1;
-    int kind = atomic_load (&h->hdr->fault_kind);
     int who = atomic_load (&h->hdr->fault_reporter);
-    int code;
+    int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
+    int code = host_fault_code (kind);
 
-    if (kind == 0)
-        kind = FAULT_DIED;  /* being written: the common case */
-    code = host_fault_code (kind);
+    if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
+        n = nlist = 1;  /* no list (yet): the claimer's first rank */
+        h->hdr->fault_list[0] = bad;
+    }
     if (!h->broken) {
-        char tmo[64] = "";
+        char tmo[64] = "", list[192], more[48] = "", by[48] = "";
         h->broken = code;
         if (kind == FAULT_TIMEOUT)
             snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
-        if (who == h->rank)
-            ddpi_error (code, "rank %d %s%s", bad, kind_str (kind), tmo);
-        else
-            ddpi_error (code, "rank %d %s%s (noticed by rank %d)", bad,
-                        kind_str (kind), tmo, who);
+        if (n > nlist)
+            snprintf (more, sizeof (more), " (%d ranks in all)", n);
+        if (who != h->rank)
+            snprintf (by, sizeof (by), " (noticed by rank %d)", who);
+        ddpi_error (code, "rank%s %s%s %s%s%s", n > 1 ? "s" : "",
+                    ddpi_format_ranks (list, sizeof (list),
+                                       h->hdr->fault_list, nlist),
+                    more, kind_str (kind), tmo, by);
     }
     if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
         h->fault_sent = true;
-        host_tcp_send_fault (h, bad, kind, who);
+        host_tcp_send_fault (h, h->hdr->fault_list, nlist, n, kind, who);
     }
     return h->broken;
 }
 
-int host_fault (struct host *h, int bad_rank, int kind)
+int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
+                      int kind, int reporter)
 {
     int32_t zero = 0;
+    int i;
 
-    if (h->hdr && atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
-                                                  bad_rank + 1)) {
-        atomic_store (&h->hdr->fault_reporter, h->rank);
-        atomic_store (&h->hdr->fault_kind, kind);
-    }
+    if (!atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
+                                         ranks[0] + 1))
+        return 0;
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    for (i = 0; i < nlist; i++)
+        h->hdr->fault_list[i] = ranks[i];
+    h->hdr->fault_nlist = nlist;
+    h->hdr->fault_n = n > nlist ? n : nlist;
+    atomic_store (&h->hdr->fault_reporter, reporter);
+    atomic_store (&h->hdr->fault_kind, kind);   /* last: the record is whole */
+    return 1;
+}
+
+int host_fault_set (struct host *h, const int *ranks, int n, int kind)
+{
+    char list[192];
+
     if (!h->hdr) {
         h->broken = host_fault_code (kind);
-        return ddpi_error (h->broken, "rank %d %s", bad_rank, kind_str (kind));
+        return ddpi_error (h->broken, "rank%s %s %s", n > 1 ? "s" : "",
+                           ddpi_format_ranks (list, sizeof (list), ranks, n),
+                           kind_str (kind));
     }
+    host_fault_claim (h, ranks, n, n, kind, h->rank);
     return report (h);
+}
+
+int host_fault (struct host *h, int bad_rank, int kind)
+{
+    return host_fault_set (h, &bad_rank, 1, kind);
 }
 
 int host_check_fault (struct host *h)
@@ -259,6 +307,26 @@ static inline uint64_t load_flag (struct host *h, int lr, int which)
     return atomic_load_explicit (p, memory_order_acquire);
 }
 
+/* An arrival wait on local rank lr timed out: record every local rank that
+ * has not reached step s (ascending, as local_ranks is), not only lr. */
+static int absent_fault (struct host *h, int lr, uint64_t s)
+{
+    int list[FAULT_LIST_MAX];
+    int j, n = 0, nlist = 0;
+
+    for (j = 0; j < h->lsize; j++) {
+        if (j == h->lrank || load_flag (h, j, 0) >= s)
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->local_ranks[j];
+        n++;
+    }
+    if (n == 0)     /* arrived meanwhile: still a timeout of the waited one */
+        return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank);
+    return host_check_fault (h);
+}
+
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 {
     struct ddpi_waiter w;
@@ -278,7 +346,9 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
             return rc;
         rc = ddpi_wait_step (&w);
         if (rc < 0)
-            return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+            return which == 0 ? absent_fault (h, lr, s)
+                              : host_fault (h, h->local_ranks[lr],
+                                            FAULT_TIMEOUT);
         if (rc == 1 && (rc = host_check_peers (h)) < 0)
             return rc;
     }
@@ -292,22 +362,8 @@ int host_wait_all (struct host *h, int which, uint64_t s)
     for (lr = 0; lr < h->lsize; lr++) {
         if (lr == h->lrank)
             continue;
-        if ((rc = host_wait_flag (h, lr, which, s)) < 0) {
-            if (rc == DDP_ETIMEDOUT) {
-                char list[256] = "";
-                size_t off = 0;
-                int j;
-                for (j = 0; j < h->lsize && off < sizeof (list) - 16; j++)
-                    if (j != h->lrank && load_flag (h, j, which) < s)
-                        off += (size_t)snprintf (list + off, sizeof (list) - off,
-                                                 "%s%d", off ? "," : "",
-                                                 h->local_ranks[j]);
-                if (off && atomic_load (&h->hdr->fault_reporter) == h->rank)
-                    ddpi_error (rc, "ranks not arrived after %g s: %s",
-                                h->cfg->timeout_s, list);
-            }
+        if ((rc = host_wait_flag (h, lr, which, s)) < 0)
             return rc;
-        }
     }
     return 0;
 }

@@ -248,23 +248,63 @@ void host_tcp_close (struct host *h)
     h->io = NULL;
 }
 
-void host_tcp_send_fault (struct host *h, int bad_rank, int kind,
-                          int reporter)
-{
-    struct frame f = { FRAME_FAULT, bad_rank, (uint64_t)kind,
-                       (uint64_t)reporter };
-    int n;
+/* A FAULT frame: arg is the first rank at fault, seq packs the kind (bits
+ * 0-15), how many ranks follow the frame as int32 (16-31) and how many there
+ * are in all (32-63); len is who noticed. */
+#define FAULT_SEQ(kind, nlist, n) \
+    ((uint64_t)(kind) | (uint64_t)(nlist) << 16 | (uint64_t)(n) << 32)
 
-    for (n = 0; h->sock && n < h->nnodes; n++) {
-        if (h->sock[n] < 0)
+void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
+                          int kind, int reporter)
+{
+    struct {
+        struct frame f;
+        int32_t list[FAULT_LIST_MAX];
+    } msg;
+    size_t len;
+    int i;
+
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    msg.f = (struct frame){ FRAME_FAULT, ranks[0],
+                            FAULT_SEQ (kind, nlist, n), (uint64_t)reporter };
+    for (i = 0; i < nlist; i++)
+        msg.list[i] = ranks[i];
+    len = sizeof (msg.f) + (size_t)nlist * sizeof (int32_t);
+    for (i = 0; h->sock && i < h->nnodes; i++) {
+        if (h->sock[i] < 0)
             continue;
         /* In the middle of a frame the fault cannot be framed: cut the link
          * instead (the peer sees EOF and fails at once). */
-        if ((h->io && h->io[n].mid)
-            || send (h->sock[n], &f, sizeof (f), MSG_DONTWAIT | MSG_NOSIGNAL)
-               != (ssize_t)sizeof (f))
-            shutdown (h->sock[n], SHUT_RDWR);
+        if ((h->io && h->io[i].mid)
+            || send (h->sock[i], &msg, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+               != (ssize_t)len)
+            shutdown (h->sock[i], SHUT_RDWR);
     }
+}
+
+/* Read the nlist ranks that follow a FAULT frame from node n: they were
+ * sent with it in one send(), so they are there or about to be (100 ms at
+ * most).  Returns 0, or -1 (the caller then names the frame's first rank). */
+static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
+{
+    size_t want = (size_t)nlist * sizeof (int32_t), got = 0;
+    double end = ddpi_now () + 0.1;
+
+    while (got < want) {
+        struct pollfd p = { h->sock[n], POLLIN, 0 };
+        ssize_t r = recv (h->sock[n], (char *)list + got, want - got,
+                          MSG_DONTWAIT);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK
+                       && errno != EINTR) || ddpi_now () > end)
+            return -1;
+        poll (&p, 1, 10);
+    }
+    return 0;
 }
 
 /* The peer behind node n's link is gone: blame its leader. */
@@ -323,13 +363,23 @@ static int frame_in (struct host *h, int n, uint64_t s, size_t want)
     struct frame *f = &h->io[n].in;
 
     if (f->type == FRAME_FAULT) {
-        int32_t zero = 0;
-        if (atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
-                                            f->arg + 1)) {
-            atomic_store (&h->hdr->fault_reporter, f->len < (uint64_t)h->size
-                          ? (int32_t)f->len : h->node_leader[n]);
-            atomic_store (&h->hdr->fault_kind, (int32_t)f->seq);
+        int32_t list[FAULT_LIST_MAX];
+        int kind = (int)(f->seq & 0xffff), nlist = (int)(f->seq >> 16 & 0xffff);
+        int total = (int)(f->seq >> 32 & 0x7fffffff), i;
+        int reporter = f->len < (uint64_t)h->size ? (int)f->len
+                                                  : h->node_leader[n];
+        /* Untrusted numbers from the wire: keep ranks in range. */
+        if (kind < FAULT_DIED || kind > FAULT_LINK)
+            kind = FAULT_DIED;
+        if (nlist < 1 || nlist > FAULT_LIST_MAX
+            || fault_list_in (h, n, list, nlist) < 0) {
+            nlist = 1;
+            list[0] = f->arg;
         }
+        for (i = 0; i < nlist; i++)
+            if (list[i] < 0 || list[i] >= h->size)
+                list[i] = h->node_leader[n];
+        host_fault_claim (h, list, nlist, total, kind, reporter);
         h->fault_sent = true;   /* the sender told everyone */
         return host_check_fault (h);
     }
@@ -382,11 +432,31 @@ static int pump_recv (struct host *h, int n, uint64_t s, void *buf,
     return 1;
 }
 
+/* The leaders' exchange timed out: blame the leader of every node whose
+ * part is still missing (a node whose data is late is one whose ranks did
+ * not all arrive). */
+static int late_nodes_fault (struct host *h)
+{
+    int list[FAULT_LIST_MAX];
+    int n, nlist = 0, total = 0;
+
+    for (n = 0; n < h->nnodes; n++) {
+        if (n == h->node || !(h->io[n].recv || h->io[n].send))
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->node_leader[n];
+        total++;
+    }
+    if (total == 0)
+        return ddpi_error (DDP_ETIMEDOUT, "leaders' exchange timed out");
+    host_fault_claim (h, list, nlist, total, FAULT_TIMEOUT, h->rank);
+    return host_check_fault (h);
+}
+
 int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len)
 {
     struct pollfd pfd[64];
-    int map[64];
     double deadline = 0, start = 0, t;
     int n, rc, pending;
 
@@ -431,7 +501,7 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                     pfd[np].events = (short)((io->send ? POLLOUT : 0)
                                              | (io->recv ? POLLIN : 0));
                     pfd[np].revents = 0;
-                    map[np++] = n;
+                    np++;
                 }
             }
         }
@@ -446,10 +516,8 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
             start = t;
             deadline = t + h->cfg->timeout_s + 2 * host_grace (h);
         }
-        else if (t > deadline) {
-            int bad = map[0];
-            return host_fault (h, h->node_leader[bad], FAULT_TIMEOUT);
-        }
+        else if (t > deadline)
+            return late_nodes_fault (h);
         /* Busy-poll the sockets for as long as a shared-memory wait would
          * spin (a wakeup from poll costs several microseconds). */
         if (t - start < h->spin_us * 1e-6)
