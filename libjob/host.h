@@ -59,7 +59,10 @@ struct shm_hdr {
     int32_t fault_n;
     int32_t fault_nlist;
     int32_t fault_list[FAULT_LIST_MAX];
-    char pad[256 - 3 * sizeof (uint64_t) - (8 + FAULT_LIST_MAX)
+    /* 1 once the list is final: in a job of several nodes a timeout's list
+     * is completed by the leader with the other leaders' lists. */
+    _Atomic int32_t fault_final;
+    char pad[256 - 3 * sizeof (uint64_t) - (9 + FAULT_LIST_MAX)
              * sizeof (int32_t)];
 };
 
@@ -191,6 +194,15 @@ void host_tcp_close (struct host *h);
  * noticed.  Returns 0 or DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT. */
 int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len);
+
+/* Add ranks (nlist listed of n in all, ascending) to the segment's fault
+ * record (leader only, after the record was claimed). */
+void host_fault_merge (struct host *h, const int32_t *ranks, int nlist, int n);
+
+/* tcp.c, leaders: for up to window seconds, read the FAULT frames other
+ * leaders send and merge their lists (host_fault_merge); stop early once
+ * every other node was heard from (a FAULT, or its data: it is complete). */
+void host_tcp_gather_faults (struct host *h, double window);
 
 /* tcp.c: best effort, non-blocking: tell every other leader that ranks
  * (nlist listed of n in all, ascending) failed (kind), as noticed by rank

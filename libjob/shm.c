@@ -171,6 +171,19 @@ static const char *kind_str (int kind)
     return "failed";
 }
 
+/* Sort a short rank list in place (insertion sort: n <= FAULT_LIST_MAX). */
+static void sort_ranks (int32_t *r, int n)
+{
+    int i, j;
+
+    for (i = 1; i < n; i++) {
+        int32_t x = r[i];
+        for (j = i - 1; j >= 0 && r[j] > x; j--)
+            r[j + 1] = r[j];
+        r[j + 1] = x;
+    }
+}
+
 _Static_assert (sizeof (struct shm_hdr) == 256,
                 "the flags after the header stay cache-line aligned");
 
@@ -191,6 +204,59 @@ static int record_kind (struct host *h)
     return kind;
 }
 
+/* A timeout in a job of several nodes: ranks on other nodes may be absent
+ * too, and only their leaders know.  The leader sends its list and merges
+ * the others' (one grace at most); the other local ranks wait for that. */
+static void complete_list (struct host *h)
+{
+    struct ddpi_waiter w;
+
+    if (h->lrank == 0) {
+        if (!h->fault_sent) {
+            h->fault_sent = true;
+            host_tcp_send_fault (h, h->hdr->fault_list, h->hdr->fault_nlist,
+                                 h->hdr->fault_n, FAULT_TIMEOUT,
+                                 atomic_load (&h->hdr->fault_reporter));
+        }
+        host_tcp_gather_faults (h, host_grace (h));
+        atomic_store (&h->hdr->fault_final, 1);
+        return;
+    }
+    ddpi_wait_init (&w, host_grace (h) + 0.5, h->spin_us);
+    while (!atomic_load (&h->hdr->fault_final) && ddpi_wait_step (&w) >= 0)
+        ;
+}
+
+void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
+{
+    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX];
+    int32_t ranks[FAULT_LIST_MAX];
+    int i = 0, j = 0, k = 0, dup = 0, nhave = h->hdr->fault_nlist;
+
+    if (nhave < 0 || nhave > FAULT_LIST_MAX)
+        nhave = 0;
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
+    sort_ranks (ranks, nlist);
+    while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
+        if (j >= nlist || (i < nhave && have[i] < ranks[j]))
+            out[k++] = have[i++];
+        else if (i >= nhave || ranks[j] < have[i])
+            out[k++] = ranks[j++];
+        else {
+            out[k++] = have[i++];
+            j++;
+            dup++;
+        }
+    }
+    memcpy (have, out, (size_t)k * sizeof (int32_t));
+    h->hdr->fault_nlist = k;
+    h->hdr->fault_n += n - dup;
+    if (h->hdr->fault_n < k)
+        h->hdr->fault_n = k;
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
@@ -200,6 +266,10 @@ static int report (struct host *h)
     int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
     int code = host_fault_code (kind);
 
+    if (!h->broken && h->nnodes > 1 && kind == FAULT_TIMEOUT)
+        complete_list (h);
+    n = h->hdr->fault_n;
+    nlist = h->hdr->fault_nlist;
     if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
         n = nlist = 1;  /* no list (yet): the claimer's first rank */
         h->hdr->fault_list[0] = bad;
@@ -238,6 +308,7 @@ int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
         nlist = FAULT_LIST_MAX;
     for (i = 0; i < nlist; i++)
         h->hdr->fault_list[i] = ranks[i];
+    sort_ranks (h->hdr->fault_list, nlist);
     h->hdr->fault_nlist = nlist;
     h->hdr->fault_n = n > nlist ? n : nlist;
     atomic_store (&h->hdr->fault_reporter, reporter);

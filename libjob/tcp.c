@@ -307,6 +307,75 @@ static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
     return 0;
 }
 
+void host_tcp_gather_faults (struct host *h, double window)
+{
+    struct pollfd pfd[64];
+    int map[64];
+    double end = ddpi_now () + window;
+    bool *heard = calloc ((size_t)h->nnodes, sizeof (bool));
+    int n, np, left;
+
+    if (!heard || !h->io || !h->sock) {
+        free (heard);
+        return;
+    }
+    for (n = 0; n < h->nnodes; n++) {
+        struct host_peer_io *io = &h->io[n];
+        heard[n] = n == h->node || h->sock[n] < 0;
+        if (!heard[n] && !io->recv)
+            io->in_hdr = 0;     /* no frame under way from n: a new one */
+        else if (!heard[n] && io->in_hdr == sizeof (io->in))
+            heard[n] = true;    /* its data is arriving: it is complete */
+    }
+    for (;;) {
+        left = np = 0;
+        for (n = 0; n < h->nnodes; n++) {
+            if (heard[n])
+                continue;
+            left++;
+            if (np < 64) {
+                pfd[np] = (struct pollfd){ h->sock[n], POLLIN, 0 };
+                map[np++] = n;
+            }
+        }
+        if (!left || ddpi_now () > end)
+            break;
+        if (poll (pfd, (nfds_t)np, 10) <= 0)
+            continue;
+        for (int i = 0; i < np; i++) {
+            struct host_peer_io *io = &h->io[map[i]];
+            struct frame *f = &io->in;
+            int32_t list[FAULT_LIST_MAX];
+            int nlist;
+            ssize_t r;
+
+            if (!pfd[i].revents)
+                continue;
+            r = recv (h->sock[map[i]], (char *)f + io->in_hdr,
+                      sizeof (*f) - io->in_hdr, MSG_DONTWAIT);
+            if (r <= 0) {
+                if (r == 0 || (errno != EAGAIN && errno != EINTR))
+                    heard[map[i]] = true;   /* link gone: nothing to hear */
+                continue;
+            }
+            io->in_hdr += (size_t)r;
+            if (io->in_hdr < sizeof (*f))
+                continue;
+            heard[map[i]] = true;   /* a frame: a FAULT, or data */
+            nlist = (int)(f->seq >> 16 & 0xffff);
+            if (f->type != FRAME_FAULT || nlist < 1 || nlist > FAULT_LIST_MAX
+                || fault_list_in (h, map[i], list, nlist) < 0)
+                continue;
+            for (int j = 0; j < nlist; j++)
+                if (list[j] < 0 || list[j] >= h->size)
+                    list[j] = h->node_leader[map[i]];
+            host_fault_merge (h, list, nlist,
+                              (int)(f->seq >> 32 & 0x7fffffff));
+        }
+    }
+    free (heard);
+}
+
 /* The peer behind node n's link is gone: blame its leader. */
 static int link_lost (struct host *h, int n, const char *what)
 {

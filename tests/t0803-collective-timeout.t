@@ -29,15 +29,43 @@ test_expect_success 'rank 3 never enters a barrier: the others fail with ETIMEDO
 test_expect_success 'rank 3 never enters: every error names rank 3' '
 	REL_DIR=$PWD/skip.1 && rel_check_survivors 3 ddp_barrier
 '
-test_expect_success 'ranks 1 and 2 (one per node) never enter: the others fail after DDP_TIMEOUT' '
+# -N2 -n4 puts ranks 0-2 on n1 and 3 on n2 here: both absent ranks are on
+# n1, and rank 3 learns of them from n1's leader.
+test_expect_success 'ranks 1 and 2 never enter: the others fail after DDP_TIMEOUT' '
 	skip_run skip.2 1,2 0,3 4.5 10
 '
-# Known breakage: a node records one fault (libjob/shm.c host_fault, the
-# first writer wins) and relays one rank to the other nodes (tcp.c
-# FRAME_FAULT), so rank 3 names rank 1 only, although rank 2 on its own
-# node never arrived either; rank 0 lists "1,2" in a second line.
-test_expect_failure 'ranks 1 and 2 never enter: every error names both' '
+test_expect_success 'ranks 1 and 2 never enter: every error names both' '
 	REL_DIR=$PWD/skip.2 && rel_check_survivors 1,2 ddp_barrier
+'
+# Two per node (n1: 0 1, n2: 2 3), one absent rank on each: each leader
+# knows only its own node's, and they swap lists before reporting.
+test_expect_success 'ranks 1 and 3 (one per node) never enter: the others fail after DDP_TIMEOUT' '
+	rel_start skip.4 skip 1,3 -N2 -n4 --ntasks-per-node=2 &&
+	rel_wait &&
+	rel_show &&
+	rel_check_bound &&
+	rel_check_survivors 1,3 ddp_barrier nocheck &&
+	rel_check_call_time 0,2 4.5 10 &&
+	rel_check_clean
+'
+test_expect_success 'ranks 1 and 3 (one per node) never enter: every error names both' '
+	REL_DIR=$PWD/skip.4 && rel_check_survivors 1,3 ddp_barrier
+'
+# The absent rank 2 is n2's leader, and only leaders hold the links between
+# nodes: rank 0 hears nothing from n2 and rank 3 nothing from n1, so each
+# names its own node's absent rank (known breakage below).
+test_expect_success 'ranks 1 and 2 (2 is a leader) never enter: the others fail in time, naming their node'"'"'s' '
+	rel_start skip.5 skip 1,2 -N2 -n4 --ntasks-per-node=2 &&
+	rel_wait &&
+	rel_show &&
+	rel_check_bound &&
+	rel_check_survivors 1,2 ddp_barrier nocheck &&
+	rel_check_clean &&
+	grep -q "^\[ddp rank 0/4\] error: rank.* 1.* did not arrive" "$REL_DIR.err" &&
+	grep -q "^\[ddp rank 3/4\] error: rank.* 2.* did not arrive" "$REL_DIR.err"
+'
+test_expect_failure 'ranks 1 and 2 (2 is a leader) never enter: every error names both' '
+	REL_DIR=$PWD/skip.5 && rel_check_survivors 1,2 ddp_barrier
 '
 test_expect_success 'ddp_abort on rank 2: the others fail at once naming rank 2, srun exits non-zero' '
 	rel_start abort.1 abort 2 -N2 -n4 &&
