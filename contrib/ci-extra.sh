@@ -111,6 +111,9 @@ stage_san () {
     # Every report goes to a file under san_logs as well as failing its
     # process: a sanitizer error in a process whose failure a test expects
     # (a killed rank's peers, srun exiting non-zero) would otherwise pass.
+    # The report directory and the LSan suppressions are in the source tree,
+    # which the tasks on the test cluster's nodes must see: from a checkout
+    # under /tmp, ddp-test-cluster binds it into the nodes' private /tmp.
     san_logs=$logs/san-reports
     rm -rf "$san_logs" && mkdir -p "$san_logs"
     # detect_leaks is left to its default (on) when LSan works, so that a
