@@ -229,10 +229,12 @@ static void complete_list (struct host *h)
 
 void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
 {
-    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX];
+    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
     int32_t ranks[FAULT_LIST_MAX];
     int i = 0, j = 0, k = 0, dup = 0, nhave = h->hdr->fault_nlist;
 
+    if (nlist < 1)
+        return;
     if (nhave < 0 || nhave > FAULT_LIST_MAX)
         nhave = 0;
     if (nlist > FAULT_LIST_MAX)
