@@ -141,7 +141,7 @@ static int pmix_get_uint (pmix_proc_t *p, const char *key, unsigned long *out)
 /* Parse PMIX_LOCAL_PEERS ("0,1,5") into a sorted array of local_size. */
 static int parse_peers (const char *s, int size, int *out, int n)
 {
-    int i = 0, j;
+    int i = 0;
     long v;
     char tok[32];
 
@@ -160,12 +160,7 @@ static int parse_peers (const char *s, int size, int *out, int n)
     }
     if (i != n)
         return -1;
-    for (i = 1; i < n; i++) {   /* insertion sort: n is small */
-        int x = out[i];
-        for (j = i - 1; j >= 0 && out[j] > x; j--)
-            out[j + 1] = out[j];
-        out[j + 1] = x;
-    }
+    ddpi_sort_ranks (out, n);
     for (i = 1; i < n; i++)
         if (out[i] == out[i - 1])
             return -1;

@@ -49,6 +49,10 @@ int ddpi_parse_long (const char *s, long min, long max, long *out);
  * sets *out, or -1. */
 int ddpi_parse_seconds (const char *s, double *out);
 
+/* Sort a short list of ranks ascending, in place (insertion sort: lists
+ * here are a node's ranks or a fault list, so n is small). */
+void ddpi_sort_ranks (int *r, int n);
+
 /* Write the ascending ranks[0..n-1] to buf (len bytes, len >= 32) as a
  * compact list, "1,3-5,9"; when it does not fit, as much as fits followed by
  * ",... (N ranks)".  Always NUL-terminates.  Returns buf. */

@@ -188,3 +188,15 @@ char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n)
     }
     return buf;
 }
+
+void ddpi_sort_ranks (int *r, int n)
+{
+    int i, j;
+
+    for (i = 1; i < n; i++) {
+        int x = r[i];
+        for (j = i - 1; j >= 0 && r[j] > x; j--)
+            r[j + 1] = r[j];
+        r[j + 1] = x;
+    }
+}

@@ -1,5 +1,6 @@
 /* util.c - libddp's internal helpers: the compact rank lists that failure
- * messages are made of (ddpi_format_ranks). */
+ * messages are made of (ddpi_format_ranks), and sorting them
+ * (ddpi_sort_ranks). */
 #include "config.h"
 
 #include <string.h>
@@ -40,6 +41,13 @@ int main (void)
     many[0] = 1000000000;
     many[1] = 1000000001;
     ranks_is (many, 2, 32, "... (2 ranks)", "nothing fits: only the count");
+    {
+        int r[] = { 5, 1, 4, 1, 0 }, want[] = { 0, 1, 1, 4, 5 };
+        ddpi_sort_ranks (r, 5);
+        ok (memcmp (r, want, sizeof (r)) == 0, "sort: ascending, repeats kept");
+        ddpi_sort_ranks (r, 0);
+        ok (r[0] == 0, "sort: an empty list is left alone");
+    }
     done_testing ();
     return 0;
 }
