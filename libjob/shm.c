@@ -171,19 +171,6 @@ static const char *kind_str (int kind)
     return "failed";
 }
 
-/* Sort a short rank list in place (insertion sort: n <= FAULT_LIST_MAX). */
-static void sort_ranks (int32_t *r, int n)
-{
-    int i, j;
-
-    for (i = 1; i < n; i++) {
-        int32_t x = r[i];
-        for (j = i - 1; j >= 0 && r[j] > x; j--)
-            r[j + 1] = r[j];
-        r[j + 1] = x;
-    }
-}
-
 _Static_assert (sizeof (struct shm_hdr) == 256,
                 "the flags after the header stay cache-line aligned");
 
@@ -205,19 +192,14 @@ static int record_kind (struct host *h)
 }
 
 /* A timeout in a job of several nodes: ranks on other nodes may be absent
- * too, and only their leaders know.  The leader sends its list and merges
- * the others' (one grace at most); the other local ranks wait for that. */
+ * too, and only their leaders know.  The leader (which sent its own list
+ * already) merges the others' (one grace at most); the other local ranks
+ * wait for that. */
 static void complete_list (struct host *h)
 {
     struct ddpi_waiter w;
 
     if (h->lrank == 0) {
-        if (!h->fault_sent) {
-            h->fault_sent = true;
-            host_tcp_send_fault (h, h->hdr->fault_list, h->hdr->fault_nlist,
-                                 h->hdr->fault_n, FAULT_TIMEOUT,
-                                 atomic_load (&h->hdr->fault_reporter));
-        }
         host_tcp_gather_faults (h, host_grace (h));
         atomic_store (&h->hdr->fault_final, 1);
         return;
@@ -240,7 +222,7 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
     if (nlist > FAULT_LIST_MAX)
         nlist = FAULT_LIST_MAX;
     memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
-    sort_ranks (ranks, nlist);
+    ddpi_sort_ranks (ranks, nlist);
     while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
         if (j >= nlist || (i < nhave && have[i] < ranks[j]))
             out[k++] = have[i++];
@@ -259,23 +241,37 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
         h->hdr->fault_n = k;
 }
 
+/* A record whose list is not (yet) sound names the claimer's first rank. */
+static void check_list (struct host *h)
+{
+    int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
+
+    if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
+        h->hdr->fault_list[0] = atomic_load (&h->hdr->fault_rank) - 1;
+        h->hdr->fault_n = h->hdr->fault_nlist = 1;
+    }
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
     int kind = record_kind (h);
-    int bad = atomic_load (&h->hdr->fault_rank) - 1;
     int who = atomic_load (&h->hdr->fault_reporter);
-    int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
     int code = host_fault_code (kind);
+    int n, nlist;
 
-    if (!h->broken && h->nnodes > 1 && kind == FAULT_TIMEOUT)
+    check_list (h);
+    if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
+        h->fault_sent = true;
+        host_tcp_send_fault (h, h->hdr->fault_list, h->hdr->fault_nlist,
+                             h->hdr->fault_n, kind, who);
+    }
+    if (!h->broken && h->nnodes > 1 && kind == FAULT_TIMEOUT) {
         complete_list (h);
+        check_list (h);
+    }
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;
-    if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
-        n = nlist = 1;  /* no list (yet): the claimer's first rank */
-        h->hdr->fault_list[0] = bad;
-    }
     if (!h->broken) {
         char tmo[64] = "", list[192], more[48] = "", by[48] = "";
         h->broken = code;
@@ -289,10 +285,6 @@ static int report (struct host *h)
                     ddpi_format_ranks (list, sizeof (list),
                                        h->hdr->fault_list, nlist),
                     more, kind_str (kind), tmo, by);
-    }
-    if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
-        h->fault_sent = true;
-        host_tcp_send_fault (h, h->hdr->fault_list, nlist, n, kind, who);
     }
     return h->broken;
 }
@@ -310,7 +302,7 @@ int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
         nlist = FAULT_LIST_MAX;
     for (i = 0; i < nlist; i++)
         h->hdr->fault_list[i] = ranks[i];
-    sort_ranks (h->hdr->fault_list, nlist);
+    ddpi_sort_ranks (h->hdr->fault_list, nlist);
     h->hdr->fault_nlist = nlist;
     h->hdr->fault_n = n > nlist ? n : nlist;
     atomic_store (&h->hdr->fault_reporter, reporter);

@@ -253,6 +253,9 @@ void host_tcp_close (struct host *h)
  * are in all (32-63); len is who noticed. */
 #define FAULT_SEQ(kind, nlist, n) \
     ((uint64_t)(kind) | (uint64_t)(nlist) << 16 | (uint64_t)(n) << 32)
+#define FAULT_SEQ_KIND(seq) ((int)((seq) & 0xffff))
+#define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
+#define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
 
 void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
                           int kind, int reporter)
@@ -307,6 +310,27 @@ static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
     return 0;
 }
 
+/* The ranks the FAULT frame f from node n names, into list: the ranks that
+ * follow it, or the frame's first rank when they do not come (*whole is
+ * then false).  Numbers from the wire are untrusted: a rank out of range
+ * becomes n's leader.  Returns how many. */
+static int fault_frame_ranks (struct host *h, int n, const struct frame *f,
+                              int32_t *list, bool *whole)
+{
+    int nlist = FAULT_SEQ_NLIST (f->seq), i;
+
+    *whole = nlist >= 1 && nlist <= FAULT_LIST_MAX
+             && fault_list_in (h, n, list, nlist) == 0;
+    if (!*whole) {
+        nlist = 1;
+        list[0] = f->arg;
+    }
+    for (i = 0; i < nlist; i++)
+        if (list[i] < 0 || list[i] >= h->size)
+            list[i] = h->node_leader[n];
+    return nlist;
+}
+
 void host_tcp_gather_faults (struct host *h, double window)
 {
     struct pollfd pfd[64];
@@ -347,6 +371,7 @@ void host_tcp_gather_faults (struct host *h, double window)
             struct frame *f = &io->in;
             int32_t list[FAULT_LIST_MAX];
             int nlist;
+            bool whole;
             ssize_t r;
 
             if (!pfd[i].revents)
@@ -362,15 +387,11 @@ void host_tcp_gather_faults (struct host *h, double window)
             if (io->in_hdr < sizeof (*f))
                 continue;
             heard[map[i]] = true;   /* a frame: a FAULT, or data */
-            nlist = (int)(f->seq >> 16 & 0xffff);
-            if (f->type != FRAME_FAULT || nlist < 1 || nlist > FAULT_LIST_MAX
-                || fault_list_in (h, map[i], list, nlist) < 0)
+            if (f->type != FRAME_FAULT)
                 continue;
-            for (int j = 0; j < nlist; j++)
-                if (list[j] < 0 || list[j] >= h->size)
-                    list[j] = h->node_leader[map[i]];
-            host_fault_merge (h, list, nlist,
-                              (int)(f->seq >> 32 & 0x7fffffff));
+            nlist = fault_frame_ranks (h, map[i], f, list, &whole);
+            if (whole)
+                host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
         }
     }
     free (heard);
@@ -433,22 +454,17 @@ static int frame_in (struct host *h, int n, uint64_t s, size_t want)
 
     if (f->type == FRAME_FAULT) {
         int32_t list[FAULT_LIST_MAX];
-        int kind = (int)(f->seq & 0xffff), nlist = (int)(f->seq >> 16 & 0xffff);
-        int total = (int)(f->seq >> 32 & 0x7fffffff), i;
+        int kind = FAULT_SEQ_KIND (f->seq), nlist;
         int reporter = f->len < (uint64_t)h->size ? (int)f->len
                                                   : h->node_leader[n];
-        /* Untrusted numbers from the wire: keep ranks in range. */
+        bool whole;
+
+        /* Untrusted numbers from the wire: keep them in range. */
         if (kind < FAULT_DIED || kind > FAULT_LINK)
             kind = FAULT_DIED;
-        if (nlist < 1 || nlist > FAULT_LIST_MAX
-            || fault_list_in (h, n, list, nlist) < 0) {
-            nlist = 1;
-            list[0] = f->arg;
-        }
-        for (i = 0; i < nlist; i++)
-            if (list[i] < 0 || list[i] >= h->size)
-                list[i] = h->node_leader[n];
-        host_fault_claim (h, list, nlist, total, kind, reporter);
+        nlist = fault_frame_ranks (h, n, f, list, &whole);
+        host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
+                          reporter);
         h->fault_sent = true;   /* the sender told everyone */
         return host_check_fault (h);
     }
