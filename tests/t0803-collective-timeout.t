@@ -10,16 +10,20 @@ ddp_cluster_require
 # ends (at the latest when the sleepers exit) with a non-zero status.
 REL_BOUND=20
 
-# skip_run NAME ABSENT PRESENT MIN MAX: the run, checked except for naming.
+# skip_run NAME ABSENT PRESENT MIN MAX [SRUN ARGS...]: the run (srun
+# -N2 -n4 unless SRUN ARGS are given), checked except for naming.
 skip_run () {
-	rel_start "$1" skip "$2" -N2 -n4 &&
+	local name=$1 absent=$2 present=$3 min=$4 max=$5
+	shift 5
+	[ $# -gt 0 ] || set -- -N2 -n4
+	rel_start "$name" skip "$absent" "$@" &&
 	rel_wait &&
 	rel_show &&
 	rel_check_bound &&
-	rel_check_survivors "$2" ddp_barrier nocheck &&
+	rel_check_survivors "$absent" ddp_barrier nocheck &&
 	test "$(grep -c "ddp_barrier failed: .*(-7)\$" "$REL_DIR.out")" = \
-	     "$(echo "$3" | tr "," "\n" | wc -l)" &&
-	rel_check_call_time "$3" "$4" "$5" &&
+	     "$(echo "$present" | tr "," "\n" | wc -l)" &&
+	rel_check_call_time "$present" "$min" "$max" &&
 	rel_check_clean
 }
 
@@ -40,13 +44,7 @@ test_expect_success 'ranks 1 and 2 never enter: every error names both' '
 # Two per node (n1: 0 1, n2: 2 3), one absent rank on each: each leader
 # knows only its own node's, and they swap lists before reporting.
 test_expect_success 'ranks 1 and 3 (one per node) never enter: the others fail after DDP_TIMEOUT' '
-	rel_start skip.4 skip 1,3 -N2 -n4 --ntasks-per-node=2 &&
-	rel_wait &&
-	rel_show &&
-	rel_check_bound &&
-	rel_check_survivors 1,3 ddp_barrier nocheck &&
-	rel_check_call_time 0,2 4.5 10 &&
-	rel_check_clean
+	skip_run skip.4 1,3 0,2 4.5 10 -N2 -n4 --ntasks-per-node=2
 '
 test_expect_success 'ranks 1 and 3 (one per node) never enter: every error names both' '
 	REL_DIR=$PWD/skip.4 && rel_check_survivors 1,3 ddp_barrier
