@@ -151,8 +151,8 @@ int host_fault (struct host *h, int bad_rank, int kind);
  * node relays the whole list, so every rank names all of them). */
 int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 
-/* Claim the segment's fault record for ranks (nlist listed of n in all,
- * ascending), noticed by rank reporter.  Returns 1, or 0 when a record was
+/* Claim the segment's fault record for ranks (nlist listed of n in all, in
+ * any order: the record keeps them sorted), noticed by rank reporter.  Returns 1, or 0 when a record was
  * already there (the first claim stands).  Does not log or relay. */
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
                       int kind, int reporter);
@@ -195,7 +195,7 @@ void host_tcp_close (struct host *h);
 int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len);
 
-/* Add ranks (nlist listed of n in all, ascending) to the segment's fault
+/* Add ranks (nlist listed of n in all, any order) to the segment's fault
  * record (leader only, after the record was claimed). */
 void host_fault_merge (struct host *h, const int32_t *ranks, int nlist, int n);
 
