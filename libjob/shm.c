@@ -336,7 +336,8 @@ int host_check_fault (struct host *h)
     return report (h);
 }
 
-int host_check_peers (struct host *h)
+/* The local index of a local rank whose process is gone, or -1. */
+static int gone_peer (struct host *h)
 {
     struct pollfd pfd[64];
     int i, n;
@@ -354,15 +355,22 @@ int host_check_peers (struct host *h)
         if (poll (pfd, (nfds_t)n & 63, 0) > 0) {
             for (j = 0; j < n; j++)
                 if (pfd[j].revents)
-                    return host_fault (h, h->local_ranks[i + j], FAULT_DIED);
+                    return i + j;
         }
         for (j = 0; j < n; j++) {
             if (pfd[j].fd < 0 && i + j != h->lrank
                 && kill (h->lpids[i + j], 0) < 0 && errno == ESRCH)
-                return host_fault (h, h->local_ranks[i + j], FAULT_DIED);
+                return i + j;
         }
     }
-    return 0;
+    return -1;
+}
+
+int host_check_peers (struct host *h)
+{
+    int lr = gone_peer (h);
+
+    return lr < 0 ? 0 : host_fault (h, h->local_ranks[lr], FAULT_DIED);
 }
 
 static inline uint64_t load_flag (struct host *h, int lr, int which)
@@ -395,7 +403,7 @@ static int absent_fault (struct host *h, int lr, uint64_t s)
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 {
     struct ddpi_waiter w;
-    int rc;
+    int rc, gone;
 
     if (load_flag (h, lr, which) >= s)
         return 0;
@@ -414,8 +422,15 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
             return which == 0 ? absent_fault (h, lr, s)
                               : host_fault (h, h->local_ranks[lr],
                                             FAULT_TIMEOUT);
-        if (rc == 1 && (rc = host_check_peers (h)) < 0)
-            return rc;
+        if (rc == 1 && (gone = gone_peer (h)) >= 0) {
+            /* A rank may set the flag and exit at once, its last collective
+             * done: read after its exit was seen, the flag tells a peer that
+             * finished from one that died (t0300 once named rank 0 "died"
+             * after it had finished). */
+            if (load_flag (h, lr, which) >= s)
+                break;
+            return host_fault (h, h->local_ranks[gone], FAULT_DIED);
+        }
     }
     return 0;
 }
