@@ -84,16 +84,21 @@ test_expect_success 'callbacks longer than DDP_TIMEOUT: nobody times out' '
 	test $rc = 0 && test $(grep -c "done failures=0$" slow.out) = 3 &&
 	test $(grep -c "slow run_on_main (main 2.5 s, DDP_TIMEOUT 1 s) ok$" slow.out) = 3
 '
+# Each step says what it found when it fails (a failure under load was
+# once seen with no clue which step failed).
 test_expect_success 'ddp_log: lines of 4 ranks logging at once never interleave' '
 	ddp_srun --mpi=pmix -N2 -n4 "$CHECK" "$PWD" log 2>log.err &&
 	grep -v "^srun: " log.err >log.ddp &&
-	test $(wc -l <log.ddp) = $((4 * 400 + 1)) &&
+	{ test $(wc -l <log.ddp) = $((4 * 400 + 1)) ||
+	  { say "$(wc -l <log.ddp) lines, expected $((4 * 400 + 1))"; false; }; } &&
 	grep -c "^\[ddp rank 0/4\] main says 4$" log.ddp &&
 	grep -v "^\[ddp rank 0/4\] main says 4$" log.ddp >lines &&
 	! grep -Ev "^\[ddp rank ([0-3])/4\] line [0-9]+\+? (a{200}|b{200}|c{200}|d{200})$" lines &&
 	for r in 0 1 2 3; do
 		c=$(echo abcd | cut -c$((r + 1))) &&
-		test $(grep -c "^\[ddp rank $r/4\] line [0-9]*+\{0,1\} $c\{200\}$" lines) = 400 || return 1
+		n=$(grep -c "^\[ddp rank $r/4\] line [0-9]*+\{0,1\} $c\{200\}$" lines) &&
+		{ test "$n" = 400 || { say "rank $r: $n whole lines, expected 400"; false; }; } ||
+		return 1
 	done
 '
 test_expect_success 'main dies inside run_on_main: nobody hangs' '
