@@ -225,9 +225,9 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
         && (rc = host_shm_attach (h, h->lpids[0],
                                   blobs[h->local_ranks[0]].memfd)) < 0)
         goto out;
+    for (n = 0; n < h->nnodes && h->nnodes > 1; n++)
+        addrs[n] = blobs[h->node_leader[n]].addr;
     if (h->lrank == 0 && h->nnodes > 1) {
-        for (n = 0; n < h->nnodes; n++)
-            addrs[n] = blobs[h->node_leader[n]].addr;
         if ((rc = host_tcp_connect (h, addrs)) < 0)
             goto out;
         if (!(h->scratch = malloc ((size_t)h->nnodes * h->res_bytes))) {
@@ -241,6 +241,10 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
                 h->node, h->nnodes, h->lrank, h->lsize, h->slot_bytes,
                 h->spin_us, h->nnodes > 1 && h->lrank == 0
                 ? ", leader" : "");
+    if (h->nnodes > 1) {
+        h->leader_addr = addrs;
+        addrs = NULL;
+    }
     *ctxp = h;
     h = NULL;
     rc = 0;
@@ -278,6 +282,7 @@ static void host_destroy (void *ctx)
     free (h->node_leader);
     free (h->node_size);
     free (h->sock);
+    free (h->leader_addr);
     free (h->scratch);
     free (h);
 }

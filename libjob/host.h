@@ -73,6 +73,15 @@ enum host_fault_kind {
     FAULT_LINK = 4,     /* its node's link failed */
 };
 
+/* tcp.c: leader address for the bootstrap blob. */
+#define HOST_MAX_ADDRS 6
+struct host_addr {
+    uint32_t n;                 /* number of IPv4 addresses */
+    uint32_t ip[HOST_MAX_ADDRS];/* network byte order */
+    uint16_t port;              /* network byte order */
+    uint64_t cookie;
+};
+
 struct host_peer_io;
 
 struct host {
@@ -97,8 +106,11 @@ struct host {
     size_t slot_bytes, res_bytes;
     int memfd;                  /* local rank 0 until every rank attached */
 
-    /* Leader links. */
+    /* Leader links.  Leaders keep listening after the mesh is up: a rank
+     * that stands in for an absent leader reaches them there with its
+     * node's fault list (host_tcp_standin_faults). */
     int listen_fd;
+    struct host_addr *leader_addr;  /* per node (jobs of several nodes) */
     int *sock;                  /* per node; -1 for self */
     uint64_t cookie;
     char *scratch;              /* nnodes * res_bytes for received data */
@@ -169,14 +181,6 @@ int host_check_fault (struct host *h);
 /* Local peers alive?  Returns 0, or DDP_EPEER naming the dead one. */
 int host_check_peers (struct host *h);
 
-/* tcp.c: leader address for the bootstrap blob. */
-#define HOST_MAX_ADDRS 6
-struct host_addr {
-    uint32_t n;                 /* number of IPv4 addresses */
-    uint32_t ip[HOST_MAX_ADDRS];/* network byte order */
-    uint16_t port;              /* network byte order */
-    uint64_t cookie;
-};
 
 /* tcp.c: open the listening socket and fill a (leaders only). */
 int host_tcp_listen (struct host *h, struct host_addr *a);
@@ -203,6 +207,12 @@ void host_fault_merge (struct host *h, const int32_t *ranks, int nlist, int n);
  * leaders send and merge their lists (host_fault_merge); stop early once
  * every other node was heard from (a FAULT, or its data: it is complete). */
 void host_tcp_gather_faults (struct host *h, double window);
+
+/* tcp.c, a local rank standing in for its node's absent leader: send the
+ * segment's fault list to every other node's leader (at its listening
+ * socket; they take it while they gather lists) and merge the lists they
+ * answer with, for up to window seconds. */
+void host_tcp_standin_faults (struct host *h, double window);
 
 /* tcp.c: best effort, non-blocking: tell every other leader that ranks
  * (nlist listed of n in all, ascending) failed (kind), as noticed by rank

@@ -191,20 +191,58 @@ static int record_kind (struct host *h)
     return kind;
 }
 
+/* Is global rank r in the segment's fault list? */
+static bool listed (struct host *h, int r)
+{
+    int nlist = h->hdr->fault_nlist;
+
+    for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++)
+        if (h->hdr->fault_list[i] == r)
+            return true;
+    return false;
+}
+
+/* When the fault list names this node's leader, the first local rank it
+ * does not name stands in for the leader in the exchange of lists (the
+ * leader holds the links, and it is not there to use them).  Returns that
+ * local rank, or -1 when the leader is not listed. */
+static int standin (struct host *h)
+{
+    if (!listed (h, h->local_ranks[0]))
+        return -1;
+    for (int lr = 1; lr < h->lsize; lr++)
+        if (!listed (h, h->local_ranks[lr]))
+            return lr;
+    return -1;
+}
+
+/* How long a stand-in waits for the other leaders' lists: a leader that
+ * waits for our node in its exchange gives up there two graces after its
+ * own timeout, then gathers lists for one more grace. */
+static double standin_window (struct host *h)
+{
+    return 3 * host_grace (h);
+}
+
 /* A timeout in a job of several nodes: ranks on other nodes may be absent
  * too, and only their leaders know.  The leader (which sent its own list
- * already) merges the others' (one grace at most); the other local ranks
- * wait for that. */
+ * already), or the rank that stands in for an absent one, merges the
+ * others' lists; the other local ranks wait for that. */
 static void complete_list (struct host *h)
 {
     struct ddpi_waiter w;
+    int sub = standin (h);
+    double window = sub < 0 ? host_grace (h) : standin_window (h);
 
-    if (h->lrank == 0) {
-        host_tcp_gather_faults (h, host_grace (h));
+    if (h->lrank == 0 || h->lrank == sub) {
+        if (h->lrank == 0)
+            host_tcp_gather_faults (h, window);
+        else
+            host_tcp_standin_faults (h, window);
         atomic_store (&h->hdr->fault_final, 1);
         return;
     }
-    ddpi_wait_init (&w, host_grace (h) + 0.5, h->spin_us);
+    ddpi_wait_init (&w, window + 0.5, h->spin_us);
     while (!atomic_load (&h->hdr->fault_final) && ddpi_wait_step (&w) >= 0)
         ;
 }
@@ -217,6 +255,8 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
 
     if (nlist < 1)
         return;
+    if (n < nlist || n > h->size)   /* from the wire: keep it sane */
+        n = n > h->size ? h->size : nlist;
     if (nhave < 0 || nhave > FAULT_LIST_MAX)
         nhave = 0;
     if (nlist > FAULT_LIST_MAX)
@@ -403,25 +443,30 @@ static int absent_fault (struct host *h, int lr, uint64_t s)
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 {
     struct ddpi_waiter w;
+    bool extended = false;
     int rc, gone;
 
     if (load_flag (h, lr, which) >= s)
         return 0;
-    /* Only a wait on a rank's arrival (seq) blames it at the deadline.  A
-     * wait on a result (red, fin) depends on other waits (the leader's on
-     * its node, then its exchange with the other leaders, which allows two
-     * graces), so it allows three: the first report names the rank that
-     * never came. */
-    ddpi_wait_init (&w, h->cfg->timeout_s + (which ? 3 * host_grace (h) : 0),
-                    h->spin_us);
+    /* At the deadline a rank that has not arrived (seq) is absent.  One
+     * that has arrived but whose result (red, fin) is late is waiting on
+     * others itself (the leader on its node, then on the other leaders,
+     * which allows two graces): it gets three more graces, so that the
+     * first report names the rank that never came. */
+    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
     while (load_flag (h, lr, which) < s) {
         if ((rc = host_check_fault (h)) < 0)
             return rc;
         rc = ddpi_wait_step (&w);
+        if (rc < 0 && (which == 0 || load_flag (h, lr, 0) < s))
+            return absent_fault (h, lr, s);
+        if (rc < 0 && !extended) {
+            extended = true;
+            ddpi_wait_extend (&w, 3 * host_grace (h));
+            continue;
+        }
         if (rc < 0)
-            return which == 0 ? absent_fault (h, lr, s)
-                              : host_fault (h, h->local_ranks[lr],
-                                            FAULT_TIMEOUT);
+            return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
         if (rc == 1 && (gone = gone_peer (h)) >= 0) {
             /* A rank may set the flag and exit at once, its last collective
              * done: read after its exit was seen, the flag tells a peer that

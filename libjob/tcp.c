@@ -19,6 +19,7 @@
 #include "host.h"
 
 #define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo" */
+#define STANDIN_MAGIC 0x6464702d7374616eULL /* "ddp-stan" */
 #define FRAME_DATA 0x44415441u              /* "DATA" */
 #define FRAME_FAULT 0x4641554cu             /* "FAUL" */
 
@@ -225,11 +226,7 @@ int host_tcp_connect (struct host *h, const struct host_addr *addrs)
     for (n = 0; n < h->node; n++)
         if ((rc = connect_one (h, n, &addrs[n], deadline)) < 0)
             return rc;
-    if ((rc = accept_higher (h, deadline)) < 0)
-        return rc;
-    close (h->listen_fd);
-    h->listen_fd = -1;
-    return 0;
+    return accept_higher (h, deadline);
 }
 
 void host_tcp_close (struct host *h)
@@ -257,24 +254,32 @@ void host_tcp_close (struct host *h)
 #define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
 #define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
 
+/* A FAULT frame with its list, as one send() puts it on the wire. */
+struct fault_msg {
+    struct frame f;
+    int32_t list[FAULT_LIST_MAX];
+};
+
+/* Fill m for ranks (nlist listed of n); returns the bytes to send. */
+static size_t fault_msg_fill (struct fault_msg *m, const int *ranks,
+                              int nlist, int n, int kind, int reporter)
+{
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
+                           (uint64_t)reporter };
+    for (int i = 0; i < nlist; i++)
+        m->list[i] = ranks[i];
+    return sizeof (m->f) + (size_t)nlist * sizeof (int32_t);
+}
+
 void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
                           int kind, int reporter)
 {
-    struct {
-        struct frame f;
-        int32_t list[FAULT_LIST_MAX];
-    } msg;
-    size_t len;
-    int i;
+    struct fault_msg msg;
+    size_t len = fault_msg_fill (&msg, ranks, nlist, n, kind, reporter);
 
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    msg.f = (struct frame){ FRAME_FAULT, ranks[0],
-                            FAULT_SEQ (kind, nlist, n), (uint64_t)reporter };
-    for (i = 0; i < nlist; i++)
-        msg.list[i] = ranks[i];
-    len = sizeof (msg.f) + (size_t)nlist * sizeof (int32_t);
-    for (i = 0; h->sock && i < h->nnodes; i++) {
+    for (int i = 0; h->sock && i < h->nnodes; i++) {
         if (h->sock[i] < 0)
             continue;
         /* In the middle of a frame the fault cannot be framed: cut the link
@@ -310,6 +315,15 @@ static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
     return 0;
 }
 
+/* Ranks from node n's wire are untrusted: one out of range becomes n's
+ * leader. */
+static void clamp_ranks (struct host *h, int n, int32_t *list, int nlist)
+{
+    for (int i = 0; i < nlist; i++)
+        if (list[i] < 0 || list[i] >= h->size)
+            list[i] = h->node_leader[n];
+}
+
 /* The ranks the FAULT frame f from node n names, into list: the ranks that
  * follow it, or the frame's first rank when they do not come (*whole is
  * then false).  Numbers from the wire are untrusted: a rank out of range
@@ -317,7 +331,7 @@ static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
 static int fault_frame_ranks (struct host *h, int n, const struct frame *f,
                               int32_t *list, bool *whole)
 {
-    int nlist = FAULT_SEQ_NLIST (f->seq), i;
+    int nlist = FAULT_SEQ_NLIST (f->seq);
 
     *whole = nlist >= 1 && nlist <= FAULT_LIST_MAX
              && fault_list_in (h, n, list, nlist) == 0;
@@ -325,10 +339,68 @@ static int fault_frame_ranks (struct host *h, int n, const struct frame *f,
         nlist = 1;
         list[0] = f->arg;
     }
-    for (i = 0; i < nlist; i++)
-        if (list[i] < 0 || list[i] >= h->size)
-            list[i] = h->node_leader[n];
+    clamp_ranks (h, n, list, nlist);
     return nlist;
+}
+
+/* The lists one sends in one message: a leader's list to a stand-in of
+ * node n, a stand-in's to a leader.  Reads the frame and the list (which
+ * came in one send()) within 0.2 s; returns how many ranks, or -1. */
+static int fault_msg_in (struct host *h, int fd, int n, int32_t *list,
+                         int *total)
+{
+    struct frame f;
+    double end = ddpi_now () + 0.2;
+    int nlist;
+
+    if (io_full (fd, &f, sizeof (f), false, end) < 0 || f.type != FRAME_FAULT)
+        return -1;
+    nlist = FAULT_SEQ_NLIST (f.seq);
+    if (nlist < 1 || nlist > FAULT_LIST_MAX
+        || io_full (fd, list, (size_t)nlist * sizeof (int32_t), false, end) < 0)
+        return -1;
+    clamp_ranks (h, n, list, nlist);
+    *total = FAULT_SEQ_N (f.seq);
+    return nlist;
+}
+
+/* The segment's fault list as a message (the record is claimed). */
+static size_t own_fault_msg (struct host *h, struct fault_msg *m)
+{
+    int nlist = h->hdr->fault_nlist;
+
+    if (nlist < 1 || nlist > FAULT_LIST_MAX)
+        return 0;
+    return fault_msg_fill (m, h->hdr->fault_list, nlist, h->hdr->fault_n,
+                           atomic_load (&h->hdr->fault_kind),
+                           atomic_load (&h->hdr->fault_reporter));
+}
+
+/* A leader gathering lists: a stand-in for another node's absent leader
+ * knocks at the listening socket.  Take its list, answer with ours.
+ * Returns its node, or -1 for a stranger (dropped). */
+static int standin_accept (struct host *h)
+{
+    struct hello hi;
+    struct fault_msg m;
+    int32_t list[FAULT_LIST_MAX];
+    int fd, nlist, total, node = -1;
+    size_t len;
+
+    fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    if (io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.2) == 0
+        && hi.magic == STANDIN_MAGIC && hi.cookie == h->cookie
+        && hi.node < (uint32_t)h->nnodes && hi.node != (uint32_t)h->node
+        && (nlist = fault_msg_in (h, fd, (int)hi.node, list, &total)) > 0) {
+        node = (int)hi.node;
+        host_fault_merge (h, list, nlist, total);
+        if ((len = own_fault_msg (h, &m)) > 0)
+            send (fd, &m, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    close (fd);
+    return node;
 }
 
 void host_tcp_gather_faults (struct host *h, double window)
@@ -357,18 +429,22 @@ void host_tcp_gather_faults (struct host *h, double window)
             if (heard[n])
                 continue;
             left++;
-            if (np < 64) {
+            if (np < 63) {
                 pfd[np] = (struct pollfd){ h->sock[n], POLLIN, 0 };
                 map[np++] = n;
             }
         }
         if (!left || ddpi_now () > end)
             break;
+        if (h->listen_fd >= 0) {
+            pfd[np] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
+            map[np++] = -1;
+        }
         if (poll (pfd, (nfds_t)np, 10) <= 0)
             continue;
         for (int i = 0; i < np; i++) {
-            struct host_peer_io *io = &h->io[map[i]];
-            struct frame *f = &io->in;
+            struct host_peer_io *io;
+            struct frame *f;
             int32_t list[FAULT_LIST_MAX];
             int nlist;
             bool whole;
@@ -376,6 +452,13 @@ void host_tcp_gather_faults (struct host *h, double window)
 
             if (!pfd[i].revents)
                 continue;
+            if (map[i] < 0) {
+                if ((n = standin_accept (h)) >= 0)
+                    heard[n] = true;
+                continue;
+            }
+            io = &h->io[map[i]];
+            f = &io->in;
             r = recv (h->sock[map[i]], (char *)f + io->in_hdr,
                       sizeof (*f) - io->in_hdr, MSG_DONTWAIT);
             if (r <= 0) {
@@ -395,6 +478,116 @@ void host_tcp_gather_faults (struct host *h, double window)
         }
     }
     free (heard);
+}
+
+/* Another node's leader, as a stand-in reaches it. */
+struct standin_peer {
+    int fd;         /* -1: done with this node */
+    uint32_t ai;    /* the address being tried */
+    bool sent;      /* our list is sent; its answer is awaited */
+};
+
+/* Start a non-blocking connect to node n's leader at its address p->ai or,
+ * failing that, a later one; p->fd stays -1 when none is left. */
+static void standin_connect (struct host *h, int n, struct standin_peer *p)
+{
+    const struct host_addr *a = &h->leader_addr[n];
+
+    p->fd = -1;
+    for (; p->ai < a->n && p->ai < HOST_MAX_ADDRS; p->ai++) {
+        struct sockaddr_in sin;
+        memset (&sin, 0, sizeof (sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = a->ip[p->ai];
+        sin.sin_port = a->port;
+        p->fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        0);
+        if (p->fd < 0)
+            return;
+        if (connect (p->fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
+            || errno == EINPROGRESS)
+            return;
+        close (p->fd);
+        p->fd = -1;
+    }
+}
+
+/* p's socket is ready: finish the connect and send our list, or read the
+ * answer and merge it.  Moves on to the next address when the connect
+ * failed; closes p->fd when done with node n. */
+static void standin_step (struct host *h, int n, struct standin_peer *p,
+                          short revents)
+{
+    char out[sizeof (struct hello) + sizeof (struct fault_msg)];
+    struct hello hi = { STANDIN_MAGIC, h->leader_addr[n].cookie,
+                        (uint32_t)h->node, 0 };
+    struct fault_msg m;
+    int32_t list[FAULT_LIST_MAX];
+    int err = 0, nlist, total;
+    socklen_t el = sizeof (err);
+    size_t len;
+
+    if (p->sent) {
+        if ((nlist = fault_msg_in (h, p->fd, n, list, &total)) > 0)
+            host_fault_merge (h, list, nlist, total);
+    }
+    else if (getsockopt (p->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
+             || (revents & (POLLERR | POLLHUP))) {
+        close (p->fd);
+        p->ai++;
+        standin_connect (h, n, p);
+        return;
+    }
+    else if ((len = own_fault_msg (h, &m)) > 0) {
+        memcpy (out, &hi, sizeof (hi));
+        memcpy (out + sizeof (hi), &m, len);
+        len += sizeof (hi);
+        if (send (p->fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+            == (ssize_t)len) {
+            p->sent = true;
+            return;
+        }
+    }
+    close (p->fd);
+    p->fd = -1;
+}
+
+void host_tcp_standin_faults (struct host *h, double window)
+{
+    struct standin_peer *peer;
+    struct pollfd pfd[64];
+    int map[64];
+    double end = ddpi_now () + window;
+    int n, np;
+
+    if (!h->leader_addr
+        || !(peer = calloc ((size_t)h->nnodes, sizeof (*peer))))
+        return;
+    for (n = 0; n < h->nnodes; n++) {
+        peer[n].fd = -1;
+        if (n != h->node)
+            standin_connect (h, n, &peer[n]);
+    }
+    while (ddpi_now () < end) {
+        for (n = 0, np = 0; n < h->nnodes && np < 64; n++) {
+            if (peer[n].fd < 0)
+                continue;
+            pfd[np] = (struct pollfd){ peer[n].fd,
+                                       peer[n].sent ? POLLIN : POLLOUT, 0 };
+            map[np++] = n;
+        }
+        if (np == 0)
+            break;
+        if (poll (pfd, (nfds_t)np, 10) <= 0)
+            continue;
+        for (int i = 0; i < np; i++)
+            if (pfd[i].revents)
+                standin_step (h, map[i], &peer[map[i]], pfd[i].revents);
+    }
+    for (n = 0; n < h->nnodes; n++)
+        if (peer[n].fd >= 0)
+            close (peer[n].fd);
+    free (peer);
 }
 
 /* The peer behind node n's link is gone: blame its leader. */

@@ -67,6 +67,11 @@ int ddpi_wait_step (struct ddpi_waiter *w)
     return 0;
 }
 
+void ddpi_wait_extend (struct ddpi_waiter *w, double seconds)
+{
+    w->deadline += seconds;
+}
+
 double ddpi_wait_elapsed (const struct ddpi_waiter *w)
 {
     return w->start == 0 ? 0 : ddpi_now () - w->start;

@@ -26,6 +26,10 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
  * every 2 ms of waiting), or -1 when the deadline has passed. */
 int ddpi_wait_step (struct ddpi_waiter *w);
 
+/* Move the deadline of a wait that has started (ddpi_wait_step returned
+ * -1 once) seconds later; the wait then goes on from where it was. */
+void ddpi_wait_extend (struct ddpi_waiter *w, double seconds);
+
 /* Seconds waited so far (0 if the wait never left the spin phase). */
 double ddpi_wait_elapsed (const struct ddpi_waiter *w);
 

@@ -1,12 +1,36 @@
 /* util.c - libddp's internal helpers: the compact rank lists that failure
- * messages are made of (ddpi_format_ranks), and sorting them
- * (ddpi_sort_ranks). */
+ * messages are made of (ddpi_format_ranks), sorting them
+ * (ddpi_sort_ranks), and a bounded wait's deadline (ddpi_wait_*). */
 #include "config.h"
 
 #include <string.h>
 
 #include "tap.h"
 #include "ddp_internal.h"
+#include "wait.h"
+
+/* A wait of timeout_s runs out; extended by more_s it goes on for about
+ * that long, then runs out again. */
+static void wait_extend_checks (void)
+{
+    struct ddpi_waiter w;
+    double t0 = ddpi_now (), t1, t2;
+    int rc;
+
+    ddpi_wait_init (&w, 0.05, 0);
+    while ((rc = ddpi_wait_step (&w)) >= 0)
+        ;
+    t1 = ddpi_now ();
+    ok (t1 - t0 >= 0.05 && t1 - t0 < 1, "wait: runs out after its timeout "
+        "(%.3f s)", t1 - t0);
+    ddpi_wait_extend (&w, 0.1);
+    ok (ddpi_wait_step (&w) >= 0, "wait: extended, it goes on");
+    while ((rc = ddpi_wait_step (&w)) >= 0)
+        ;
+    t2 = ddpi_now ();
+    ok (t2 - t1 >= 0.09 && t2 - t1 < 1, "wait: runs out again after the "
+        "extension (%.3f s)", t2 - t1);
+}
 
 static void ranks_is (const int *r, int n, size_t len, const char *want,
                       const char *what)
@@ -48,6 +72,7 @@ int main (void)
         ddpi_sort_ranks (r, 0);
         ok (r[0] == 0, "sort: an empty list is left alone");
     }
+    wait_extend_checks ();
     done_testing ();
     return 0;
 }
