@@ -15,6 +15,7 @@
 
 #include "bootstrap.h"
 #include "ddp_internal.h"
+#include "rollcall.h"
 
 #define MAX_BLOB (64 * 1024)
 
@@ -312,6 +313,7 @@ static int pmix_fence (struct bootstrap *b, bool collect, char *err,
  * may still be answered later, so its state (and the key and info, which
  * the library keeps pointers to) is static and not freed while pending. */
 #define PROBE_WINDOW 1.0    /* seconds, at most */
+#define ROLLCALL_WINDOW 1.0 /* seconds the roll call's hub waits, at most */
 
 static struct probe {
     char key[64];
@@ -406,14 +408,64 @@ static int remote_ranks (struct bootstrap *b, int *out)
     return n;
 }
 
-/* The fence of exchange KEY timed out: say which ranks did not arrive, as
- * far as this node can tell.  Returns DDP_ETIMEDOUT. */
-static int fence_timeout_error (struct bootstrap *b, const char *key,
-                                char *err, size_t errlen)
+/* A 64-bit tag of the job step (FNV-1a of the PMIx namespace), so that a
+ * roll call never mixes with another step's. */
+static uint64_t step_tag (struct bootstrap *b)
 {
-    int *ranks = calloc ((size_t)b->info.size, sizeof (int));
+    uint64_t h = 1469598103934665603ULL;
+
+    for (const char *c = b->me.nspace; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return h;
+}
+
+/* Several nodes: pool this node's missing ranks (n, exact) with the other
+ * nodes' (rollcall.h) and say what they add up to.  Returns 0 with the
+ * message in err, or -1 when there was no roll call. */
+static int pooled_error (struct bootstrap *b, const int *missing, int n,
+                         char *err, size_t errlen)
+{
+    struct ddpi_rollcall_in in = {
+        .tag = step_tag (b), .size = b->info.size,
+        .nnodes = b->info.num_nodes, .node = b->info.node_rank,
+        .local_ranks = b->info.local_ranks, .local_size = b->info.local_size,
+        .missing = missing, .nmissing = n,
+        .window = b->timeout_s < ROLLCALL_WINDOW ? b->timeout_s
+                                                 : ROLLCALL_WINDOW,
+    };
+    struct ddpi_rollcall rc;
+    char list[256], other[256];
+
+    if (ddpi_rollcall_run (&in, &rc) < 0)
+        return -1;
+    ddpi_format_ranks (list, sizeof (list), rc.missing, rc.nmissing_listed);
+    ddpi_format_ranks (other, sizeof (other), rc.unheard, rc.nunheard_listed);
+    if (rc.nmissing > 0)
+        errf (err, errlen, DDP_ETIMEDOUT, "rank%s %s%s did not reach "
+              "ddp_init within %g s (DDP_TIMEOUT): exited before it, or "
+              "still starting%s%s", rc.nmissing > 1 ? "s" : "", list,
+              rc.nmissing > rc.nmissing_listed ? " (and more)" : "",
+              b->timeout_s, rc.nunheard ? "; not heard from: the nodes of "
+              "ranks " : "", rc.nunheard ? other : "");
+    else if (rc.nunheard > 0)
+        errf (err, errlen, DDP_ETIMEDOUT, "rank%s %s did not reach "
+              "ddp_init within %g s (DDP_TIMEOUT): no rank of %s node "
+              "answered, every other rank did arrive",
+              rc.nunheard > 1 ? "s" : "", other, b->timeout_s,
+              rc.nunheard > 1 ? "their" : "its");
+    else
+        errf (err, errlen, DDP_ETIMEDOUT, "every rank reached ddp_init, yet "
+              "the PMIx fence did not complete within %g s (DDP_TIMEOUT)",
+              b->timeout_s);
+    return 0;
+}
+
+/* What this node alone can say: its ranks that never arrived (n of them,
+ * in ranks[]; n < 0: not even that), or that its ranks all did. */
+static void local_error (struct bootstrap *b, int *ranks, int n, char *err,
+                         size_t errlen)
+{
     char list[256];
-    int n = ranks ? probe_local (b, key, ranks) : -1;
 
     if (n > 0)
         errf (err, errlen, DDP_ETIMEDOUT, "rank%s %s of this node did not "
@@ -430,6 +482,19 @@ static int fence_timeout_error (struct bootstrap *b, const char *key,
               b->timeout_s, n > 1 ? "s" : "",
               ddpi_format_ranks (list, sizeof (list), ranks, n));
     }
+}
+
+/* The fence of exchange KEY timed out: say which ranks did not arrive, as
+ * far as this node and the roll call can tell.  Returns DDP_ETIMEDOUT. */
+static int fence_timeout_error (struct bootstrap *b, const char *key,
+                                char *err, size_t errlen)
+{
+    int *ranks = calloc ((size_t)b->info.size, sizeof (int));
+    int n = ranks ? probe_local (b, key, ranks) : -1;
+
+    if (n < 0 || b->info.num_nodes == 1
+        || pooled_error (b, ranks, n, err, errlen) < 0)
+        local_error (b, ranks, n, err, errlen);
     ddpi_debug ("bootstrap fence timeout: %s", err ? err : "");
     free (ranks);
     return DDP_ETIMEDOUT;

@@ -164,8 +164,9 @@ int host_fault (struct host *h, int bad_rank, int kind);
 int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 
 /* Claim the segment's fault record for ranks (nlist listed of n in all, in
- * any order: the record keeps them sorted), noticed by rank reporter.  Returns 1, or 0 when a record was
- * already there (the first claim stands).  Does not log or relay. */
+ * any order: the record keeps them sorted), noticed by rank reporter.
+ * Returns 1, or 0 when a record was already there (the first claim
+ * stands).  Does not log or relay. */
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
                       int kind, int reporter);
 

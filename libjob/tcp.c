@@ -17,6 +17,7 @@
 
 #include "ddp_internal.h"
 #include "host.h"
+#include "net.h"
 
 #define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo" */
 #define STANDIN_MAGIC 0x6464702d7374616eULL /* "ddp-stan" */
@@ -45,12 +46,6 @@ struct host_peer_io {
     bool send, recv;    /* still to do in this exchange */
     bool mid;           /* a frame is partly sent: nothing may follow it */
 };
-
-static int set_nonblock (int fd)
-{
-    int fl = fcntl (fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl (fd, F_SETFL, fl | O_NONBLOCK);
-}
 
 /* Addresses to advertise: DDP_HOST_ADDR, else the IPv4 addresses of the
  * interfaces that are up, loopback last (a peer on another machine would
@@ -115,34 +110,6 @@ int host_tcp_listen (struct host *h, struct host_addr *a)
     return 0;
 }
 
-/* Read or write exactly len bytes on a blocking-with-deadline basis. */
-static int io_full (int fd, void *buf, size_t len, bool wr, double deadline)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        ssize_t n = wr ? send (fd, (char *)buf + done, len - done,
-                               MSG_DONTWAIT | MSG_NOSIGNAL)
-                       : recv (fd, (char *)buf + done, len - done, MSG_DONTWAIT);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n == 0)
-            return -1;
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return -1;
-        {
-            struct pollfd p = { fd, wr ? POLLOUT : POLLIN, 0 };
-            double left = deadline - ddpi_now ();
-            if (left <= 0)
-                return -1;
-            poll (&p, 1, (int)(left * 1000) + 1);
-        }
-    }
-    return 0;
-}
-
 static void tune (int fd)
 {
     int one = 1;
@@ -168,9 +135,9 @@ static int connect_one (struct host *h, int n, const struct host_addr *a,
         sin.sin_addr.s_addr = a->ip[i];
         sin.sin_port = a->port;
         if (connect (fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
-            && set_nonblock (fd) == 0
-            && io_full (fd, &hi, sizeof (hi), true, deadline) == 0
-            && io_full (fd, &ok, 1, false, deadline) == 0 && ok == 'K') {
+            && ddpi_set_nonblock (fd) == 0
+            && ddpi_io_full (fd, &hi, sizeof (hi), true, deadline) == 0
+            && ddpi_io_full (fd, &ok, 1, false, deadline) == 0 && ok == 'K') {
             tune (fd);
             h->sock[n] = fd;
             return 0;
@@ -201,11 +168,11 @@ static int accept_higher (struct host *h, double deadline)
         fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             continue;
-        if (io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 5) < 0
+        if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 5) < 0
             || hi.magic != HELLO_MAGIC || hi.cookie != h->cookie
             || hi.node <= (uint32_t)h->node || hi.node >= (uint32_t)h->nnodes
             || h->sock[hi.node] >= 0
-            || io_full (fd, "K", 1, true, deadline) < 0) {
+            || ddpi_io_full (fd, "K", 1, true, deadline) < 0) {
             close (fd);     /* a stranger, or a duplicate */
             continue;
         }
@@ -353,11 +320,13 @@ static int fault_msg_in (struct host *h, int fd, int n, int32_t *list,
     double end = ddpi_now () + 0.2;
     int nlist;
 
-    if (io_full (fd, &f, sizeof (f), false, end) < 0 || f.type != FRAME_FAULT)
+    if (ddpi_io_full (fd, &f, sizeof (f), false, end) < 0
+        || f.type != FRAME_FAULT)
         return -1;
     nlist = FAULT_SEQ_NLIST (f.seq);
     if (nlist < 1 || nlist > FAULT_LIST_MAX
-        || io_full (fd, list, (size_t)nlist * sizeof (int32_t), false, end) < 0)
+        || ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t), false,
+                         end) < 0)
         return -1;
     clamp_ranks (h, n, list, nlist);
     *total = FAULT_SEQ_N (f.seq);
@@ -390,7 +359,7 @@ static int standin_accept (struct host *h)
     fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return -1;
-    if (io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.2) == 0
+    if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.2) == 0
         && hi.magic == STANDIN_MAGIC && hi.cookie == h->cookie
         && hi.node < (uint32_t)h->nnodes && hi.node != (uint32_t)h->node
         && (nlist = fault_msg_in (h, fd, (int)hi.node, list, &total)) > 0) {

@@ -65,6 +65,8 @@ rel_wait_file () {
 # rel_start NAME MODE VICTIMS [SRUN ARGS...]: start ddp_victim MODE in the
 # background in run directory NAME (recreated); DDP_VICTIM_RANKS=VICTIMS.
 # Sets REL_DIR, REL_PID (the srun wrapper).
+# REL_WRAP, when set, is a command (words) the tasks run ddp_victim under,
+# such as "env -u MASTER_PORT".
 rel_start () {
     local name=$1 mode=$2 victims=$3
     shift 3
@@ -78,7 +80,7 @@ rel_start () {
     env DDP_TIMEOUT="$REL_TIMEOUT" DDP_VICTIM_RANKS="$victims" \
         timeout --kill-after=5 90 srun --ddp=host "$@" \
         --output="$REL_DIR.o.%t" --error="$REL_DIR.e.%t" \
-        "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
+        $REL_WRAP "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
     REL_PID=$!
     REL_T0=$(date +%s.%N)
 }
