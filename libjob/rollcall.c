@@ -149,26 +149,65 @@ static int hub_listen (const struct sockaddr_in *hub)
     return fd;
 }
 
+_Static_assert (sizeof (struct report) == ROLLCALL_REPORT_HDR,
+                "rollcall.h announces the report header's size");
+
+size_t ddpi_report_len (const void *hdr, uint64_t tag)
+{
+    struct report rp;
+
+    memcpy (&rp, hdr, sizeof (rp));
+    if (rp.magic != REPORT_MAGIC || rp.tag != tag || rp.nlocal < 1
+        || rp.nlocal > REPORT_MAX_RANKS || rp.nmissing > rp.nlocal)
+        return 0;
+    return sizeof (rp) + ((size_t)rp.nlocal + rp.nmissing) * sizeof (int32_t);
+}
+
+int ddpi_report_add (struct ddpi_tally *t, uint64_t tag, const void *buf,
+                     size_t len)
+{
+    struct report rp;
+    int32_t *ranks;
+    size_t n;
+    int rc;
+
+    if (len < sizeof (rp) || ddpi_report_len (buf, tag) != len)
+        return -1;
+    memcpy (&rp, buf, sizeof (rp));
+    n = (size_t)rp.nlocal + rp.nmissing;
+    if (!(ranks = malloc (n * sizeof (int32_t))))
+        return -1;
+    memcpy (ranks, (const char *)buf + sizeof (rp), n * sizeof (int32_t));
+    rc = ddpi_tally_add (t, (int)rp.node, ranks, (int)rp.nlocal,
+                         ranks + rp.nlocal, (int)rp.nmissing);
+    free (ranks);
+    return rc;
+}
+
 /* Read one report from fd (by end) and add it to t.  Returns 0 or -1. */
 static int report_in (int fd, const struct ddpi_rollcall_in *in,
                       struct ddpi_tally *t, double end)
 {
-    struct report rp;
-    int32_t *ranks = NULL;
+    char hdr[sizeof (struct report)], *buf = NULL;
+    size_t len;
     int rc = -1;
 
-    if (ddpi_io_full (fd, &rp, sizeof (rp), false, end) < 0
-        || rp.magic != REPORT_MAGIC || rp.tag != in->tag
-        || rp.nlocal < 1 || rp.nlocal > REPORT_MAX_RANKS
-        || rp.nmissing > rp.nlocal)
-        return -1;
-    if ((ranks = malloc ((size_t)(rp.nlocal + rp.nmissing) * sizeof (int32_t)))
-        && ddpi_io_full (fd, ranks, (size_t)(rp.nlocal + rp.nmissing)
-                         * sizeof (int32_t), false, end) == 0)
-        rc = ddpi_tally_add (t, (int)rp.node, ranks, (int)rp.nlocal,
-                             ranks + rp.nlocal, (int)rp.nmissing);
-    free (ranks);
+    if (ddpi_io_full (fd, hdr, sizeof (hdr), false, end) == 0
+        && (len = ddpi_report_len (hdr, in->tag)) > 0
+        && (buf = malloc (len))) {
+        memcpy (buf, hdr, sizeof (hdr));
+        if (ddpi_io_full (fd, buf + sizeof (hdr), len - sizeof (hdr), false,
+                          end) == 0)
+            rc = ddpi_report_add (t, in->tag, buf, len);
+    }
+    free (buf);
     return rc;
+}
+
+/* How many of n ranks an answer lists. */
+static int listed_of (int n)
+{
+    return n < ROLLCALL_LIST_MAX ? n : ROLLCALL_LIST_MAX;
 }
 
 /* The answer to everyone, from the tally. */
@@ -179,44 +218,47 @@ static size_t answer_fill (const struct ddpi_tally *t, uint64_t tag,
     int32_t *list = (int32_t *)(buf + sizeof (a));
 
     a.nmissing = ddpi_tally_list (t, RANK_MISSING, list, ROLLCALL_LIST_MAX);
-    a.nmissing_listed = a.nmissing < ROLLCALL_LIST_MAX ? a.nmissing
-                                                       : ROLLCALL_LIST_MAX;
+    a.nmissing_listed = listed_of (a.nmissing);
     a.nunheard = ddpi_tally_list (t, RANK_UNHEARD, list + a.nmissing_listed,
                                   ROLLCALL_LIST_MAX);
-    a.nunheard_listed = a.nunheard < ROLLCALL_LIST_MAX ? a.nunheard
-                                                       : ROLLCALL_LIST_MAX;
+    a.nunheard_listed = listed_of (a.nunheard);
     memcpy (buf, &a, sizeof (a));
     return sizeof (a) + (size_t)(a.nmissing_listed + a.nunheard_listed)
                         * sizeof (int32_t);
 }
 
-/* Read the answer in buf into out.  Returns 0, or -1 if it is not sound. */
-static int answer_parse (const char *buf, const struct ddpi_rollcall_in *in,
-                         struct ddpi_rollcall *out)
+int ddpi_answer_parse (const void *buf, size_t len, uint64_t tag, int size,
+                       struct ddpi_rollcall *out)
 {
+    const char *lists = (const char *)buf + sizeof (struct answer);
     struct answer a;
-    const int32_t *list = (const int32_t *)(buf + sizeof (a));
     int i;
 
-    memcpy (&a, buf, sizeof (a));
-    if (a.magic != ANSWER_MAGIC || a.tag != in->tag
-        || a.nmissing < 0 || a.nmissing > in->size
-        || a.nunheard < 0 || a.nunheard > in->size
-        || a.nmissing_listed != (a.nmissing < ROLLCALL_LIST_MAX
-                                 ? a.nmissing : ROLLCALL_LIST_MAX)
-        || a.nunheard_listed != (a.nunheard < ROLLCALL_LIST_MAX
-                                 ? a.nunheard : ROLLCALL_LIST_MAX))
+    if (len < sizeof (a))
         return -1;
-    for (i = 0; i < a.nmissing_listed + a.nunheard_listed; i++)
-        if (list[i] < 0 || list[i] >= in->size)
-            return -1;
+    memcpy (&a, buf, sizeof (a));
+    if (a.magic != ANSWER_MAGIC || a.tag != tag
+        || a.nmissing < 0 || a.nmissing > size
+        || a.nunheard < 0 || a.nunheard > size
+        || a.nmissing_listed != listed_of (a.nmissing)
+        || a.nunheard_listed != listed_of (a.nunheard)
+        || len != sizeof (a) + (size_t)(a.nmissing_listed
+                                        + a.nunheard_listed)
+                               * sizeof (int32_t))
+        return -1;
     out->nmissing = a.nmissing;
     out->nmissing_listed = a.nmissing_listed;
-    memcpy (out->missing, list, (size_t)a.nmissing_listed * sizeof (int32_t));
+    memcpy (out->missing, lists, (size_t)a.nmissing_listed * sizeof (int32_t));
     out->nunheard = a.nunheard;
     out->nunheard_listed = a.nunheard_listed;
-    memcpy (out->unheard, list + a.nmissing_listed,
+    memcpy (out->unheard, lists + (size_t)a.nmissing_listed * sizeof (int32_t),
             (size_t)a.nunheard_listed * sizeof (int32_t));
+    for (i = 0; i < a.nmissing_listed; i++)
+        if (out->missing[i] < 0 || out->missing[i] >= size)
+            return -1;
+    for (i = 0; i < a.nunheard_listed; i++)
+        if (out->unheard[i] < 0 || out->unheard[i] >= size)
+            return -1;
     return 0;
 }
 
@@ -247,14 +289,8 @@ static int tally_own (struct ddpi_tally *t, const struct ddpi_rollcall_in *in)
 {
     size_t len;
     char *buf = report_make (in, &len);
-    const int32_t *list;
-    int rc;
+    int rc = buf ? ddpi_report_add (t, in->tag, buf, len) : -1;
 
-    if (!buf)
-        return -1;
-    list = (const int32_t *)(buf + sizeof (struct report));
-    rc = ddpi_tally_add (t, in->node, list, in->local_size,
-                         list + in->local_size, in->nmissing);
     free (buf);
     return rc;
 }
@@ -298,7 +334,7 @@ static int hub_run (const struct ddpi_rollcall_in *in, int lfd,
     end = ddpi_now () + 0.5;
     for (i = 0; i < nfds; i++)
         (void)ddpi_io_full (fds[i], ans, len, true, end);
-    rc = answer_parse (ans, in, out);
+    rc = ddpi_answer_parse (ans, len, in->tag, in->size, out);
 out:
     for (i = 0; fds && i < nfds; i++)
         close (fds[i]);
@@ -356,12 +392,13 @@ static int report_run (const struct ddpi_rollcall_in *in,
         goto out;
     memcpy (&a, ans, sizeof (a));
     if (a.nmissing_listed < 0 || a.nmissing_listed > ROLLCALL_LIST_MAX
-        || a.nunheard_listed < 0 || a.nunheard_listed > ROLLCALL_LIST_MAX
-        || ddpi_io_full (fd, ans + alen, (size_t)(a.nmissing_listed
-                         + a.nunheard_listed) * sizeof (int32_t), false,
-                         end) < 0)
+        || a.nunheard_listed < 0 || a.nunheard_listed > ROLLCALL_LIST_MAX)
         goto out;
-    rc = answer_parse (ans, in, out);
+    alen += (size_t)(a.nmissing_listed + a.nunheard_listed) * sizeof (int32_t);
+    if (ddpi_io_full (fd, ans + sizeof (a), alen - sizeof (a), false,
+                      end) < 0)
+        goto out;
+    rc = ddpi_answer_parse (ans, alen, in->tag, in->size, out);
 out:
     if (fd >= 0)
         close (fd);

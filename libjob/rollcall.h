@@ -57,6 +57,29 @@ int ddpi_tally_list (const struct ddpi_tally *t, int st, int32_t *out,
                      int max);
 
 /* What the roll call found. */
+struct ddpi_rollcall;
+
+/* The wire messages (rollcall.c), parsed from buffers so that their
+ * checks can be fuzzed (tests/fuzz/fuzz_rollcall.c). */
+
+/* Bytes of a report's header; ddpi_report_len() needs that many. */
+#define ROLLCALL_REPORT_HDR 32
+
+/* The whole length of the report whose header is hdr (at least
+ * ROLLCALL_REPORT_HDR bytes), or 0 when the header is not one of step
+ * tag's reports or announces more ranks than a report may hold. */
+size_t ddpi_report_len (const void *hdr, uint64_t tag);
+
+/* Check the report buf (len bytes, header included) for step tag and add
+ * it to t.  Returns 0, or -1 when it is not sound (t unchanged). */
+int ddpi_report_add (struct ddpi_tally *t, uint64_t tag, const void *buf,
+                     size_t len);
+
+/* Parse the answer buf (len bytes) for step tag in a world of size ranks
+ * into out.  Returns 0, or -1 when it is not sound (out then undefined). */
+int ddpi_answer_parse (const void *buf, size_t len, uint64_t tag, int size,
+                       struct ddpi_rollcall *out);
+
 struct ddpi_rollcall {
     int nmissing, nmissing_listed;  /* reported missing: in all, listed */
     int32_t missing[ROLLCALL_LIST_MAX];
