@@ -258,13 +258,20 @@ static void fence_cb (pmix_status_t status, void *cbdata)
     __atomic_store_n (&fs->done, 1, __ATOMIC_RELEASE);
 }
 
+/* Our own deadline for a fence comes this long after the one we give the
+ * server (PMIX_TIMEOUT), so that the server's answer, when it gives one,
+ * is the one seen.  On a node where every rank arrived the server does
+ * not time out (it waits on the other nodes), so ranks there give up this
+ * much later than ranks on the node that misses one. */
+#define FENCE_SLACK 1.0
+
 static int pmix_fence (struct bootstrap *b, bool collect, char *err,
                        size_t errlen)
 {
     pmix_info_t info[2];
     bool yes = true;
     int tmo = (int)(b->timeout_s + 0.999);
-    double deadline = ddpi_now () + b->timeout_s + 1;
+    double deadline = ddpi_now () + b->timeout_s + FENCE_SLACK;
     int rc;
     size_t ninfo = 0;
 
@@ -313,7 +320,11 @@ static int pmix_fence (struct bootstrap *b, bool collect, char *err,
  * may still be answered later, so its state (and the key and info, which
  * the library keeps pointers to) is static and not freed while pending. */
 #define PROBE_WINDOW 1.0    /* seconds, at most */
-#define ROLLCALL_WINDOW 1.0 /* seconds the roll call's hub waits, at most */
+/* Seconds the roll call's hub waits for reports, at most: the survivors
+ * of complete nodes come up to FENCE_SLACK after it started, then one
+ * more second (less with a shorter DDP_TIMEOUT) for their nodes'
+ * differences.  It ends as soon as every survivor called in. */
+#define ROLLCALL_WINDOW(t) (FENCE_SLACK + ((t) < 1.0 ? (t) : 1.0))
 
 static struct probe {
     char key[64];
@@ -430,8 +441,7 @@ static int pooled_error (struct bootstrap *b, const int *missing, int n,
         .nnodes = b->info.num_nodes, .node = b->info.node_rank,
         .local_ranks = b->info.local_ranks, .local_size = b->info.local_size,
         .missing = missing, .nmissing = n,
-        .window = b->timeout_s < ROLLCALL_WINDOW ? b->timeout_s
-                                                 : ROLLCALL_WINDOW,
+        .window = ROLLCALL_WINDOW (b->timeout_s),
     };
     struct ddpi_rollcall rc;
     char list[256], other[256];
