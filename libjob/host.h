@@ -205,8 +205,11 @@ int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
 void host_fault_merge (struct host *h, const int32_t *ranks, int nlist, int n);
 
 /* tcp.c, leaders: for up to window seconds, read the FAULT frames other
- * leaders send and merge their lists (host_fault_merge); stop early once
- * every other node was heard from (a FAULT, or its data: it is complete). */
+ * leaders send, and take the lists of stand-ins for absent leaders, and
+ * merge them (host_fault_merge); stop early once every other node was
+ * heard from (a FAULT, a stand-in, or its data: it is complete).  A node
+ * not heard from at all has no rank that arrived: all its ranks are
+ * merged. */
 void host_tcp_gather_faults (struct host *h, double window);
 
 /* tcp.c, a local rank standing in for its node's absent leader: send the

@@ -446,6 +446,13 @@ void host_tcp_gather_faults (struct host *h, double window)
                 host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
         }
     }
+    /* A node nobody spoke for: neither its leader nor a stand-in (which
+     * any of its ranks that arrived would be) nor its data came, so none
+     * of its ranks arrived.  Name them all, not just its leader. */
+    for (n = 0; n < h->nnodes; n++)
+        if (!heard[n])
+            host_fault_merge (h, h->node_ranks[n], h->node_size[n],
+                              h->node_size[n]);
     free (heard);
 }
 

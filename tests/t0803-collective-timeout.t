@@ -70,6 +70,14 @@ test_expect_success 'ranks 3 and 4 (3 is a leader) never enter, n1 complete: eve
 	REL_DIR=$PWD/skip.6 && rel_check_survivors 3,4 ddp_barrier
 '
 REL_NTASKS=4
+# Every rank of n2 (2 and 3) is absent: nobody speaks for n2, so rank 0
+# names all of its ranks, not only its leader, and rank 1 hears it from 0.
+test_expect_success 'ranks 2 and 3 (all of n2) never enter: the others fail in time' '
+	skip_run skip.7 2,3 0,1 4.5 12 -N2 -n4 --ntasks-per-node=2
+'
+test_expect_success 'ranks 2 and 3 (all of n2) never enter: every error names both' '
+	REL_DIR=$PWD/skip.7 && rel_check_survivors 2,3 ddp_barrier
+'
 test_expect_success 'ddp_abort on rank 2: the others fail at once naming rank 2, srun exits non-zero' '
 	rel_start abort.1 abort 2 -N2 -n4 &&
 	rel_wait &&
