@@ -8,8 +8,9 @@
  * (the step's rendezvous port, which the SPANK plugin derives from the job
  * step; MASTER_ADDR is node 0), every other survivor reports to it its
  * node's ranks and which of them never arrived, and all get back the
- * union.  This runs only after an init failed, for about a second, and is
- * best effort: a rank that cannot reach the hub keeps its own node's view.
+ * union.  This runs only after an init failed, for two seconds at most,
+ * and is best effort: a rank that cannot reach the hub keeps its own
+ * node's view.
  * Reports come from the network and are checked, never trusted: at worst
  * a forged one changes the words of an error message.
  */
