@@ -419,25 +419,15 @@ static int remote_ranks (struct bootstrap *b, int *out)
     return n;
 }
 
-/* A 64-bit tag of the job step (FNV-1a of the PMIx namespace), so that a
- * roll call never mixes with another step's. */
-static uint64_t step_tag (struct bootstrap *b)
-{
-    uint64_t h = 1469598103934665603ULL;
-
-    for (const char *c = b->me.nspace; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    return h;
-}
-
 /* Several nodes: pool this node's missing ranks (n, exact) with the other
- * nodes' (rollcall.h) and say what they add up to.  Returns 0 with the
+ * nodes' (rollcall.h; tagged with the PMIx namespace's hash, so that it
+ * never mixes with another step's) and say what they add up to.  Returns 0 with the
  * message in err, or -1 when there was no roll call. */
 static int pooled_error (struct bootstrap *b, const int *missing, int n,
                          char *err, size_t errlen)
 {
     struct ddpi_rollcall_in in = {
-        .tag = step_tag (b), .size = b->info.size,
+        .tag = ddpi_hash_str (b->me.nspace), .size = b->info.size,
         .nnodes = b->info.num_nodes, .node = b->info.node_rank,
         .local_ranks = b->info.local_ranks, .local_size = b->info.local_size,
         .missing = missing, .nmissing = n,

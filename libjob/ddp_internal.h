@@ -49,6 +49,11 @@ int ddpi_parse_long (const char *s, long min, long max, long *out);
  * sets *out, or -1. */
 int ddpi_parse_seconds (const char *s, double *out);
 
+/* A 64-bit hash of the string s, the same on every machine: FNV-1a's
+ * steps, from the offset 1469598103934665603 (not FNV's standard one; the
+ * values are only compared with each other, never stored). */
+uint64_t ddpi_hash_str (const char *s);
+
 /* Sort a short list of ranks ascending, in place (insertion sort: lists
  * here are a node's ranks or a fault list, so n is small). */
 void ddpi_sort_ranks (int *r, int n);

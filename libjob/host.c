@@ -39,7 +39,6 @@ static void host_destroy (void *ctx);
 static uint64_t machine_id (void)
 {
     char buf[64] = "";
-    uint64_t hsh = 1469598103934665603ULL;
     FILE *f = fopen ("/proc/sys/kernel/random/boot_id", "r");
 
     if (f) {
@@ -49,9 +48,7 @@ static uint64_t machine_id (void)
     }
     if (!buf[0])
         gethostname (buf, sizeof (buf) - 1);
-    for (const char *c = buf; *c; c++)
-        hsh = (hsh ^ (unsigned char)*c) * 1099511628211ULL;
-    return hsh;
+    return ddpi_hash_str (buf);
 }
 
 /* How long a waiter spins before it yields: long (2 ms, like MPI's busy

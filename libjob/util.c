@@ -200,3 +200,12 @@ void ddpi_sort_ranks (int *r, int n)
         r[j + 1] = x;
     }
 }
+
+uint64_t ddpi_hash_str (const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}

@@ -1,6 +1,7 @@
 /* util.c - libddp's internal helpers: the compact rank lists that failure
  * messages are made of (ddpi_format_ranks), sorting them
- * (ddpi_sort_ranks), and a bounded wait's deadline (ddpi_wait_*). */
+ * (ddpi_sort_ranks), the string hash (ddpi_hash_str), and a bounded
+ * wait's deadline (ddpi_wait_*). */
 #include "config.h"
 
 #include <string.h>
@@ -72,6 +73,11 @@ int main (void)
         ddpi_sort_ranks (r, 0);
         ok (r[0] == 0, "sort: an empty list is left alone");
     }
+    ok (ddpi_hash_str ("") == 0x14650fb0739d0383ULL
+        && ddpi_hash_str ("a") == 0x44bd8ad473cd9906ULL,
+        "hash: the values it always gave");
+    ok (ddpi_hash_str ("slurm.pmix.12.0") != ddpi_hash_str ("slurm.pmix.12.1"),
+        "hash: two steps' namespaces differ");
     wait_extend_checks ();
     done_testing ();
     return 0;
