@@ -54,6 +54,9 @@ int ddpi_parse_seconds (const char *s, double *out);
  * values are only compared with each other, never stored). */
 uint64_t ddpi_hash_str (const char *s);
 
+/* Is r among ranks[0..n-1] (any order)? */
+bool ddpi_rank_in (const int *ranks, int n, int r);
+
 /* Sort a short list of ranks ascending, in place (insertion sort: lists
  * here are a node's ranks or a fault list, so n is small). */
 void ddpi_sort_ranks (int *r, int n);

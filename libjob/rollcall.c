@@ -62,14 +62,6 @@ void ddpi_tally_free (struct ddpi_tally *t)
     t->heard = NULL;
 }
 
-static bool among (const int32_t *ranks, int n, int32_t r)
-{
-    for (int i = 0; i < n; i++)
-        if (ranks[i] == r)
-            return true;
-    return false;
-}
-
 int ddpi_tally_add (struct ddpi_tally *t, int node, const int32_t *ranks,
                     int n, const int32_t *missing, int m)
 {
@@ -82,10 +74,10 @@ int ddpi_tally_add (struct ddpi_tally *t, int node, const int32_t *ranks,
         if (ranks[i] < 0 || ranks[i] >= t->size)
             return -1;
     for (i = 0; i < m; i++)
-        if (!among (ranks, n, missing[i]))
+        if (!ddpi_rank_in (ranks, n, missing[i]))
             return -1;
     for (i = 0; i < n; i++) {
-        bool gone = among (missing, m, ranks[i]);
+        bool gone = ddpi_rank_in (missing, m, ranks[i]);
         if (!gone)
             t->state[ranks[i]] = RANK_PRESENT;
         else if (t->state[ranks[i]] != RANK_PRESENT)

@@ -196,10 +196,9 @@ static bool listed (struct host *h, int r)
 {
     int nlist = h->hdr->fault_nlist;
 
-    for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++)
-        if (h->hdr->fault_list[i] == r)
-            return true;
-    return false;
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    return ddpi_rank_in (h->hdr->fault_list, nlist, r);
 }
 
 /* When the fault list names this node's leader, the first local rank it

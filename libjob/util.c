@@ -189,6 +189,14 @@ char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n)
     return buf;
 }
 
+bool ddpi_rank_in (const int *ranks, int n, int r)
+{
+    for (int i = 0; i < n; i++)
+        if (ranks[i] == r)
+            return true;
+    return false;
+}
+
 void ddpi_sort_ranks (int *r, int n)
 {
     int i, j;

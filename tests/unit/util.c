@@ -72,6 +72,9 @@ int main (void)
         ok (memcmp (r, want, sizeof (r)) == 0, "sort: ascending, repeats kept");
         ddpi_sort_ranks (r, 0);
         ok (r[0] == 0, "sort: an empty list is left alone");
+        ok (ddpi_rank_in (r, 5, 4) && !ddpi_rank_in (r, 5, 2)
+            && !ddpi_rank_in (r, 4, 5) && !ddpi_rank_in (r, 0, 0),
+            "rank_in: found only within the first n");
     }
     ok (ddpi_hash_str ("") == 0x14650fb0739d0383ULL
         && ddpi_hash_str ("a") == 0x44bd8ad473cd9906ULL,
