@@ -258,30 +258,6 @@ void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
     }
 }
 
-/* Read the nlist ranks that follow a FAULT frame from node n: they were
- * sent with it in one send(), so they are there or about to be (100 ms at
- * most).  Returns 0, or -1 (the caller then names the frame's first rank). */
-static int fault_list_in (struct host *h, int n, int32_t *list, int nlist)
-{
-    size_t want = (size_t)nlist * sizeof (int32_t), got = 0;
-    double end = ddpi_now () + 0.1;
-
-    while (got < want) {
-        struct pollfd p = { h->sock[n], POLLIN, 0 };
-        ssize_t r = recv (h->sock[n], (char *)list + got, want - got,
-                          MSG_DONTWAIT);
-        if (r > 0) {
-            got += (size_t)r;
-            continue;
-        }
-        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK
-                       && errno != EINTR) || ddpi_now () > end)
-            return -1;
-        poll (&p, 1, 10);
-    }
-    return 0;
-}
-
 /* Ranks from node n's wire are untrusted: one out of range becomes n's
  * leader. */
 static void clamp_ranks (struct host *h, int n, int32_t *list, int nlist)
@@ -291,17 +267,20 @@ static void clamp_ranks (struct host *h, int n, int32_t *list, int nlist)
             list[i] = h->node_leader[n];
 }
 
-/* The ranks the FAULT frame f from node n names, into list: the ranks that
- * follow it, or the frame's first rank when they do not come (*whole is
- * then false).  Numbers from the wire are untrusted: a rank out of range
- * becomes n's leader.  Returns how many. */
-static int fault_frame_ranks (struct host *h, int n, const struct frame *f,
-                              int32_t *list, bool *whole)
+/* The ranks the FAULT frame f from node n names, into list: the nlist
+ * ranks that follow it on fd (sent with it in one send(), so they are
+ * there or about to be: 100 ms at most), or the frame's first rank when
+ * they do not come (*whole is then false).  Numbers from the wire are
+ * untrusted: a rank out of range becomes n's leader.  Returns how many. */
+static int fault_frame_ranks (struct host *h, int fd, int n,
+                              const struct frame *f, int32_t *list,
+                              bool *whole)
 {
     int nlist = FAULT_SEQ_NLIST (f->seq);
 
     *whole = nlist >= 1 && nlist <= FAULT_LIST_MAX
-             && fault_list_in (h, n, list, nlist) == 0;
+             && ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t),
+                              false, ddpi_now () + 0.1) == 0;
     if (!*whole) {
         nlist = 1;
         list[0] = f->arg;
@@ -311,26 +290,21 @@ static int fault_frame_ranks (struct host *h, int n, const struct frame *f,
 }
 
 /* The lists one sends in one message: a leader's list to a stand-in of
- * node n, a stand-in's to a leader.  Reads the frame and the list (which
- * came in one send()) within 0.2 s; returns how many ranks, or -1. */
+ * node n, a stand-in's to a leader.  Reads the frame (within 0.2 s) and
+ * its list from fd; returns how many ranks, or -1 unless both came. */
 static int fault_msg_in (struct host *h, int fd, int n, int32_t *list,
                          int *total)
 {
     struct frame f;
-    double end = ddpi_now () + 0.2;
+    bool whole;
     int nlist;
 
-    if (ddpi_io_full (fd, &f, sizeof (f), false, end) < 0
+    if (ddpi_io_full (fd, &f, sizeof (f), false, ddpi_now () + 0.2) < 0
         || f.type != FRAME_FAULT)
         return -1;
-    nlist = FAULT_SEQ_NLIST (f.seq);
-    if (nlist < 1 || nlist > FAULT_LIST_MAX
-        || ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t), false,
-                         end) < 0)
-        return -1;
-    clamp_ranks (h, n, list, nlist);
+    nlist = fault_frame_ranks (h, fd, n, &f, list, &whole);
     *total = FAULT_SEQ_N (f.seq);
-    return nlist;
+    return whole ? nlist : -1;
 }
 
 /* The segment's fault list as a message (the record is claimed). */
@@ -441,7 +415,8 @@ void host_tcp_gather_faults (struct host *h, double window)
             heard[map[i]] = true;   /* a frame: a FAULT, or data */
             if (f->type != FRAME_FAULT)
                 continue;
-            nlist = fault_frame_ranks (h, map[i], f, list, &whole);
+            nlist = fault_frame_ranks (h, h->sock[map[i]], map[i], f, list,
+                                      &whole);
             if (whole)
                 host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
         }
@@ -631,7 +606,7 @@ static int frame_in (struct host *h, int n, uint64_t s, size_t want)
         /* Untrusted numbers from the wire: keep them in range. */
         if (kind < FAULT_DIED || kind > FAULT_LINK)
             kind = FAULT_DIED;
-        nlist = fault_frame_ranks (h, n, f, list, &whole);
+        nlist = fault_frame_ranks (h, h->sock[n], n, f, list, &whole);
         host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
                           reporter);
         h->fault_sent = true;   /* the sender told everyone */
