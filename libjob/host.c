@@ -222,7 +222,7 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
         && (rc = host_shm_attach (h, h->lpids[0],
                                   blobs[h->local_ranks[0]].memfd)) < 0)
         goto out;
-    for (n = 0; n < h->nnodes && h->nnodes > 1; n++)
+    for (n = 0; n < h->nnodes; n++)
         addrs[n] = blobs[h->node_leader[n]].addr;
     if (h->lrank == 0 && h->nnodes > 1) {
         if ((rc = host_tcp_connect (h, addrs)) < 0)

@@ -276,17 +276,6 @@ static char *report_make (const struct ddpi_rollcall_in *in, size_t *len)
     return buf;
 }
 
-/* Our own report, added to the hub's tally as a reporter's would be. */
-static int tally_own (struct ddpi_tally *t, const struct ddpi_rollcall_in *in)
-{
-    size_t len;
-    char *buf = report_make (in, &len);
-    int rc = buf ? ddpi_report_add (t, in->tag, buf, len) : -1;
-
-    free (buf);
-    return rc;
-}
-
 /* The hub: gather reports on lfd, then answer every reporter. */
 static int hub_run (const struct ddpi_rollcall_in *in, int lfd,
                     struct ddpi_rollcall *out)
@@ -300,7 +289,8 @@ static int hub_run (const struct ddpi_rollcall_in *in, int lfd,
     size_t len;
 
     if (ddpi_tally_init (&t, in->size, in->nnodes) < 0 || !fds || !ans
-        || tally_own (&t, in) < 0)
+        || ddpi_tally_add (&t, in->node, in->local_ranks, in->local_size,
+                           in->missing, in->nmissing) < 0)
         goto out;
     while (ddpi_now () < end) {
         struct pollfd p = { lfd, POLLIN, 0 };

@@ -233,17 +233,18 @@ static void complete_list (struct host *h)
     int sub = standin (h);
     double window = sub < 0 ? host_grace (h) : standin_window (h);
 
-    if (h->lrank == 0 || h->lrank == sub) {
-        if (h->lrank == 0)
-            host_tcp_gather_faults (h, window);
-        else
-            host_tcp_standin_faults (h, window);
-        atomic_store (&h->hdr->fault_final, 1);
+    if (h->lrank != 0 && h->lrank != sub) {
+        ddpi_wait_init (&w, window + 0.5, h->spin_us);
+        while (!atomic_load (&h->hdr->fault_final)
+               && ddpi_wait_step (&w) >= 0)
+            ;
         return;
     }
-    ddpi_wait_init (&w, window + 0.5, h->spin_us);
-    while (!atomic_load (&h->hdr->fault_final) && ddpi_wait_step (&w) >= 0)
-        ;
+    if (h->lrank == 0)
+        host_tcp_gather_faults (h, window);
+    else
+        host_tcp_standin_faults (h, window);
+    atomic_store (&h->hdr->fault_final, 1);
 }
 
 void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
