@@ -242,7 +242,11 @@ run_bench () {
             >"$out/$tag.txt" 2>"$out/$tag.err"
         rc=$?
         [ $rc = 0 ] && break
-        why="$tag ($impl -N$nodes -n$ranks $place $*): exit $rc; $(grep -v '^\s*$' "$out/$tag.err" | tail -n 3 | tr '\n' ' ')"
+        # The first task that srun saw die names the cause; the others were
+        # only ended with it (--kill-on-bad-exit).
+        why="$tag ($impl -N$nodes -n$ranks $place $*): exit $rc; $( {
+            grep -m1 '^srun: error: .*: tasks\{0,1\} [0-9,-]*: [^T]' "$out/$tag.err"
+            grep -v '^\s*$' "$out/$tag.err" | tail -n 2; } | tr '\n' ' ')"
         # A run is tried three times: Open MPI's shared-memory setup fails
         # now and then on this all-nodes-on-one-host cluster (measured: a
         # SEGV after "open(2) ... No such file or directory" in 1 of 20

@@ -17,6 +17,8 @@ set output outfile
 set multiplot layout nppn, 2
 set logscale x 2
 set xtics (1, 2, 4, 8, 16, 32, 64)
+# Room beside the first and last node counts, so their points and tics show.
+set offsets graph 0.04, graph 0.04, 0, 0
 set xlabel "nodes"
 set grid
 set key top left
@@ -26,18 +28,17 @@ do for [i = 1:nppn] {
     p = word(ppn, i)
     per = (p eq "1") ? "1 rank per node" : p . " ranks per node"
     set title "allreduce bus bandwidth, " . per
-    set ylabel "GB/s (busbw)"
-    unset logscale y
-    set yrange [0:*]
+    set ylabel "GB/s (busbw, log)"
+    set logscale y
+    set key bottom left
     # The largest size is drawn only when it is not 1 MiB itself.
     plot datafile index (i - 1) using 1:2 with linespoints lw 2 lc rgb "#1f77b4" pt 7 title "libddp 1 MiB", \
          ''       index (i - 1) using 1:3 with linespoints lw 2 lc rgb "#1f77b4" pt 6 dt 2 title "Open MPI 1 MiB", \
          for [j = 4:lastbig] '' index (i - 1) using 1:j with linespoints lw 2 \
              lc rgb "#d62728" pt 9 - j dt 1 + (j - 4) title (j == 4 ? "libddp " : "Open MPI ") . bigname
     set title "latency, " . per
+    set key top left
     set ylabel "us per call (log)"
-    set logscale y
-    set yrange [*:*]
     plot datafile index (i - 1) using 1:6 with linespoints lw 2 lc rgb "#2ca02c" pt 7 title "libddp allreduce 8 B", \
          ''       index (i - 1) using 1:7 with linespoints lw 2 lc rgb "#2ca02c" pt 6 dt 2 title "Open MPI allreduce 8 B", \
          ''       index (i - 1) using 1:8 with linespoints lw 2 lc rgb "#9467bd" pt 5 title "libddp barrier", \
