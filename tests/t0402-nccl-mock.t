@@ -36,7 +36,7 @@ test_expect_success 'the core'"'"'s ddp_check passes on the nccl backend, re-ini
 	grep "init again: allreduce ok" ddpcheck.out
 '
 test_expect_success 'the helpers (host buffers, staged) pass on the nccl backend' '
-	on_mock env DDP_BACKEND=nccl "$DDP_BUILD_DIR/tests/unit/helpers.t" >helpers.out 2>helpers.err &&
+	on_mock env DDP_BACKEND=nccl "$DDP_BUILD_DIR/libjob/helpers/test/helpers.t" >helpers.out 2>helpers.err &&
 	grep "mock: ncclCommDestroy" helpers.err &&
 	grep -q "^ok " helpers.out &&
 	! grep "^not ok" helpers.out

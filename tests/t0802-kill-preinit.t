@@ -7,7 +7,7 @@ ddp_cluster_require
 # The victim sleeps before ddp_init(); the others are waiting in init's
 # bootstrap exchange (a PMIx fence) when it is killed (after 1 s).
 #
-# How a survivor learns who is missing (libjob/bootstrap.c, rollcall.h):
+# How a survivor learns who is missing (libjob/bootstrap/bootstrap.c, rollcall.h):
 # its own node's PMIx server tells it exactly which local ranks never
 # committed; ranks of other nodes cannot be asked safely under Slurm 22.05
 # (a direct-modex request to a node whose tasks are all gone stalls that

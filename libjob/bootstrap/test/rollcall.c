@@ -1,4 +1,4 @@
-/* rollcall.c - the roll call after a failed init (libjob/rollcall.h): the
+/* rollcall.c - the roll call after a failed init (libjob/bootstrap/rollcall.h): the
  * hub's tally, and a hub with reporters as processes on this machine (the
  * test cluster runs it across nodes, in t0802). */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* nccl_util.c - the pure parts of the NCCL backend (libjob/nccl_util.c):
+/* nccl_util.c - the pure parts of the NCCL backend (libjob/nccl/nccl_util.c):
  * dtype/op mapping, bootstrap roots, GPU choice, the fence blob and the
  * duplicate-GPU check.  Needs no GPU. */
 #include "config.h"

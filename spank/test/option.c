@@ -1,4 +1,4 @@
-/* spank_option.c - the --ddp value and its detection in srun's argv
+/* option.c - the --ddp value and its detection in srun's argv
  * (spank/sp_option.c). */
 #include "config.h"
 #include <errno.h>

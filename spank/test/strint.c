@@ -1,4 +1,4 @@
-/* spank_strint.c - strict integer parsing (spank/sp_strint.c). */
+/* strint.c - strict integer parsing (spank/sp_strint.c). */
 #include "config.h"
 #include <errno.h>
 #include "sp_strint.h"

@@ -1,4 +1,4 @@
-/* reduce.c - unit tests for libjob/reduce.c, against references computed
+/* reduce.c - unit tests for libjob/common/reduce.c, against references computed
  * here: gcc's _Float16 (libgcc's soft conversions) for binary16, a
  * frexp/nearbyint rounding for bfloat16, plain C for the rest. */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* spank_conf.c - plugstack.conf arguments (spank/sp_conf.c). */
+/* conf.c - plugstack.conf arguments (spank/sp_conf.c). */
 #include "config.h"
 #include <errno.h>
 #include "sp_conf.h"

@@ -1,4 +1,4 @@
-/* spank_addr.c - MASTER_ADDR resolution (spank/sp_addr.c). */
+/* addr.c - MASTER_ADDR resolution (spank/sp_addr.c). */
 #include "config.h"
 #include <errno.h>
 #include "sp_addr.h"

@@ -1,4 +1,4 @@
-/* spank_gpus.c - GPU lists and the per-task choice (spank/sp_gpus.c). */
+/* gpus.c - GPU lists and the per-task choice (spank/sp_gpus.c). */
 #include "config.h"
 #include <errno.h>
 #include "sp_gpus.h"

@@ -1,4 +1,4 @@
-/* spank_port.c - MASTER_PORT derivation (spank/sp_port.c). */
+/* port.c - MASTER_PORT derivation (spank/sp_port.c). */
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>

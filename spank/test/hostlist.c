@@ -1,4 +1,4 @@
-/* spank_hostlist.c - Slurm host lists (spank/sp_hostlist.c). */
+/* hostlist.c - Slurm host lists (spank/sp_hostlist.c). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
