@@ -182,6 +182,7 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
     h->memfd = h->listen_fd = -1;
+    h->relay = &host_tcp_relay;
     if ((rc = alloc_tables (h, in)) < 0)
         goto out;
     if (getrandom (&h->cookie, sizeof (h->cookie), 0) != sizeof (h->cookie))

@@ -1,5 +1,6 @@
 /* host.h - the host backend's pieces (host.c collectives, shm.c node
- * segment, tcp.c links between node leaders).  Internal to libddp.
+ * segment, tcp.c links between node leaders, fault.c the fault record
+ * behind fault.h).  Internal to libddp.
  *
  * Ranks of a node share one memory segment made by local rank 0 (a memfd:
  * it has no name, so nothing is left behind even after kill -9; the others
@@ -28,6 +29,7 @@
 #include <sys/uio.h>
 
 #include "backend.h"
+#include "fault.h"
 #include "wait.h"
 
 #define SHM_MAGIC 0x64647073686d3032ULL  /* "ddpshm02" */
@@ -38,9 +40,6 @@ struct shm_flags {
     _Atomic uint64_t fin;
     char pad[64 - 3 * sizeof (uint64_t)];
 };
-
-/* Ranks a fault record can list; more are counted, not listed. */
-#define FAULT_LIST_MAX 32
 
 struct shm_hdr {
     uint64_t magic;
@@ -64,13 +63,6 @@ struct shm_hdr {
     _Atomic int32_t fault_final;
     char pad[256 - 3 * sizeof (uint64_t) - (9 + FAULT_LIST_MAX)
              * sizeof (int32_t)];
-};
-
-enum host_fault_kind {
-    FAULT_DIED = 1,     /* the process is gone */
-    FAULT_ABORTED = 2,  /* it called ddp_abort() */
-    FAULT_TIMEOUT = 3,  /* it did not arrive within DDP_TIMEOUT */
-    FAULT_LINK = 4,     /* its node's link failed */
 };
 
 /* tcp.c: leader address for the bootstrap blob. */
@@ -116,6 +108,7 @@ struct host {
     char *scratch;              /* nnodes * res_bytes for received data */
     struct host_peer_io *io;    /* per node exchange state */
     bool fault_sent;
+    const struct fault_relay *relay;    /* the links, for fault.c */
 
     uint64_t seq;
     unsigned spin_us;
@@ -154,31 +147,6 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s);
 /* shm.c: host_wait_flag() for every local rank but this one. */
 int host_wait_all (struct host *h, int which, uint64_t s);
 
-/* Record a fault (rank at fault, kind) in the segment and the sticky state
- * (unless one is recorded already), log it; a leader also tells the other
- * leaders.  Returns the DDP_E* code of the fault now in force. */
-int host_fault (struct host *h, int bad_rank, int kind);
-
-/* As host_fault() for several ranks at once (ranks ascending, n >= 1; a
- * node relays the whole list, so every rank names all of them). */
-int host_fault_set (struct host *h, const int *ranks, int n, int kind);
-
-/* Claim the segment's fault record for ranks (nlist listed of n in all, in
- * any order: the record keeps them sorted), noticed by rank reporter.
- * Returns 1, or 0 when a record was already there (the first claim
- * stands).  Does not log or relay. */
-int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter);
-
-/* Extra time a wait that depends on another rank's wait gets (seconds). */
-double host_grace (struct host *h);
-
-/* The DDP_E* code of a fault kind. */
-int host_fault_code (int kind);
-
-/* Return the fault recorded in the segment (after ddpi_error()), or 0. */
-int host_check_fault (struct host *h);
-
 /* Local peers alive?  Returns 0, or DDP_EPEER naming the dead one. */
 int host_check_peers (struct host *h);
 
@@ -191,6 +159,9 @@ int host_tcp_connect (struct host *h, const struct host_addr *addrs);
 
 void host_tcp_close (struct host *h);
 
+/* tcp.c: the relay of fault records over the leaders' links (fault.h). */
+extern const struct fault_relay host_tcp_relay;
+
 /* tcp.c: one exchange among leaders for step s.  For each node n != own:
  * if sendc[n] >= 0 send one message made of the sendc[n] iovecs sendv[n]
  * (0 iovecs: an empty message); if recv_len[n] != (size_t)-1 receive one
@@ -199,29 +170,5 @@ void host_tcp_close (struct host *h);
  * noticed.  Returns 0 or DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT. */
 int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
                    int *sendc, void **recv, size_t *recv_len);
-
-/* Add ranks (nlist listed of n in all, any order) to the segment's fault
- * record (leader only, after the record was claimed). */
-void host_fault_merge (struct host *h, const int32_t *ranks, int nlist, int n);
-
-/* tcp.c, leaders: for up to window seconds, read the FAULT frames other
- * leaders send, and take the lists of stand-ins for absent leaders, and
- * merge them (host_fault_merge); stop early once every other node was
- * heard from (a FAULT, a stand-in, or its data: it is complete).  A node
- * not heard from at all has no rank that arrived: all its ranks are
- * merged. */
-void host_tcp_gather_faults (struct host *h, double window);
-
-/* tcp.c, a local rank standing in for its node's absent leader: send the
- * segment's fault list to every other node's leader (at its listening
- * socket; they take it while they gather lists) and merge the lists they
- * answer with, for up to window seconds. */
-void host_tcp_standin_faults (struct host *h, double window);
-
-/* tcp.c: best effort, non-blocking: tell every other leader that ranks
- * (nlist listed of n in all, ascending) failed (kind), as noticed by rank
- * reporter. */
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
-                          int kind, int reporter);
 
 #endif /* DDP_HOST_H */

@@ -240,7 +240,7 @@ static size_t fault_msg_fill (struct fault_msg *m, const int *ranks,
     return sizeof (m->f) + (size_t)nlist * sizeof (int32_t);
 }
 
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
+static void tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
                           int kind, int reporter)
 {
     struct fault_msg msg;
@@ -346,7 +346,7 @@ static int standin_accept (struct host *h)
     return node;
 }
 
-void host_tcp_gather_faults (struct host *h, double window)
+static void tcp_gather_faults (struct host *h, double window)
 {
     struct pollfd pfd[64];
     int map[64];
@@ -503,7 +503,7 @@ static void standin_step (struct host *h, int n, struct standin_peer *p,
     p->fd = -1;
 }
 
-void host_tcp_standin_faults (struct host *h, double window)
+static void tcp_standin_faults (struct host *h, double window)
 {
     struct standin_peer *peer;
     struct pollfd pfd[64];
@@ -540,6 +540,12 @@ void host_tcp_standin_faults (struct host *h, double window)
             close (peer[n].fd);
     free (peer);
 }
+
+const struct fault_relay host_tcp_relay = {
+    .send = tcp_send_fault,
+    .gather = tcp_gather_faults,
+    .standin = tcp_standin_faults,
+};
 
 /* The peer behind node n's link is gone: blame its leader. */
 static int link_lost (struct host *h, int n, const char *what)
