@@ -6,6 +6,7 @@
 #pragma GCC optimize ("O3")
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "reduce.h"
@@ -275,6 +276,81 @@ void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
         for (k = 2; k < n; k++)
             ddpi_reduce_op (d, d, (const char *)src[k] + off * es, len, dtype,
                            op);
+    }
+}
+
+ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op)
+{
+    bool half = dtype == DDP_FLOAT16 || dtype == DDP_BFLOAT16;
+    bool rounds = op == DDP_SUM || op == DDP_PROD || op == DDP_AVG;
+    return half && rounds ? DDP_FLOAT32 : dtype;
+}
+
+void ddpi_widen (void *dst, const void *src, size_t count, ddp_dtype_t dtype,
+                 ddp_op_t op)
+{
+    const uint16_t *s = src;
+    float *d = dst;
+    size_t i;
+
+    if (ddpi_acc_dtype (dtype, op) == dtype) {
+        if (dst != src)
+            memcpy (dst, src, count * esize (dtype));
+        return;
+    }
+    if (dtype == DDP_FLOAT16)
+        for (i = 0; i < count; i++)
+            d[i] = ddpi_half_to_float (s[i]);
+    else
+        for (i = 0; i < count; i++)
+            d[i] = ddpi_bf16_to_float (s[i]);
+}
+
+void ddpi_narrow (void *dst, const void *src, size_t count,
+                  ddp_dtype_t dtype, ddp_op_t op)
+{
+    const float *s = src;
+    uint16_t *d = dst;
+    size_t i;
+
+    if (ddpi_acc_dtype (dtype, op) == dtype) {
+        if (dst != src)
+            memmove (dst, src, count * esize (dtype));
+        return;
+    }
+    /* In place, element i (2 bytes at 2i) is written after element i
+     * (4 bytes at 4i) was read, and never over an element still unread. */
+    if (dtype == DDP_FLOAT16)
+        for (i = 0; i < count; i++)
+            d[i] = ddpi_float_to_half (s[i]);
+    else
+        for (i = 0; i < count; i++)
+            d[i] = ddpi_float_to_bf16 (s[i]);
+}
+
+void ddpi_reduce_many_acc (void *dst, const void *const *src, int n,
+                           size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = esize (dtype), block = 4096, off;
+    float tmp[4096];
+    int k;
+
+    if (at == dtype) {
+        ddpi_reduce_many (dst, src, n, count, dtype, op);
+        return;
+    }
+    if (n < 1)
+        return;
+    for (off = 0; off < count; off += block) {
+        size_t len = count - off < block ? count - off : block;
+        float *d = (float *)dst + off;
+
+        ddpi_widen (d, (const char *)src[0] + off * es, len, dtype, op);
+        for (k = 1; k < n; k++) {
+            ddpi_widen (tmp, (const char *)src[k] + off * es, len, dtype, op);
+            ddpi_reduce_op (d, d, tmp, len, at, op);
+        }
     }
 }
 

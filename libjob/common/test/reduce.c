@@ -314,6 +314,67 @@ static void test_many_and_finish (void)
     ok (f64[0] == 1.0 / 3.0, "float64 avg");
 }
 
+/* fp32 accumulation of 16-bit floats: one rounding at the end, however
+ * many contributions. */
+static void test_acc (void)
+{
+    enum { AN = 5000, AK = 17 };
+    static uint16_t src[AK][AN], out[AN];
+    static float acc[AN], ref[AN];
+    const void *sp[AK];
+    uint16_t one = h_bits ((_Float16)1.0f), big = h_bits ((_Float16)2048.0f);
+    float x[3] = { 1.5f, -2.25f, 65504.0f };
+    int i, k, bad = 0, badn = 0;
+
+    ok (ddpi_acc_dtype (DDP_FLOAT16, DDP_SUM) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_BFLOAT16, DDP_AVG) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_FLOAT16, DDP_PROD) == DDP_FLOAT32,
+        "16-bit floats accumulate in float32 for sum, prod, avg");
+    ok (ddpi_acc_dtype (DDP_FLOAT16, DDP_MIN) == DDP_FLOAT16
+        && ddpi_acc_dtype (DDP_BFLOAT16, DDP_MAX) == DDP_BFLOAT16
+        && ddpi_acc_dtype (DDP_FLOAT32, DDP_SUM) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_INT8, DDP_SUM) == DDP_INT8,
+        "min, max and the other types accumulate in themselves");
+    for (k = 0; k < AK; k++) {
+        sp[k] = src[k];
+        for (i = 0; i < AN; i++)
+            src[k][i] = k == 0 ? big : one;
+    }
+    ddpi_reduce_many_acc (acc, sp, AK, AN, DDP_FLOAT16, DDP_SUM);
+    ddpi_narrow (out, acc, AN, DDP_FLOAT16, DDP_SUM);
+    for (i = 0; i < AN; i++)
+        bad += out[i] != h_bits ((_Float16)2064.0f);
+    ok (!bad, "2048 + 16 x 1 in float16 is 2064 with fp32 accumulation "
+        "(%d bad; 16-bit steps would stay at 2048)", bad);
+    for (k = 0; k < AK; k++)
+        for (i = 0; i < AN; i++)
+            src[k][i] = (uint16_t)(xr () & 0x7bff);    /* finite halves */
+    ddpi_reduce_many_acc (acc, sp, AK, AN, DDP_FLOAT16, DDP_PROD);
+    for (i = 0; i < AN; i++) {
+        ref[i] = ddpi_half_to_float (src[0][i]);
+        for (k = 1; k < AK; k++)
+            ref[i] *= ddpi_half_to_float (src[k][i]);
+        bad += f2u (acc[i]) != f2u (ref[i]);
+    }
+    ok (!bad, "reduce_many_acc: float ops in source order (%d bad)", bad);
+    for (i = 0; i < AN; i++) {
+        ddpi_widen (&acc[i], &src[1][i], 1, DDP_BFLOAT16, DDP_SUM);
+        badn += ddpi_float_to_bf16 (acc[i]) != src[1][i];
+    }
+    ok (!badn, "bfloat16 widen and narrow round-trip (%d bad)", badn);
+    memcpy (acc, x, sizeof (x));
+    ddpi_narrow (acc, acc, 3, DDP_FLOAT16, DDP_SUM);
+    memcpy (out, acc, 3 * sizeof (uint16_t));
+    ok (out[0] == h_bits ((_Float16)1.5f) && out[1] == h_bits ((_Float16)-2.25f)
+        && out[2] == h_bits ((_Float16)65504.0f), "narrow in place");
+    ddpi_widen (acc, x, 3, DDP_FLOAT32, DDP_SUM);
+    ok (memcmp (acc, x, sizeof (x)) == 0, "widen of float32 copies");
+    acc[0] = 1.0f;
+    acc[1] = 2.0f;
+    ddpi_reduce_op (&acc[1], &acc[0], &acc[1], 1, DDP_FLOAT32, DDP_SUM);
+    ok (acc[1] == 3.0f, "reduce_op: dst may be the second operand");
+}
+
 int main (void)
 {
     plan (NO_PLAN);
@@ -322,6 +383,7 @@ int main (void)
     test_int_ops ();
     test_float_ops ();
     test_many_and_finish ();
+    test_acc ();
     done_testing ();
     return 0;
 }
