@@ -61,49 +61,80 @@ static bool listed (struct host *h, int r)
     return ddpi_rank_in (h->hdr->fault_list, nlist, r);
 }
 
-/* When the fault list names this node's leader, the first local rank it
- * does not name stands in for the leader in the exchange of lists (the
- * leader holds the links, and it is not there to use them).  Returns that
- * local rank, or -1 when the leader is not listed. */
-static int standin (struct host *h)
+/* The latest step a local rank of this node entered. */
+static uint64_t latest_step (struct host *h)
 {
-    if (!listed (h, h->local_ranks[0]))
-        return -1;
-    for (int lr = 1; lr < h->lsize; lr++)
-        if (!listed (h, h->local_ranks[lr]))
+    uint64_t top = 0;
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        uint64_t s = atomic_load (&h->flags[lr].seq);
+        top = s > top ? s : top;
+    }
+    return top;
+}
+
+/* The node's speaker in the swap of lists: its lowest local rank that
+ * reached the node's latest step and is not at fault.  Returns that local
+ * rank, or -1 when there is none. */
+static int speaker (struct host *h)
+{
+    uint64_t top = latest_step (h);
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        if (atomic_load (&h->flags[lr].seq) == top
+            && !listed (h, h->local_ranks[lr]))
             return lr;
     return -1;
 }
 
-/* How long a stand-in waits for the other leaders' lists: a leader that
- * waits for our node in its exchange gives up there two graces after its
- * own timeout, then gathers lists for one more grace. */
-static double standin_window (struct host *h)
+/* Local ranks that never reached the node's latest step are absent: add
+ * them to the record (the record may have come from another node before
+ * this node's own wait for them ran out). */
+static void add_local_absent (struct host *h)
 {
-    return 3 * host_grace (h);
+    int list[FAULT_LIST_MAX], n = 0, nlist = 0;
+    uint64_t top = latest_step (h);
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        if (atomic_load (&h->flags[lr].seq) == top)
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->local_ranks[lr];
+        n++;
+    }
+    if (nlist > 0)
+        host_fault_merge (h, list, nlist, n);
+}
+
+/* Does a lane of this node take part (a lane not at fault)?  Then its
+ * partners heard of the fault on their links at once; if not, they may
+ * notice only when their own waits end, two graces later. */
+static bool lane_present (struct host *h)
+{
+    for (int lr = 0; lr < h->lanes && lr < h->lsize; lr++)
+        if (!listed (h, h->local_ranks[lr]))
+            return true;
+    return false;
 }
 
 /* A timeout in a job of several nodes: ranks on other nodes may be absent
- * too, and only their leaders know.  The leader (which sent its own list
- * already), or the rank that stands in for an absent one, merges the
- * others' lists; the other local ranks wait for that. */
+ * too, and only their nodes know.  The node's speaker swaps lists with
+ * the other nodes for a window; the other local ranks wait for that. */
 static void complete_list (struct host *h)
 {
     struct ddpi_waiter w;
-    int sub = standin (h);
-    double window = sub < 0 ? host_grace (h) : standin_window (h);
+    int sp = speaker (h);
+    double window = lane_present (h) ? host_grace (h) : 3 * host_grace (h);
 
-    if (h->lrank != 0 && h->lrank != sub) {
+    if (h->lrank != sp) {
         ddpi_wait_init (&w, window + 0.5, h->spin_us);
         while (!atomic_load (&h->hdr->fault_final)
                && ddpi_wait_step (&w) >= 0)
             ;
         return;
     }
-    if (h->lrank == 0)
-        h->relay->gather (h, window);
-    else
-        h->relay->standin (h, window);
+    add_local_absent (h);
+    h->relay->gather (h, window);
     atomic_store (&h->hdr->fault_final, 1);
 }
 
@@ -111,7 +142,8 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
 {
     int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
     int32_t ranks[FAULT_LIST_MAX];
-    int i = 0, j = 0, k = 0, dup = 0, nhave = h->hdr->fault_nlist;
+    int i = 0, j = 0, k = 0, nhave = h->hdr->fault_nlist;
+    int extra_have, extra_in;
 
     if (nlist < 1)
         return;
@@ -121,6 +153,8 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
         nhave = 0;
     if (nlist > FAULT_LIST_MAX)
         nlist = FAULT_LIST_MAX;
+    extra_have = h->hdr->fault_n - nhave;
+    extra_in = n - nlist;
     memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
     ddpi_sort_ranks (ranks, nlist);
     while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
@@ -131,17 +165,21 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
         else {
             out[k++] = have[i++];
             j++;
-            dup++;
         }
     }
+    if (k == nhave && memcmp (out, have, (size_t)k * sizeof (int32_t)) == 0
+        && extra_in <= extra_have)
+        return;     /* nothing new */
     memcpy (have, out, (size_t)k * sizeof (int32_t));
     h->hdr->fault_nlist = k;
-    h->hdr->fault_n += n - dup;
-    if (h->hdr->fault_n < k)
-        h->hdr->fault_n = k;
+    h->hdr->fault_n = k + (extra_have > extra_in ? extra_have : extra_in);
+    if (h->hdr->fault_n > h->size)
+        h->hdr->fault_n = h->size;
+    atomic_fetch_add (&h->hdr->fault_version, 1);
 }
 
-/* A record whose list is not (yet) sound names the claimer's first rank. */
+/* A record whose list is empty (a timeout nobody could pin down) or not
+ * sound names the rank the claimer gave (the one it waited for). */
 static void check_list (struct host *h)
 {
     int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
@@ -160,16 +198,18 @@ static int report (struct host *h)
     int code = host_fault_code (kind);
     int n, nlist;
 
-    check_list (h);
-    if (h->lrank == 0 && h->nnodes > 1 && h->relay && !h->fault_sent) {
+    if (h->relay && h->lk && !h->fault_sent) {
+        int first = atomic_load (&h->hdr->fault_rank) - 1;
         h->fault_sent = true;
-        h->relay->send (h, h->hdr->fault_list, h->hdr->fault_nlist,
+        nlist = h->hdr->fault_nlist;
+        if (nlist < 0 || nlist > FAULT_LIST_MAX)
+            nlist = 0;
+        h->relay->send (h, nlist ? h->hdr->fault_list : &first, nlist,
                         h->hdr->fault_n, kind, who);
     }
-    if (!h->broken && h->nnodes > 1 && h->relay && kind == FAULT_TIMEOUT) {
+    if (!h->broken && h->nnodes > 1 && h->relay && kind == FAULT_TIMEOUT)
         complete_list (h);
-        check_list (h);
-    }
+    check_list (h);
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;
     if (!h->broken) {

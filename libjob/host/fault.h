@@ -10,9 +10,18 @@
  * before anyone reports.
  *
  * fault.c calls no other file of libjob/host: what needs the links is done
- * through the relay callbacks below, which host.c hands in at create.  The
- * files of the host backend call each other along a DAG:
- *   host.c -> tcp.c, shm.c, fault.c;  tcp.c -> fault.c;  shm.c -> fault.c.
+ * through the relay callbacks below, which host.c hands in at create, so
+ * the files of the host backend call each other along a DAG (host.h).
+ *
+ * A timeout between nodes (a lane waited DDP_TIMEOUT + 2 graces for a
+ * partner) is claimed with an empty list: a node only knows who is absent
+ * among its own ranks, and the partner waited for may itself be waiting.
+ * Each node's speaker (its lowest local rank that is at the current step
+ * and not at fault) adds the local ranks that never reached that step,
+ * then the speakers swap lists with their partner nodes and pass every
+ * change on, for a window; a partner node nobody speaks for has all its
+ * ranks named.  Only if the list is still empty then is the rank waited for
+ * named.
  */
 #ifndef DDP_FAULT_H
 #define DDP_FAULT_H
@@ -34,17 +43,18 @@ enum host_fault_kind {
 /* What the fault record needs from the links between nodes.  Each is best
  * effort: it cannot fail, and it returns within its window. */
 struct fault_relay {
-    /* Tell the other nodes that ranks (nlist listed of n in all,
-     * ascending) failed (kind), as noticed by rank reporter; must not
-     * block. */
+    /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
+     * ascending; nlist 0: to be found) failed (kind), as noticed by rank
+     * reporter; must not block.  They pass it on (flooding). */
     void (*send) (struct host *h, const int *ranks, int nlist, int n,
                   int kind, int reporter);
-    /* This node's speaker (its leader): for up to window seconds take the
-     * other nodes' lists into the record (fault_merge). */
+    /* A lane waiting in shared memory: take a FAULT frame that arrived on
+     * its links into the record; must not block. */
+    void (*poll) (struct host *h);
+    /* This node's speaker: for up to window seconds swap lists with the
+     * speakers of the partner nodes, merging theirs into the record
+     * (host_fault_merge) and passing every change on. */
     void (*gather) (struct host *h, double window);
-    /* A local rank standing in for its node's absent leader: the same,
-     * reaching the other nodes without the leader's links. */
-    void (*standin) (struct host *h, double window);
 };
 
 /* Extra time a wait that depends on another rank's wait gets (seconds). */
@@ -64,13 +74,18 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 
 /* Claim the segment's fault record for ranks (nlist listed of n in all, in
  * any order: the record keeps them sorted), noticed by rank reporter.
- * Returns 1, or 0 when a record was already there (the first claim
- * stands).  Does not log or relay. */
+ * nlist may be 0 (a timeout between nodes, to be filled by the lists):
+ * ranks[0] is then the rank named if nothing fills it.  Returns 1, or 0
+ * when a record was already there (the first claim stands).  Does not log
+ * or relay. */
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
                       int kind, int reporter);
 
 /* Add ranks (nlist listed of n in all, any order) to the segment's fault
- * record (after the record was claimed). */
+ * record (after the record was claimed); bumps its version when that
+ * changed it.  Ranks counted but not listed are not double counted when
+ * the same list comes again: the count is the union of the lists plus
+ * the larger of the two unlisted parts. */
 void host_fault_merge (struct host *h, const int32_t *ranks, int nlist,
                        int n);
 

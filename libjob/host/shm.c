@@ -1,4 +1,5 @@
-/* shm.c - the node's shared segment and waiting on its flags (host.h). */
+/* shm.c - the node's shared segment, waiting on its flags, and a rank's
+ * scratch buffers (host.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -56,8 +57,7 @@ int host_shm_create (struct host *h)
     if (slot < 65536 && !s)
         slot = 65536;
     h->slot_bytes = align_up (slot, 64);
-    h->res_bytes = align_up (h->slot_bytes > (size_t)h->size * 64
-                             ? h->slot_bytes : (size_t)h->size * 64, 64);
+    h->res_bytes = h->slot_bytes;
     h->map_len = map_size (h);
     h->memfd = (int)syscall (SYS_memfd_create, "ddp-host", 1u /* CLOEXEC */);
     if (h->memfd < 0)
@@ -189,11 +189,39 @@ int host_check_peers (struct host *h)
     return lr < 0 ? 0 : host_fault (h, h->local_ranks[lr], FAULT_DIED);
 }
 
-static inline uint64_t load_flag (struct host *h, int lr, int which)
+static inline _Atomic uint64_t *flag (struct host *h, int lr, int which)
 {
     struct shm_flags *f = &h->flags[lr];
-    _Atomic uint64_t *p = which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
-    return atomic_load_explicit (p, memory_order_acquire);
+    return which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
+}
+
+static inline uint64_t load_flag (struct host *h, int lr, int which)
+{
+    return atomic_load_explicit (flag (h, lr, which), memory_order_acquire);
+}
+
+void host_post (struct host *h, int which, uint64_t s)
+{
+    atomic_store_explicit (flag (h, h->lrank, which), s, memory_order_release);
+}
+
+/* Every ~2 ms of a wait: a lane takes FAULT frames off its links, and a
+ * wait for a result restarts its clock while the rank it waits for makes
+ * progress with other nodes (*beat: the last value seen). */
+static void wait_check (struct host *h, struct ddpi_waiter *w, int lr,
+                        int which, uint64_t *beat)
+{
+    uint64_t b;
+
+    if (h->lk && h->relay && h->relay->poll)
+        h->relay->poll (h);
+    if (which == 0)
+        return;
+    b = atomic_load_explicit (&h->flags[lr].beat, memory_order_relaxed);
+    if (b != *beat) {
+        *beat = b;
+        ddpi_wait_restart (w);
+    }
 }
 
 /* An arrival wait on local rank lr timed out: record every local rank that
@@ -220,6 +248,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 {
     struct ddpi_waiter w;
     bool extended = false;
+    uint64_t beat = atomic_load (&h->flags[lr].beat);
     int rc, gone;
 
     if (load_flag (h, lr, which) >= s)
@@ -243,6 +272,8 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
         }
         if (rc < 0)
             return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+        if (rc == 1)
+            wait_check (h, &w, lr, which, &beat);
         if (rc == 1 && (gone = gone_peer (h)) >= 0) {
             /* A rank may set the flag and exit at once, its last collective
              * done: read after its exit was seen, the flag tells a peer that
@@ -256,15 +287,36 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
     return 0;
 }
 
-int host_wait_all (struct host *h, int which, uint64_t s)
+int host_wait_first (struct host *h, int n, int which, uint64_t s)
 {
     int lr, rc;
 
-    for (lr = 0; lr < h->lsize; lr++) {
+    for (lr = 0; lr < n && lr < h->lsize; lr++) {
         if (lr == h->lrank)
             continue;
         if ((rc = host_wait_flag (h, lr, which, s)) < 0)
             return rc;
     }
     return 0;
+}
+
+int host_wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_wait_first (h, h->lsize, which, s);
+}
+
+void *host_scratch (struct host *h, int i, size_t len)
+{
+    void *p;
+
+    if (len <= h->scratch_len[i])
+        return h->scratch[i];
+    if (!(p = malloc (len ? len : 1))) {
+        ddpi_error (DDP_ENOMEM, "out of memory (%zu bytes of scratch)", len);
+        return NULL;
+    }
+    free (h->scratch[i]);
+    h->scratch[i] = p;
+    h->scratch_len[i] = len;
+    return p;
 }
