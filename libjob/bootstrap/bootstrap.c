@@ -500,9 +500,27 @@ static int fence_timeout_error (struct bootstrap *b, const char *key,
     return DDP_ETIMEDOUT;
 }
 
+/* Make room for need bytes in *all (of *cap bytes), doubling; returns 0
+ * or -1 (out of memory; *all unchanged). */
+static int grow (char **all, size_t *cap, size_t need)
+{
+    size_t c = *cap ? *cap : 1;
+    char *p;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    if (!(p = realloc (*all, c)))
+        return -1;
+    *all = p;
+    *cap = c;
+    return 0;
+}
+
 static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
-                          char *all, size_t *all_off, size_t *all_len,
-                          size_t cap, char *err, size_t errlen)
+                          char **all, size_t *all_off, size_t *all_len,
+                          size_t *cap, char *err, size_t errlen)
 {
     char key[64];
     pmix_value_t val, *v;
@@ -550,13 +568,13 @@ static int pmix_exchange (struct bootstrap *b, const void *blob, size_t len,
             return errf (err, errlen, DDP_EPMIX, "PMIx_Get(%s) of rank %d: %s",
                          key, r, PMIx_Error_string (rc));
         }
-        if (off + v->data.bo.size > cap) {
+        if (grow (all, cap, off + v->data.bo.size) < 0) {
             PMIX_VALUE_RELEASE (v);
             PMIX_INFO_DESTRUCT (&opt);
-            return errf (err, errlen, DDP_EPMIX, "PMIx: blobs too large");
+            return errf (err, errlen, DDP_ENOMEM, "out of memory");
         }
         if (v->data.bo.size)
-            memcpy (all + off, v->data.bo.bytes, v->data.bo.size);
+            memcpy (*all + off, v->data.bo.bytes, v->data.bo.size);
         all_off[r] = off;
         all_len[r] = v->data.bo.size;
         off += v->data.bo.size;
@@ -663,14 +681,14 @@ int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
     *all = NULL;
     if (len > MAX_BLOB || (len && !blob))
         return errf (err, errlen, DDP_EINVAL, "bootstrap blob too large");
-    cap = (size_t)b->info.size * MAX_BLOB;
-    if (!b->pmix)
-        cap = len ? len : 1;
+    /* Sized from what arrives: every rank's blob is usually as long as
+     * ours (the buffer grows when it is not). */
+    cap = b->pmix ? (size_t)b->info.size * (len ? len : 1) : (len ? len : 1);
     if (!(buf = malloc (cap)))
         return errf (err, errlen, DDP_ENOMEM, "out of memory");
 #ifdef HAVE_PMIX
     if (b->pmix)
-        rc = pmix_exchange (b, blob, len, buf, all_off, all_len, cap, err,
+        rc = pmix_exchange (b, blob, len, &buf, all_off, all_len, &cap, err,
                             errlen);
     else
 #endif

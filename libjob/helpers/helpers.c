@@ -52,7 +52,7 @@
 #define BCAST_INLINE 240            /* bytes carried in the bcast header */
 #define GV_INLINE 48                /* bytes carried in the gatherv header */
 #define GV_SCRATCH (64u << 20)      /* receive scratch of a padded gather */
-#define GV_MIN_CHUNK (64u << 10)
+#define GV_MIN_CHUNK 64u            /* bytes per rank and round at least */
 #define NAMED_STACK 64              /* doubles on the stack for average_named */
 #define NAMED_HASH_SLOTS 6          /* 3 16-bit hash pieces and their squares */
 
@@ -577,6 +577,8 @@ static int gv_alloc (struct gv *g)
     }
     if (g->max <= GV_INLINE || g->equal)
         return 0;
+    /* world x chunk of scratch: at most GV_SCRATCH (64 bytes a rank when
+     * the world is larger than 1 Mi ranks), never world x a fixed KiB. */
     g->chunk = GV_SCRATCH / (size_t) g->world;
     if (g->chunk < GV_MIN_CHUNK)
         g->chunk = GV_MIN_CHUNK;
