@@ -286,32 +286,34 @@ ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op)
     return half && rounds ? DDP_FLOAT32 : dtype;
 }
 
+/* The conversions of a 16-bit float type. */
+static float (*const to_float[2]) (uint16_t) = { ddpi_half_to_float,
+                                                 ddpi_bf16_to_float };
+static uint16_t (*const from_float[2]) (float) = { ddpi_float_to_half,
+                                                   ddpi_float_to_bf16 };
+
 void ddpi_widen (void *dst, const void *src, size_t count, ddp_dtype_t dtype,
                  ddp_op_t op)
 {
+    float (*conv) (uint16_t) = to_float[dtype == DDP_BFLOAT16];
     const uint16_t *s = src;
     float *d = dst;
-    size_t i;
 
     if (ddpi_acc_dtype (dtype, op) == dtype) {
         if (dst != src)
             memcpy (dst, src, count * esize (dtype));
         return;
     }
-    if (dtype == DDP_FLOAT16)
-        for (i = 0; i < count; i++)
-            d[i] = ddpi_half_to_float (s[i]);
-    else
-        for (i = 0; i < count; i++)
-            d[i] = ddpi_bf16_to_float (s[i]);
+    for (size_t i = 0; i < count; i++)
+        d[i] = conv (s[i]);
 }
 
 void ddpi_narrow (void *dst, const void *src, size_t count,
                   ddp_dtype_t dtype, ddp_op_t op)
 {
+    uint16_t (*conv) (float) = from_float[dtype == DDP_BFLOAT16];
     const float *s = src;
     uint16_t *d = dst;
-    size_t i;
 
     if (ddpi_acc_dtype (dtype, op) == dtype) {
         if (dst != src)
@@ -320,12 +322,8 @@ void ddpi_narrow (void *dst, const void *src, size_t count,
     }
     /* In place, element i (2 bytes at 2i) is written after element i
      * (4 bytes at 4i) was read, and never over an element still unread. */
-    if (dtype == DDP_FLOAT16)
-        for (i = 0; i < count; i++)
-            d[i] = ddpi_float_to_half (s[i]);
-    else
-        for (i = 0; i < count; i++)
-            d[i] = ddpi_float_to_bf16 (s[i]);
+    for (size_t i = 0; i < count; i++)
+        d[i] = conv (s[i]);
 }
 
 void ddpi_reduce_many_acc (void *dst, const void *const *src, int n,

@@ -347,19 +347,21 @@ static int ring_ag (struct host *h, void *buf, size_t count, size_t es,
 
 /* ------------------------------------------------------------ allreduce */
 
+/* Below DDP_SMALL_MAX bytes (or fewer elements than nodes: some blocks
+ * would be empty) the latency algorithms are used. */
+static bool small (struct host *h, size_t count, size_t es)
+{
+    return count * es < h->tune.small_max || count < (size_t)h->nnodes;
+}
+
 int algo_allreduce (struct host *h, void *w, void *out, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op)
 {
-    size_t bytes = count * ddp_dtype_size (dtype);
     int rc;
 
-    if (h->nnodes == 1) {
-        finish (h, w, out, count, dtype, op);
-        return 0;
-    }
-    if (bytes < h->tune.small_max || count < (size_t)h->nnodes)
+    if (small (h, count, ddp_dtype_size (dtype)))
         return doubling (h, w, out, count, dtype, op);
-    if (bytes < h->tune.ring_min)
+    if (count * ddp_dtype_size (dtype) < h->tune.ring_min)
         return halving (h, w, out, count, dtype, op);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
@@ -445,14 +447,9 @@ static int tree_gather_blocks (struct host *h, void *out, size_t count,
 int algo_reduce (struct host *h, void *w, void *out, size_t count,
                  ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    size_t bytes = count * ddp_dtype_size (dtype);
     int rc;
 
-    if (h->nnodes == 1) {
-        finish (h, w, out, count, dtype, op);
-        return 0;
-    }
-    if (bytes < h->tune.small_max || count < (size_t)h->nnodes)
+    if (small (h, count, ddp_dtype_size (dtype)))
         return tree_reduce (h, w, out, count, dtype, op, root);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
@@ -513,9 +510,7 @@ int algo_bcast (struct host *h, void *buf, size_t bytes, int root)
 {
     int rc;
 
-    if (h->nnodes == 1)
-        return 0;
-    if (bytes < h->tune.small_max || bytes < (size_t)h->nnodes)
+    if (small (h, bytes, 1))
         return tree_bcast (h, buf, bytes, root);
     if ((rc = tree_scatter (h, buf, bytes, root)) < 0)
         return rc;

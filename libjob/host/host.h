@@ -395,7 +395,8 @@ int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai);
 
 /* ---- algo.c: the cross-node algorithms, run by a lane on its slice ---- */
 
-/* Each returns 0 or a DDP_E* code (after the fault was recorded). */
+/* Each is called in a job of several nodes (N > 1) and returns 0 or a
+ * DDP_E* code (after the fault was recorded). */
 
 /* Every node's lane reaches this call before any leaves it. */
 int algo_barrier (struct host *h);
