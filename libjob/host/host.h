@@ -98,15 +98,19 @@
  * rounded once, at the end.
  *
  * Memory per rank (P ranks on the node, L lanes, W world size, N nodes,
- * B the largest buffer of a call, S = DDP_SHM_SLOT):
- *   segment (shared by the node): 2 (P S + R) bytes, R = max(S, 64 KiB)
+ * B the largest buffer of a call, S the slot: DDP_SHM_SLOT, by default
+ * 8 MiB / P within [64 KiB, 1 MiB]):
+ *   segment (shared by the node): 2 (P + 1) S bytes (two banks of P slots
+ *   and a result area of S), so about 2 S per rank
  *   tables: 4 words per rank of the world (W ints: node, local rank, and
  *   the node lists), a few per node (N)
  *   links, per lane: 3 ceil(log2 N) + 3 partners, each a socket and
  *   its peers' addresses (L of them)
- *   scratch of a lane: at most B (16-bit reductions: 2 B in float32; a
- *   gather's node: its subtree's data, at most the gather's output),
- *   kept for the next call and freed at finalize
+ *   scratch of a lane, kept for the next call and freed at finalize: a
+ *   reduction's receive buffer (at most B), its work buffer when it cannot
+ *   work in place (16-bit floats in float32: 2 B) and its result when
+ *   this rank does not want one (reduce: B); a gather's node: its
+ *   subtree's data (at most the gather's output); so at most 5 B
  * so O(B + W + log N) per rank: nothing grows with N x S or W x KiB.
  */
 #ifndef DDP_HOST_H
