@@ -6,10 +6,10 @@
 #include <slurm/spank.h>
 
 #include "ddp_spank.h"
+#include "sp_args.h"
+#include "sp_err.h"
 
 SPANK_PLUGIN (ddp, 1);
-
-struct ddp_state ddp_state;
 
 static int option_cb (int val, const char *optarg, int remote);
 
@@ -26,15 +26,6 @@ static struct spank_option ddp_option = {
     .cb = option_cb,
 };
 
-struct sp_request ddp_effective_request (void)
-{
-    struct sp_request r = {
-        .backend = ddp_state.conf.default_backend,
-        .nobind = false,
-    };
-    return ddp_state.have_option ? ddp_state.option : r;
-}
-
 /* --ddp[=VALUE], from srun/sbatch/salloc (remote == 0) or forwarded to
  * slurmstepd (remote == 1; errors there are only logged, so srun validates
  * first).  It may run more than once: srun first applies the value inherited
@@ -43,29 +34,26 @@ struct sp_request ddp_effective_request (void)
  * environment.  The last value wins, as for srun's own options. */
 static int option_cb (int val, const char *optarg, int remote)
 {
-    struct sp_request r;
-    char err[DDP_ERRLEN];
+    char err[SP_ERRLEN];
 
     (void) val;
     (void) remote;
-    if (sp_option_parse (optarg, &r, err, sizeof (err)) < 0) {
+    if (sp_args_set_option (optarg, err, sizeof (err)) < 0) {
         slurm_error ("%s", err);
         return -1;
     }
-    ddp_state.option = r;
-    ddp_state.have_option = true;
     return 0;
 }
 
 int slurm_spank_init (spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context ();
-    char err[DDP_ERRLEN];
+    char err[SP_ERRLEN];
     spank_err_t rc;
 
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
         return 0;
-    if (sp_conf_parse (ac, av, &ddp_state.conf, err, sizeof (err)) < 0) {
+    if (sp_args_init (ac, av, err, sizeof (err)) < 0) {
         slurm_error ("%s; the ddp plugin refuses to load", err);
         return -1;
     }

@@ -22,6 +22,8 @@
 
 #include "ddp_spank.h"
 #include "sp_addr.h"
+#include "sp_args.h"
+#include "sp_err.h"
 #include "sp_gpus.h"
 #include "sp_hostlist.h"
 #include "sp_port.h"
@@ -33,8 +35,8 @@
 
 static struct {
     bool active;                  /* this step runs with ddp */
-    struct sp_request request;
-    char error[DDP_ERRLEN];       /* set: fail every task with it */
+    struct sp_effective request;
+    char error[SP_ERRLEN];        /* set: fail every task with it */
     char master_addr[NI_MAXHOST];
     int master_port;
 } step;
@@ -80,13 +82,14 @@ static int find_master (spank_t sp, uint32_t nnodes)
 
 int ddp_remote_user_init (spank_t sp)
 {
+    const struct sp_conf *conf = sp_args_conf ();
     uint32_t jobid, stepid, nnodes;
 
     step.active = false;
     if (spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS
         || stepid >= SPECIAL_STEP_MIN)
         return 0;
-    step.request = ddp_effective_request ();
+    step.request = sp_args_effective ();
     if (step.request.backend == SP_BACKEND_OFF)
         return 0;
     step.active = true;
@@ -95,12 +98,11 @@ int ddp_remote_user_init (spank_t sp)
         step_error ("ddp: cannot get the job id and node count from Slurm");
         return 0;
     }
-    step.master_port = sp_port_derive (jobid, stepid,
-                                       ddp_state.conf.port_lo,
-                                       ddp_state.conf.port_hi);
+    step.master_port = sp_port_derive (jobid, stepid, conf->port_lo,
+                                       conf->port_hi);
     if (step.master_port < 0) {
-        step_error ("ddp: no MASTER_PORT in range %u-%u",
-                    ddp_state.conf.port_lo, ddp_state.conf.port_hi);
+        step_error ("ddp: no MASTER_PORT in range %u-%u", conf->port_lo,
+                    conf->port_hi);
         return 0;
     }
     (void) find_master (sp, nnodes);
@@ -164,7 +166,7 @@ static int set_env (spank_t sp, const struct task_ids *t,
 {
     int rc = 0;
 
-    if (ddp_state.conf.torch_env) {
+    if (sp_args_conf ()->torch_env) {
         rc |= set_u32 (sp, "RANK", t->rank);
         rc |= set_u32 (sp, "WORLD_SIZE", t->size);
         rc |= set_u32 (sp, "LOCAL_RANK", (uint32_t) t->local_rank);
@@ -191,7 +193,7 @@ int ddp_remote_task_init (spank_t sp)
     struct sp_task_gpus in;
     struct sp_task_choice choice;
     struct task_ids t;
-    char err[DDP_ERRLEN];
+    char err[SP_ERRLEN];
     bool bad = false;
 
     if (!step.active)
@@ -212,7 +214,7 @@ int ddp_remote_task_init (spank_t sp)
     in.local_rank = (unsigned) t.local_rank;
     in.local_tasks = t.local_tasks;
     in.want = step.request.backend;
-    in.bind = ddp_state.conf.bind && !step.request.nobind;
+    in.bind = step.request.bind;
     if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
         return task_fail (err);
     if (set_env (sp, &t, &choice) < 0)
