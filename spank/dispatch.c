@@ -1,19 +1,21 @@
-/* ddp.c - SPANK entry points of ddp.so: parse the plugstack.conf arguments,
- * register --ddp, and dispatch to the context files (local.c: srun;
- * remote.c: slurmstepd).  sbatch and salloc (allocator context) only
- * validate --ddp; Slurm carries it to the steps. */
+/* dispatch.c - SPANK entry points of ddp.so: hand the plugstack.conf
+ * arguments and the --ddp value to sp_args.c, register --ddp, and dispatch
+ * to the file of the context (srun.c, slurmstepd.c).  sbatch and salloc
+ * (allocator context) only validate --ddp; Slurm carries it to the steps.
+ * No state here: it lives in sp_args.c and the context files. */
 #include "config.h"
 #include <slurm/spank.h>
 
-#include "ddp_spank.h"
+#include "slurmstepd.h"
 #include "sp_args.h"
 #include "sp_err.h"
+#include "srun.h"
 
 SPANK_PLUGIN (ddp, 1);
 
 static int option_cb (int val, const char *optarg, int remote);
 
-static struct spank_option ddp_option = {
+static struct spank_option option = {
     .name = "ddp",
     .arginfo = "BACKEND",
     .usage = "Run the step for distributed training: set RANK, WORLD_SIZE, "
@@ -57,12 +59,12 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         slurm_error ("%s; the ddp plugin refuses to load", err);
         return -1;
     }
-    if ((rc = spank_option_register (sp, &ddp_option)) != ESPANK_SUCCESS) {
+    if ((rc = spank_option_register (sp, &option)) != ESPANK_SUCCESS) {
         slurm_error ("ddp: cannot register --ddp: %s", spank_strerror (rc));
         return -1;
     }
     if (ctx == S_CTX_LOCAL)
-        return ddp_local_init (sp);
+        return sp_srun_init (sp);
     return 0;
 }
 
@@ -72,7 +74,7 @@ int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
     (void) av;
     if (spank_context () != S_CTX_LOCAL)
         return 0;
-    return ddp_local_user_init (sp);
+    return sp_srun_user_init (sp);
 }
 
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
@@ -81,7 +83,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     (void) av;
     if (spank_context () != S_CTX_REMOTE)
         return 0;
-    return ddp_remote_user_init (sp);
+    return sp_slurmstepd_user_init (sp);
 }
 
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
@@ -90,5 +92,5 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
     (void) av;
     if (spank_context () != S_CTX_REMOTE)
         return 0;
-    return ddp_remote_task_init (sp);
+    return sp_slurmstepd_task_init (sp);
 }

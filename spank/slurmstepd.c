@@ -1,4 +1,4 @@
-/* remote.c - slurmstepd (remote context).
+/* slurmstepd.c - the plugin in slurmstepd (remote context).
  *
  * user_init (once per node and step, before any task): decide whether the
  * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ddp_spank.h"
+#include "slurmstepd.h"
 #include "sp_addr.h"
 #include "sp_args.h"
 #include "sp_err.h"
@@ -80,7 +80,7 @@ static int find_master (spank_t sp, uint32_t nnodes)
     return 0;
 }
 
-int ddp_remote_user_init (spank_t sp)
+int sp_slurmstepd_user_init (spank_t sp)
 {
     const struct sp_conf *conf = sp_args_conf ();
     uint32_t jobid, stepid, nnodes;
@@ -185,7 +185,7 @@ static int set_env (spank_t sp, const struct task_ids *t,
     return rc;
 }
 
-int ddp_remote_task_init (spank_t sp)
+int sp_slurmstepd_task_init (spank_t sp)
 {
     static char visible[SP_GPU_LIST_MAXLEN + 1];
     char on_node[16];

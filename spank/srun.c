@@ -1,4 +1,4 @@
-/* local.c - srun (local context).
+/* srun.c - the plugin in srun (local context).
  *
  * Turning PMIx on must happen in slurm_spank_init, before srun reads
  * SLURM_MPI_TYPE and before any option callback runs, so here the plugin
@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ddp_spank.h"
 #include "sp_args.h"
 #include "sp_err.h"
 #include "sp_option.h"
+#include "srun.h"
 
 #define CMDLINE_MAX (256 * 1024)
 #define ARGV_MAX 4096
@@ -30,7 +30,7 @@
 /* The variable users may set to give a SPANK option (Slurm >= 21.08). */
 #define OPTION_USER_ENV "SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp"
 
-/* init found --ddp in srun's command line (local_user_init checks that srun
+/* init found --ddp in srun's command line (sp_srun_user_init checks that srun
  * saw it too). */
 static bool init_from_argv;
 
@@ -82,7 +82,7 @@ static int find_request (const char **value, const char **source)
     return 0;
 }
 
-int ddp_local_init (spank_t sp)
+int sp_srun_init (spank_t sp)
 {
     const char *value = NULL, *source = NULL;
     char err[SP_ERRLEN];
@@ -102,9 +102,8 @@ int ddp_local_init (spank_t sp)
     return 0;
 }
 
-/* After option processing and allocation, before launch: srun has put its
- * MPI plugin choice in SLURM_MPI_TYPE.  --ddp needs PMIx. */
-int ddp_local_user_init (spank_t sp)
+/* srun has put its MPI plugin choice in SLURM_MPI_TYPE by now. */
+int sp_srun_user_init (spank_t sp)
 {
     struct sp_effective r = sp_args_effective ();
     const char *mpi = getenv ("SLURM_MPI_TYPE");
