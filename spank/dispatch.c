@@ -47,14 +47,13 @@ static int option_cb (int val, const char *optarg, int remote)
     return 0;
 }
 
-int slurm_spank_init (spank_t sp, int ac, char **av)
+/* Start the plugin: the plugstack.conf arguments AC/AV, then --ddp.
+ * Returns 0, or -1 after logging why. */
+static int load (spank_t sp, int ac, char **av)
 {
-    spank_context_t ctx = spank_context ();
     char err[SP_ERRLEN];
     spank_err_t rc;
 
-    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
-        return 0;
     if (sp_args_init (ac, av, err, sizeof (err)) < 0) {
         slurm_error ("%s; the ddp plugin refuses to load", err);
         return -1;
@@ -63,34 +62,42 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         slurm_error ("ddp: cannot register --ddp: %s", spank_strerror (rc));
         return -1;
     }
-    if (ctx == S_CTX_LOCAL)
-        return sp_srun_init (sp);
     return 0;
+}
+
+int slurm_spank_init (spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context ();
+
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    if (load (sp, ac, av) < 0)
+        return -1;
+    return ctx == S_CTX_LOCAL ? sp_srun_init (sp) : 0;
+}
+
+/* The callbacks below run FN (SP) in context CTX only, and do nothing
+ * elsewhere (they are called in every context).  AC and AV, the
+ * plugstack.conf arguments, were parsed by slurm_spank_init. */
+static int in_context (spank_context_t ctx, int (*fn) (spank_t), spank_t sp,
+                       int ac, char **av)
+{
+    (void) ac;
+    (void) av;
+    return spank_context () == ctx ? fn (sp) : 0;
 }
 
 int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
 {
-    (void) ac;
-    (void) av;
-    if (spank_context () != S_CTX_LOCAL)
-        return 0;
-    return sp_srun_user_init (sp);
+    return in_context (S_CTX_LOCAL, sp_srun_user_init, sp, ac, av);
 }
 
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
 {
-    (void) ac;
-    (void) av;
-    if (spank_context () != S_CTX_REMOTE)
-        return 0;
-    return sp_slurmstepd_user_init (sp);
+    return in_context (S_CTX_REMOTE, sp_slurmstepd_user_init, sp, ac, av);
 }
 
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
-    (void) ac;
-    (void) av;
-    if (spank_context () != S_CTX_REMOTE)
-        return 0;
-    return sp_slurmstepd_task_init (sp);
+    return in_context (S_CTX_REMOTE, sp_slurmstepd_task_init, sp, ac, av);
 }
