@@ -4,18 +4,12 @@
 #include "sp_args.h"
 #include "sp_err.h"
 #include "tap.h"
+#include "words.h"
 
-/* sp_args_init() with the NULL-terminated arguments; fills ERR. */
-static int init (char *err, size_t len, ...)
+/* sp_args_init() with the arguments AV; fills ERR. */
+static int init (char *err, size_t len, char **av)
 {
-    char *av[8];
-    int ac = 0;
-    va_list ap;
-    va_start (ap, len);
-    while (ac < 7 && (av[ac] = va_arg (ap, char *)))
-        ac++;
-    va_end (ap);
-    return sp_args_init (ac, av, err, len);
+    return sp_args_init (nwords (av), av, err, len);
 }
 
 /* Is the request in effect BACKEND, with binding BIND? */
@@ -42,7 +36,7 @@ static void test_sources (void)
 {
     char err[SP_ERRLEN];
 
-    ok (init (err, sizeof (err), NULL) == 0, "no arguments load");
+    ok (init (err, sizeof (err), NO_WORDS) == 0, "no arguments load");
     ok (sp_args_conf ()->port_lo == 29500 && sp_args_conf ()->torch_env,
         "no arguments: the defaults");
     effective (SP_BACKEND_OFF, true, "nothing given: the default (off)");
@@ -68,7 +62,7 @@ static void test_bad_values (void)
 {
     char err[SP_ERRLEN] = "";
 
-    ok (init (err, sizeof (err), "default=host", NULL) == 0,
+    ok (init (err, sizeof (err), WORDS ("default=host")) == 0,
         "default=host loads");
     errno = 0;
     ok (sp_args_set_found ("sometimes", err, sizeof (err)) == -1
@@ -87,20 +81,21 @@ static void test_init (void)
 {
     char err[SP_ERRLEN] = "";
 
-    ok (init (err, sizeof (err), "default=auto", "bind=none",
-              "port_range=40000-40001", "torch_env=no", NULL) == 0,
+    ok (init (err, sizeof (err), WORDS ("default=auto", "bind=none",
+              "port_range=40000-40001", "torch_env=no")) == 0,
         "every key loads");
-    effective (SP_BACKEND_AUTO, false, "bind=none: the admin turns binding off");
+    effective (SP_BACKEND_AUTO, false,
+               "bind=none: the admin turns binding off");
     ok (sp_args_conf ()->port_lo == 40000 && sp_args_conf ()->port_hi == 40001
         && !sp_args_conf ()->torch_env, "the settings are kept");
     ok (sp_args_set_option ("host", err, sizeof (err)) == 0, "--ddp=host");
     effective (SP_BACKEND_HOST, false, "the user cannot turn binding on");
-    ok (init (err, sizeof (err), "default=nccl", NULL) == 0, "init again");
+    ok (init (err, sizeof (err), WORDS ("default=nccl")) == 0, "init again");
     ok (!sp_args_have_option (), "init forgets the option");
     effective (SP_BACKEND_NCCL, true, "and the earlier settings");
     ok (sp_args_set_found ("host", err, sizeof (err)) == 0, "srun finds host");
     errno = 0;
-    ok (init (err, sizeof (err), "default=nccl", "oops=1", NULL) == -1
+    ok (init (err, sizeof (err), WORDS ("default=nccl", "oops=1")) == -1
         && errno == EINVAL && strstr (err, "unknown key 'oops'"),
         "a bad argument fails init, naming it");
     ok (sp_args_conf ()->default_backend == SP_BACKEND_OFF
