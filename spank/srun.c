@@ -5,7 +5,7 @@
  * finds --ddp itself: in srun's own argument vector, else in the variable
  * that carries --ddp from sbatch/salloc, else the plugstack default.  Only
  * then does it set SLURM_MPI_TYPE=pmix, without overwriting: an explicit
- * --mpi still wins, and local_user_init turns a non-PMIx choice into an
+ * --mpi still wins, and sp_srun_user_init turns a non-PMIx choice into an
  * error.  Without --ddp (and default=off) nothing is touched.
  */
 #include "config.h"
