@@ -1,42 +1,13 @@
-/* helpers.c - main-process helpers and variable-size data, built only on
- * libddp's public API (ddp_bcast, ddp_allreduce, ddp_gather, ...).
+/* helpers.c - the main-process helpers (run on main, rank 0 first,
+ * compute and broadcast, reduce and broadcast, averaging, gathering named
+ * values and scalars) and variable-size data (bcast/gatherv/allgatherv of
+ * bytes), built only on libddp's public API.
  *
- * The promise of every helper here: a failure on one rank (a callback that
- * fails, a bad argument, an allocation that fails) becomes an error on every
- * rank, carried by the collective that ends the step anyway, so that nobody
- * waits forever and nobody carries on unaware.  The rank that failed returns
- * its own code (DDP_EUSER for a callback, DDP_EINVAL, DDP_ENOMEM); every
- * other rank returns DDP_EREMOTE (with DDP_DEBUG set it also logs which rank
- * failed and how).  A rank that detects a bad argument still takes part in
- * the helper's collectives (with a dummy contribution) rather than returning
- * at once and leaving its peers waiting.
- *
- * How this does better than the Python helpers we replace (../doc/api-map.md):
- * - speechbrain run_on_main: main runs func inside try/finally and reaches the
- *   barrier even if func raised, but the barrier carries no data: the other
- *   ranks run post_func and go on as if the files func should have written
- *   existed.  Here the barrier is an allreduce (MAX) of a status word, so the
- *   others skip post_fn and get DDP_EREMOTE.
- * - axolotl zero_first: if rank 0's block raises, rank 0 never reaches the
- *   barrier the others wait at, and the job hangs until a watchdog (if any)
- *   kills it.  Here rank 0's status is shared before the others run fn; they
- *   do not run it and get DDP_EREMOTE at once.
- * - axolotl compute_and_broadcast / speechbrain ddp_broadcast: an exception
- *   on the source rank leaves the others blocked in the broadcast.  Here the
- *   source's status is exchanged first (compute_and_bcast), or travels in
- *   the header of the broadcast (bcast_bytes).
- * - virtex average_across_processes: one all-reduce per dict key.  Here
- *   ddp_average_named() is one allreduce for all values, and it detects
- *   ranks passing different names (a silent wrong average in virtex).
- * - torch's barrier under these helpers times out after its process-group
- *   timeout while main is still working; here a callback may take any time
- *   (see run_synced()), and only a dead rank ends the wait.
- *
- * Collective count per helper (W = world size), for callbacks shorter than
- * DDP_TIMEOUT/4: run_on_main 1 (+1 with a post_fn), rank0_first 2,
- * compute_and_bcast 2 for results up to BCAST_INLINE bytes (else 4),
- * bcast_bytes 1 (else 3), gatherv 1 when every buffer fits GV_INLINE bytes
- * (else 3 or more), reduce_bcast 3, average_named 1.
+ * A failure on one rank (a callback, a bad argument, an allocation) becomes
+ * an error on every rank, carried by the collective that ends the step: the
+ * rank that failed returns its own code, every other rank DDP_EREMOTE.  How
+ * this compares with the Python helpers it replaces, and what each helper
+ * costs in collectives: doc/api-map.md.
  */
 #include "config.h"
 #include <dlfcn.h>
