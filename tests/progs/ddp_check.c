@@ -3,7 +3,7 @@
  *
  * Every rank can compute every other rank's input (a formula of rank and
  * index), so the expected result is computed locally, in plain C arithmetic
- * (_Float16 for binary16, a frexp/nearbyint rounding for bfloat16).  The
+ * (16-bit floats through the references of tests/lib/fpref.h).  The
  * inputs are chosen so that the float results are exact in any order; a
  * second pass with random floats checks that every rank gets bitwise the
  * same result (hashes compared with an allgather).
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ddp.h"
+#include "fpref.h"
 
 static int rank, size, nfail, nchecks;
 
@@ -38,25 +39,6 @@ static const char *dtname[] = { "int8", "uint8", "int32", "uint32", "int64",
                                 "float64" };
 static const char *opname[] = { "sum", "prod", "min", "max", "avg" };
 
-/* bfloat16 by hand: nearest-even on the 8-bit significand. */
-static uint16_t ref_bf16 (double v)
-{
-    int e;
-    double m = frexp (v, &e);               /* v = m * 2^e, 0.5 <= |m| < 1 */
-    float f = (float)ldexp (nearbyint (ldexp (m, 8)), e - 8);
-    uint32_t u;
-    memcpy (&u, &f, 4);
-    return (uint16_t)(u >> 16);
-}
-
-static uint16_t ref_f16 (double v)
-{
-    _Float16 h = (_Float16)(float)v;
-    uint16_t u;
-    memcpy (&u, &h, 2);
-    return u;
-}
-
 /* The input of rank r at index i for op (small integers; -2..2 for PROD). */
 static long input (int r, size_t i, ddp_op_t op, int is_unsigned)
 {
@@ -66,23 +48,6 @@ static long input (int r, size_t i, ddp_op_t op, int is_unsigned)
     if (!is_unsigned)
         v -= op == DDP_PROD ? 2 : 5;
     return v;
-}
-
-static void store (void *buf, size_t i, ddp_dtype_t dt, double v)
-{
-    switch (dt) {
-    case DDP_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case DDP_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case DDP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case DDP_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case DDP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case DDP_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case DDP_FLOAT16: ((uint16_t *)buf)[i] = ref_f16 (v); break;
-    case DDP_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16 (v); break;
-    case DDP_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case DDP_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
-    }
 }
 
 static int is_unsigned (ddp_dtype_t dt)
@@ -117,21 +82,21 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
               : op == DDP_MAX ? (x > d ? x : d) : d + x;
         }
         if (op == DDP_AVG && dt != DDP_FLOAT64)
-            store (ref, i, dt, (float)d / (float)size);
+            fpref_put (dt, ref, i, (float)d / (float)size);
         else if (op == DDP_AVG)
-            store (ref, i, dt, d / size);
+            fpref_put (dt, ref, i, d / size);
         else
-            store (ref, i, dt, d);
+            fpref_put (dt, ref, i, d);
         return;
     }
     if (op == DDP_AVG) {
         if (dt == DDP_FLOAT16 || dt == DDP_BFLOAT16 || dt == DDP_FLOAT32) {
             float q = (float)acc / (float)size;
-            store (ref, i, dt, q);
+            fpref_put (dt, ref, i, q);
             return;
         }
         if (dt == DDP_FLOAT64) {
-            store (ref, i, dt, (double)acc / size);
+            fpref_put (dt, ref, i, (double)acc / size);
             return;
         }
         acc /= size;    /* truncates toward zero, like the library */
@@ -144,14 +109,14 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
     case DDP_UINT32: ((uint32_t *)ref)[i] = (uint32_t)acc; break;
     case DDP_INT64: ((int64_t *)ref)[i] = (int64_t)acc; break;
     case DDP_UINT64: ((uint64_t *)ref)[i] = (uint64_t)acc; break;
-    default: store (ref, i, dt, (double)acc); break;
+    default: fpref_put (dt, ref, i, (double)acc); break;
     }
 }
 
 static void fill (void *buf, size_t n, int r, ddp_dtype_t dt, ddp_op_t op)
 {
     for (size_t i = 0; i < n; i++)
-        store (buf, i, dt, (double)input (r, i, op, is_unsigned (dt)));
+        fpref_put (dt, buf, i, (double)input (r, i, op, is_unsigned (dt)));
 }
 
 static void *xmalloc (size_t n)
@@ -269,7 +234,7 @@ static void test_identical (size_t n, ddp_dtype_t dt, ddp_op_t op)
 
     for (size_t i = 0; i < n; i++) {
         s = s * 1103515245u + 12345u;
-        store (buf, i, dt, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
+        fpref_put (dt, buf, i, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
     }
     rc_ok (ddp_allreduce (buf, buf, n, dt, op), "allreduce random");
     h = fnv (buf, n * es);
