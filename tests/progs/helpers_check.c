@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp.h"
+#include "stubs.h"
 
 static int me, world, failures;
 static void check_in_step (void);
@@ -56,27 +57,6 @@ static int expect (bool i_failed, int own)
     return i_failed ? own : DDP_EREMOTE;
 }
 
-static unsigned char pat (int src, size_t i)
-{
-    return (unsigned char) (i * 131 + (size_t) src * 17 + 5);
-}
-
-static unsigned char *make_buf (int src, size_t n)
-{
-    unsigned char *p = malloc (n ? n : 1);
-    for (size_t i = 0; i < n; i++)
-        p[i] = pat (src, i);
-    return p;
-}
-
-static bool buf_ok (const unsigned char *p, int src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != pat (src, i))
-            return false;
-    return true;
-}
-
 static void path (char *buf, size_t size, const char *name)
 {
     snprintf (buf, size, "%s/%s", dir, name);
@@ -103,8 +83,6 @@ static int touch (const char *name)
 
 /* ---- callbacks ---- */
 
-static int runs, post_runs;
-
 static int main_writes (void *arg)
 {
     runs++;
@@ -116,33 +94,6 @@ static int post_reads (void *arg)
 {
     post_runs++;
     return exists ((const char *) arg) ? 0 : 1;
-}
-
-static int fn_fail (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 1;
-}
-
-static int fn_count (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 0;
-}
-
-/* Fails on the rank given in arg. */
-static int fail_on (void *arg)
-{
-    runs++;
-    return me == *(int *) arg ? 1 : 0;
-}
-
-static int post_fail_on (void *arg)
-{
-    post_runs++;
-    return me == *(int *) arg ? 1 : 0;
 }
 
 /* rank0_first: rank 0 creates the file, the others require it. */
@@ -175,24 +126,6 @@ static int local_fail (void *arg)
     int node = *(int *) arg;
     runs++;
     return ddp_is_local_main () && ddp_node_rank () == node ? 1 : 0;
-}
-
-static int compute (void *arg, void **out, size_t *len)
-{
-    size_t n = *(size_t *) arg;
-    runs++;
-    *out = make_buf (me, n);
-    *len = n;
-    return 0;
-}
-
-static int compute_fail (void *arg, void **out, size_t *len)
-{
-    (void) arg;
-    (void) out;
-    (void) len;
-    runs++;
-    return 1;
 }
 
 /* A non-commutative op: acc = acc * 31 + in, so rank order matters. */
@@ -358,7 +291,7 @@ static void check_run_on_main (void)
            "run_on_main main fails: EUSER on main, EREMOTE elsewhere, no post",
            "rc %d (%s) post_runs %d", rc, ddp_strerror (rc), post_runs);
     post_runs = 0;
-    rc = ddp_run_on_main (fn_count, NULL, post_fail_on, &last, false);
+    rc = ddp_run_on_main (fn_ok, NULL, post_fail_on, &last, false);
     check (rc == (world == 1 ? 0 : expect (me == last, DDP_EUSER)),
            "run_on_main post_fn fails on the last rank: shared",
            "rc %d (%s)", rc, ddp_strerror (rc));
@@ -369,7 +302,7 @@ static void check_run_on_main (void)
     rc = ddp_main_only (fn_fail, NULL);
     check (rc == expect (me == 0, DDP_EUSER), "main_only main fails",
            "rc %d (%s)", rc, ddp_strerror (rc));
-    rc = ddp_main_only (me == 0 ? NULL : fn_count, NULL);
+    rc = ddp_main_only (me == 0 ? NULL : fn_ok, NULL);
     check (rc == expect (me == 0, DDP_EINVAL), "main_only NULL fn on main",
            "rc %d (%s)", rc, ddp_strerror (rc));
 }
@@ -418,7 +351,7 @@ static void check_compute (void)
         size_t len = 99;
         int rc;
         runs = 0;
-        rc = ddp_compute_and_bcast (compute, &sizes[i], root, &out, &len);
+        rc = ddp_compute_and_bcast (compute_ok, &sizes[i], root, &out, &len);
         snprintf (name, sizeof (name), "compute_and_bcast root=%d len=%zu",
                   root, sizes[i]);
         check (rc == 0 && runs == (me == root) && len == sizes[i]

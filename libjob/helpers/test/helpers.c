@@ -9,36 +9,7 @@
 #include <unistd.h>
 #include "ddp.h"
 #include "tap.h"
-
-static int runs, post_runs;
-
-static int fn_ok (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 0;
-}
-
-static int fn_fail (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 1;
-}
-
-static int post_ok (void *arg)
-{
-    (void) arg;
-    post_runs++;
-    return 0;
-}
-
-static int post_fail (void *arg)
-{
-    (void) arg;
-    post_runs++;
-    return -1;
-}
+#include "stubs.h"
 
 /* A main-only callback that calls main_only and run_on_main itself. */
 static int fn_nested (void *arg)
@@ -49,30 +20,6 @@ static int fn_nested (void *arg)
     rc[1] = ddp_run_on_main (fn_ok, NULL, post_ok, NULL, true);
     rc[2] = ddp_rank0_first (fn_ok, NULL);
     return 0;
-}
-
-static int compute_ok (void *arg, void **out, size_t *len)
-{
-    size_t n = *(size_t *) arg;
-    unsigned char *p = malloc (n ? n : 1);
-
-    if (!p)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char) (i * 7 + 3);
-    *out = p;
-    *len = n;
-    runs++;
-    return 0;
-}
-
-static int compute_fail (void *arg, void **out, size_t *len)
-{
-    (void) arg;
-    (void) out;
-    (void) len;
-    runs++;
-    return 2;
 }
 
 static int compute_null (void *arg, void **out, size_t *len)
@@ -92,14 +39,6 @@ static void op_sum (void *inout, const void *in, size_t count, void *ctx)
     for (size_t i = 0; i < count; i++)
         ((int64_t *) inout)[i] += ((const int64_t *) in)[i];
     op_calls++;
-}
-
-static bool pattern_ok (const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char) (i * 7 + 3))
-            return false;
-    return true;
 }
 
 static void check_before_init (void)
@@ -233,7 +172,7 @@ static void check_compute (void)
         o = NULL;
         l = 99;
         int rc = ddp_compute_and_bcast (compute_ok, &sizes[i], 0, &o, &l);
-        ok (rc == 0 && l == sizes[i] && (l == 0 || pattern_ok (o, l)),
+        ok (rc == 0 && l == sizes[i] && (l == 0 || buf_ok (o, 0, l)),
             "compute_and_bcast %zu bytes: result returned (rc %d)", sizes[i],
             rc);
         free (o);
@@ -260,10 +199,8 @@ static void check_bytes (void)
     void *b = msg, *o = NULL;
     size_t l = 5, *lens = NULL;
     size_t big = 300000;
-    unsigned char *bb = malloc (big);
+    unsigned char *bb = make_buf (0, big);
 
-    for (size_t i = 0; i < big; i++)
-        bb[i] = (unsigned char) (i * 7 + 3);
     is_int (ddp_bcast_bytes (&b, &l, 0), 0, "bcast_bytes on root: 0");
     ok (b == msg && l == 5, "bcast_bytes: root's buffer and length unchanged");
     b = bb;
@@ -291,7 +228,7 @@ static void check_bytes (void)
     free (lens);
     is_int (ddp_allgatherv_bytes (bb, big, &o, &lens), 0,
             "allgatherv 300 kB");
-    ok (o && lens && lens[0] == big && pattern_ok (o, big),
+    ok (o && lens && lens[0] == big && buf_ok (o, 0, big),
         "allgatherv 300 kB: the data and length");
     free (o);
     free (lens);
