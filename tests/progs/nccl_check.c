@@ -61,16 +61,8 @@ static double val (ddp_dtype_t t, ddp_op_t op, size_t i, int r)
 static double reduce_ref (ddp_dtype_t t, ddp_op_t op, size_t i)
 {
     double acc = val (t, op, i, 0);
-    for (int r = 1; r < size; r++) {
-        double v = val (t, op, i, r);
-        switch (op) {
-            case DDP_SUM: case DDP_AVG: acc += v; break;
-            case DDP_PROD: acc *= v; break;
-            case DDP_MIN: acc = v < acc ? v : acc; break;
-            case DDP_MAX: acc = v > acc ? v : acc; break;
-            default: break;
-        }
-    }
+    for (int r = 1; r < size; r++)
+        acc = fpref_combine (op, acc, val (t, op, i, r));
     if (op == DDP_AVG)
         acc = is_float (t) ? acc / size : trunc (acc / size);
     return acc;
@@ -159,10 +151,32 @@ static int buf_pull (struct buf *b)
 /* The value put into every element before a collective writes it. */
 #define POISON 99
 
+/* The buffers of a collective on kind k: s with ns elements of this rank's
+ * values for op, r with nr elements of POISON, both copied to where the
+ * collective reads them.  Returns 0, or -1 with a diagnostic when an
+ * allocation fails. */
+static int pair_setup (struct buf *s, struct buf *r, ddp_dtype_t t,
+                       ddp_op_t op, enum kind k, size_t ns, size_t nr,
+                       const char *label)
+{
+    size_t es = ddp_dtype_size (t);
+
+    if (buf_alloc (s, k, ns * es) < 0 || buf_alloc (r, k, nr * es) < 0) {
+        diag ("%s: allocation failed", label);
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++)
+        fpref_put (t, s->host, i, val (t, op, i, rank));
+    for (size_t i = 0; i < nr; i++)
+        fpref_put (t, r->host, i, POISON);
+    buf_push (s);
+    buf_push (r);
+    return 0;
+}
+
 static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
                              size_t n, bool inplace, bool stream)
 {
-    size_t es = ddp_dtype_size (t);
     struct buf s, r;
     bool good = true;
     char label[128];
@@ -171,14 +185,8 @@ static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
     snprintf (label, sizeof (label), "allreduce%s%s %s %s %s n=%zu",
               inplace ? " in-place" : "", stream ? " stream" : "",
               dtype_name[t], op_name[op], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++) {
-        fpref_put (t, s.host, i, val (t, op, i, rank));
-        fpref_put (t, r.host, i, POISON);
-    }
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, op, k, n, n, label) < 0)
+        return false;
     if (stream) {
         rc = ddp_allreduce_stream (s.p, inplace ? s.p : r.p, n, t, op, NULL);
         if (rc == 0)
@@ -205,7 +213,6 @@ static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
 static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
                           int root)
 {
-    size_t es = ddp_dtype_size (t);
     struct buf s, r;
     bool good = true;
     char label[128];
@@ -213,14 +220,8 @@ static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
 
     snprintf (label, sizeof (label), "reduce root=%d %s %s %s n=%zu", root,
               dtype_name[t], op_name[op], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++) {
-        fpref_put (t, s.host, i, val (t, op, i, rank));
-        fpref_put (t, r.host, i, POISON);
-    }
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, op, k, n, n, label) < 0)
+        return false;
     rc = ddp_reduce (s.p, r.p, n, t, op, root);
     if (rc != 0) {
         diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
@@ -277,7 +278,7 @@ static bool check_bcast (ddp_dtype_t t, enum kind k, size_t n, int root,
 static bool check_gather (ddp_dtype_t t, enum kind k, size_t n, int root,
                           bool stream)
 {
-    size_t es = ddp_dtype_size (t), total = n * (size_t)size;
+    size_t total = n * (size_t)size;
     struct buf s, r;
     bool good = true, gets = root < 0 || rank == root;
     char label[128];
@@ -286,14 +287,8 @@ static bool check_gather (ddp_dtype_t t, enum kind k, size_t n, int root,
     snprintf (label, sizeof (label), "%s%s %s %s n=%zu",
               root < 0 ? "allgather" : "gather", stream ? " stream" : "",
               dtype_name[t], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, total * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++)
-        fpref_put (t, s.host, i, val (t, DDP_SUM, i, rank));
-    for (size_t i = 0; i < total; i++)
-        fpref_put (t, r.host, i, POISON);
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, DDP_SUM, k, n, total, label) < 0)
+        return false;
     if (root < 0)
         rc = stream ? ddp_allgather_stream (s.p, r.p, n, t, NULL)
                     : ddp_allgather (s.p, r.p, n, t);
