@@ -41,6 +41,19 @@ static void op_sum (void *inout, const void *in, size_t count, void *ctx)
     op_calls++;
 }
 
+/* What a helper that takes one callback does in a single process: fn runs
+ * once and its 0 comes back, a failing fn is DDP_EUSER, no fn DDP_EINVAL. */
+static void check_one_fn (int (*helper) (ddp_fn_t, void *), const char *name)
+{
+    runs = 0;
+    is_int (helper (fn_ok, NULL), 0, "%s: 0", name);
+    is_int (runs, 1, "%s: fn ran once", name);
+    is_int (helper (fn_fail, NULL), DDP_EUSER, "%s: fn failing is DDP_EUSER",
+            name);
+    is_int (helper (NULL, NULL), DDP_EINVAL, "%s: NULL fn is DDP_EINVAL",
+            name);
+}
+
 static void check_before_init (void)
 {
     void *b = NULL, *o = NULL;
@@ -103,13 +116,7 @@ static void check_run_on_main (void)
             "run_on_main: post_fn failing is DDP_EUSER");
     is_int (ddp_run_on_main (NULL, NULL, post_ok, NULL, true), DDP_EINVAL,
             "run_on_main: NULL fn is DDP_EINVAL");
-    runs = 0;
-    is_int (ddp_main_only (fn_ok, NULL), 0, "main_only: 0");
-    is_int (runs, 1, "main_only: fn ran");
-    is_int (ddp_main_only (fn_fail, NULL), DDP_EUSER,
-            "main_only: fn failing is DDP_EUSER");
-    is_int (ddp_main_only (NULL, NULL), DDP_EINVAL,
-            "main_only: NULL fn is DDP_EINVAL");
+    check_one_fn (ddp_main_only, "main_only");
     runs = post_runs = 0;
     is_int (ddp_main_only (fn_nested, nested), 0,
             "main_only: a callback calling helpers itself");
@@ -146,20 +153,8 @@ static void check_slow (void)
 
 static void check_first (void)
 {
-    runs = 0;
-    is_int (ddp_rank0_first (fn_ok, NULL), 0, "rank0_first: 0");
-    is_int (runs, 1, "rank0_first: fn ran once on rank 0 of 1");
-    is_int (ddp_rank0_first (fn_fail, NULL), DDP_EUSER,
-            "rank0_first: fn failing is DDP_EUSER");
-    is_int (ddp_rank0_first (NULL, NULL), DDP_EINVAL,
-            "rank0_first: NULL fn is DDP_EINVAL");
-    runs = 0;
-    is_int (ddp_local_rank0_first (fn_ok, NULL), 0, "local_rank0_first: 0");
-    is_int (runs, 1, "local_rank0_first: fn ran once");
-    is_int (ddp_local_rank0_first (fn_fail, NULL), DDP_EUSER,
-            "local_rank0_first: fn failing is DDP_EUSER");
-    is_int (ddp_local_rank0_first (NULL, NULL), DDP_EINVAL,
-            "local_rank0_first: NULL fn is DDP_EINVAL");
+    check_one_fn (ddp_rank0_first, "rank0_first");
+    check_one_fn (ddp_local_rank0_first, "local_rank0_first");
 }
 
 static void check_compute (void)
