@@ -42,9 +42,14 @@ static bool debug (void)
     return s && *s && strcmp (s, "0") != 0;
 }
 
-static bool bad_root (int root)
+/* The checks a helper with a root makes before any collective, with the
+ * same answer on every rank: DDP_ENOINIT before ddp_init, DDP_EINVAL for a
+ * root that is not a rank, else 0. */
+static int check_root (int root)
 {
-    return root < 0 || root >= ddp_world_size ();
+    if (!initialized ())
+        return DDP_ENOINIT;
+    return root < 0 || root >= ddp_world_size () ? DDP_EINVAL : 0;
 }
 
 /* What one rank tells the others at the end of a step (allreduce MAX). */
@@ -423,10 +428,8 @@ int ddp_bcast_bytes (void **buf, size_t *len, int root)
     int st = 0, rc;
     bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
+    if ((rc = check_root (root)) < 0)
+        return rc;
     is_root = ddp_rank () == root;
     if (!buf || !len)
         st = DDP_EINVAL;
@@ -613,10 +616,8 @@ static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
     struct gv g;
     int st = 0, rc;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (!all && bad_root (root))
-        return DDP_EINVAL;
+    if ((rc = check_root (all ? 0 : root)) < 0)    /* 0: always a rank */
+        return rc;
     memset (&g, 0, sizeof (g));
     g.buf = buf;
     g.len = len;
@@ -764,10 +765,8 @@ int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
     int st = 0, rc;
     bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
+    if ((rc = check_root (root)) < 0)
+        return rc;
     is_root = ddp_rank () == root;
     if (!out || !len)
         st = DDP_EINVAL;
@@ -980,10 +979,8 @@ int ddp_gather_scalar (double value, double *out, int root)
     double *recv = out, *scratch = NULL;
     int st = 0, rc;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
+    if ((rc = check_root (root)) < 0)
+        return rc;
     if (ddp_rank () == root && !out) {
         /* Still take part so that the senders are not left waiting. */
         st = DDP_EINVAL;
