@@ -44,12 +44,15 @@ static bool debug (void)
 
 /* The checks a helper with a root makes before any collective, with the
  * same answer on every rank: DDP_ENOINIT before ddp_init, DDP_EINVAL for a
- * root that is not a rank, else 0. */
-static int check_root (int root)
+ * root that is not a rank, else 0 with *is_root set. */
+static int check_root (int root, bool *is_root)
 {
     if (!initialized ())
         return DDP_ENOINIT;
-    return root < 0 || root >= ddp_world_size () ? DDP_EINVAL : 0;
+    if (root < 0 || root >= ddp_world_size ())
+        return DDP_EINVAL;
+    *is_root = ddp_rank () == root;
+    return 0;
 }
 
 /* What one rank tells the others at the end of a step (allreduce MAX). */
@@ -428,9 +431,8 @@ int ddp_bcast_bytes (void **buf, size_t *len, int root)
     int st = 0, rc;
     bool is_root;
 
-    if ((rc = check_root (root)) < 0)
+    if ((rc = check_root (root, &is_root)) < 0)
         return rc;
-    is_root = ddp_rank () == root;
     if (!buf || !len)
         st = DDP_EINVAL;
     else if (is_root) {
@@ -615,8 +617,9 @@ static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
 {
     struct gv g;
     int st = 0, rc;
+    bool is_root;
 
-    if ((rc = check_root (all ? 0 : root)) < 0)    /* 0: always a rank */
+    if ((rc = check_root (all ? 0 : root, &is_root)) < 0) /* 0: a rank */
         return rc;
     memset (&g, 0, sizeof (g));
     g.buf = buf;
@@ -624,7 +627,7 @@ static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
     g.all = all;
     g.root = root;
     g.world = ddp_world_size ();
-    g.recv = all || ddp_rank () == root;
+    g.recv = all || is_root;
     if (!out || !lens || (!buf && len > 0))
         st = DDP_EINVAL;
     else {
@@ -765,9 +768,8 @@ int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
     int st = 0, rc;
     bool is_root;
 
-    if ((rc = check_root (root)) < 0)
+    if ((rc = check_root (root, &is_root)) < 0)
         return rc;
-    is_root = ddp_rank () == root;
     if (!out || !len)
         st = DDP_EINVAL;
     else {
@@ -978,10 +980,11 @@ int ddp_gather_scalar (double value, double *out, int root)
 {
     double *recv = out, *scratch = NULL;
     int st = 0, rc;
+    bool is_root;
 
-    if ((rc = check_root (root)) < 0)
+    if ((rc = check_root (root, &is_root)) < 0)
         return rc;
-    if (ddp_rank () == root && !out) {
+    if (is_root && !out) {
         /* Still take part so that the senders are not left waiting. */
         st = DDP_EINVAL;
         if (!(recv = scratch = calloc ((size_t) ddp_world_size (),
