@@ -307,37 +307,40 @@ static void check_run_on_main (void)
            "rc %d (%s)", rc, ddp_strerror (rc));
 }
 
-static void check_first (void)
+/* Call helper (fn, arg) with the run count reset: it must return want,
+ * with fn run want_runs times on this rank. */
+static void check_call (int (*helper) (ddp_fn_t, void *), ddp_fn_t fn,
+                        void *arg, int want, int want_runs, const char *name)
 {
-    int rc, last = world - 1, zero = 0;
-    int fail_node = ddp_num_nodes () > 1 ? 1 : 0;
+    int rc;
 
     runs = 0;
-    rc = ddp_rank0_first (first_writes, "first.done");
-    check (rc == 0 && runs == 1, "rank0_first: rank 0 ran before the others",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_rank0_first (fail_on, &zero);
-    check (rc == expect (me == 0, DDP_EUSER) && runs == (me == 0),
-           "rank0_first rank 0 fails: the others do not run fn, EREMOTE",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_rank0_first (fail_on, &last);
-    check (rc == (world == 1 ? DDP_EUSER : expect (me == last, DDP_EUSER))
-           && runs == 1, "rank0_first last rank fails: shared",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_local_rank0_first (local_first_writes, "lfirst");
-    check (rc == 0 && runs == 1, "local_rank0_first: local rank 0 first",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_local_rank0_first (local_fail, &fail_node);
-    bool i_fail = ddp_is_local_main () && ddp_node_rank () == fail_node;
-    check (rc == expect (i_fail, DDP_EUSER)
-           && runs == (ddp_is_local_main () ? 1 : 0),
-           "local_rank0_first a node's local main fails: nobody else runs fn",
-           "rc %d (%s) runs %d node %d", rc, ddp_strerror (rc), runs,
-           ddp_node_rank ());
+    rc = helper (fn, arg);
+    check (rc == want && runs == want_runs, name, "rc %d (%s) runs %d node %d",
+           rc, ddp_strerror (rc), runs, ddp_node_rank ());
+}
+
+static void check_first (void)
+{
+    int last = world - 1, zero = 0;
+    int fail_node = ddp_num_nodes () > 1 ? 1 : 0;
+    bool local_main = ddp_is_local_main ();
+
+    check_call (ddp_rank0_first, first_writes, "first.done", 0, 1,
+                "rank0_first: rank 0 ran before the others");
+    check_call (ddp_rank0_first, fail_on, &zero, expect (me == 0, DDP_EUSER),
+                me == 0,
+                "rank0_first rank 0 fails: the others do not run fn, EREMOTE");
+    check_call (ddp_rank0_first, fail_on, &last,
+                world == 1 ? DDP_EUSER : expect (me == last, DDP_EUSER), 1,
+                "rank0_first last rank fails: shared");
+    check_call (ddp_local_rank0_first, local_first_writes, "lfirst", 0, 1,
+                "local_rank0_first: local rank 0 first");
+    check_call (ddp_local_rank0_first, local_fail, &fail_node,
+                expect (local_main && ddp_node_rank () == fail_node,
+                        DDP_EUSER), local_main,
+                "local_rank0_first a node's local main fails: nobody else "
+                "runs fn");
 }
 
 static void check_compute (void)
