@@ -190,6 +190,47 @@ rel_check_clean () {
     [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
 }
 
+# rel_judge VICTIMS [CALL [nocheck]]: the verdict on a run whose VICTIMS
+# were killed: wait for the step and log its output, then check that it
+# ended in time, that every other rank failed CALL (naming VICTIMS unless
+# "nocheck", as rel_check_survivors), and that nothing was left.
+rel_judge () {
+    rel_wait && rel_show && rel_check_bound &&
+    rel_check_survivors "$@" && rel_check_clean
+}
+
+# rel_kill_run NAME MODE VICTIM DELAY CALL [nocheck]: the kill -9 scenario
+# on -N2 -n4: ddp_victim MODE in run directory NAME, rank VICTIM killed
+# DELAY seconds after it is ready, then rel_judge VICTIM CALL [nocheck].
+rel_kill_run () {
+    rel_start "$1" "$2" "$3" -N2 -n4 &&
+    rel_kill "$3" "$4" &&
+    rel_judge "$3" "$5" $6
+}
+
+# rel_victim I RANK...: the I-th victim (from 1) of a rotation over RANKS.
+rel_victim () {
+    local i=$1
+    shift
+    shift $(( (i - 1) % $# ))
+    echo "$1"
+}
+
+# rel_kill_tests N MODE DELAY CALL WHAT RANK...: N tests (DDP_STRESS=N
+# overrides) named "WHAT, kill -9 rank V (run I of N)", each a
+# rel_kill_run of MODE with the next victim V of a rotation over RANKS.
+rel_kill_tests () {
+    local n mode=$2 delay=$3 call=$4 what=$5 i v
+    n=$(rel_repeats "$1")
+    shift 5
+    for i in $(seq 1 "$n"); do
+        v=$(rel_victim "$i" "$@")
+        test_expect_success "$what, kill -9 rank $v (run $i of $n)" "
+            rel_kill_run $mode.$i $mode $v $delay $call
+        "
+    done
+}
+
 # rel_check_call_time RANKS MIN MAX: each rank of RANKS (comma-separated)
 # failed a call that took between MIN and MAX seconds (DIR/exit.RANK).
 rel_check_call_time () {

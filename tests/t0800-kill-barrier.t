@@ -14,17 +14,5 @@ test_expect_success 'the leftover check sees what a step leaves in a node /tmp' 
 
 # Victims rotate over a node leader and a non-leader on each node
 # (-N2 -n4, block: ranks 0,1 on n1 and 2,3 on n2).
-n=$(rel_repeats 4)
-for i in $(seq 1 "$n"); do
-	v=$(echo "1 3 0 2" | cut -d' ' -f$(( (i - 1) % 4 + 1 )))
-	test_expect_success "barrier loop, kill -9 rank $v (run $i of $n)" '
-		rel_start barrier.$i barrier $v -N2 -n4 &&
-		rel_kill $v &&
-		rel_wait &&
-		rel_show &&
-		rel_check_bound &&
-		rel_check_survivors $v ddp_barrier &&
-		rel_check_clean
-	'
-done
+rel_kill_tests 4 barrier 0.3 ddp_barrier "barrier loop" 1 3 0 2
 test_done

@@ -176,14 +176,30 @@ cudaError_t cudaGetLastError (void)
     return e;
 }
 
+/* The text of a code in a table of the codes the mock returns; 'other'
+ * for the rest. */
+struct mock_text {
+    int code;
+    const char *text;
+};
+
+static const char *mock_text (const struct mock_text *t, size_t n, int code,
+                              const char *other)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].code == code)
+            return t[i].text;
+    return other;
+}
+
 const char *cudaGetErrorString (cudaError_t e)
 {
-    switch (e) {
-        case cudaSuccess: return "no error (mock)";
-        case cudaErrorNoDevice: return "no CUDA-capable device is detected (mock)";
-        case cudaErrorNotReady: return "device not ready (mock)";
-        default: return "mock CUDA error";
-    }
+    static const struct mock_text t[] = {
+        { cudaSuccess, "no error (mock)" },
+        { cudaErrorNoDevice, "no CUDA-capable device is detected (mock)" },
+        { cudaErrorNotReady, "device not ready (mock)" },
+    };
+    return mock_text (t, sizeof (t) / sizeof (t[0]), e, "mock CUDA error");
 }
 
 cudaError_t cudaMalloc (void **p, size_t size)
@@ -368,12 +384,13 @@ ncclResult_t ncclCommDestroy (ncclComm_t c)
 
 const char *ncclGetErrorString (ncclResult_t r)
 {
-    switch (r) {
-        case ncclRemoteError: return "remote process exited or there was a network error (mock)";
-        case ncclSystemError: return "unhandled system error (mock)";
-        case ncclInvalidUsage: return "invalid usage (mock)";
-        default: return "mock NCCL result";
-    }
+    static const struct mock_text t[] = {
+        { ncclRemoteError,
+          "remote process exited or there was a network error (mock)" },
+        { ncclSystemError, "unhandled system error (mock)" },
+        { ncclInvalidUsage, "invalid usage (mock)" },
+    };
+    return mock_text (t, sizeof (t) / sizeof (t[0]), r, "mock NCCL result");
 }
 
 const char *ncclGetLastError (ncclComm_t c)

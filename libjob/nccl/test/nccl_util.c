@@ -159,6 +159,17 @@ static void test_blob (void)
         "no blob is refused");
 }
 
+#define BUS "0000:01:00.0"
+
+/* Whether nccl_find_duplicate_gpu() finds ranks 0 and 1 on one GPU. */
+static bool two_ranks (struct nccl_blob r0, struct nccl_blob r1, char *msg,
+                       size_t size)
+{
+    struct nccl_blob v[2] = { r0, r1 };
+
+    return nccl_find_duplicate_gpu (v, 2, msg, size);
+}
+
 static void test_duplicates (void)
 {
     struct nccl_blob v[5];
@@ -188,31 +199,28 @@ static void test_duplicates (void)
         "all of them are listed: %s", msg);
 
     /* Same UUID on different hosts cannot be one GPU. */
-    v[0] = mkblob ("a", "0000:01:00.0", 1);
-    v[1] = mkblob ("b", "0000:01:00.0", 1);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
+    ok (!two_ranks (mkblob ("a", BUS, 1), mkblob ("b", BUS, 1), msg,
+                    sizeof (msg)),
         "same UUID and bus id on different hosts: not a duplicate");
 
     /* Unknown UUIDs: fall back to the bus id. */
-    v[0] = mkblob ("a", "0000:01:00.0", 0);
-    v[1] = mkblob ("a", "0000:01:00.0", 0);
-    ok (nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
+    ok (two_ranks (mkblob ("a", BUS, 0), mkblob ("a", BUS, 0), msg,
+                   sizeof (msg)),
         "no UUIDs, same host and bus id: duplicate");
     ok (strstr (msg, "ranks 0,1 on host a share GPU 0000:01:00.0") != NULL,
         "message without UUID: %s", msg);
-    v[1] = mkblob ("a", "", 0);
-    v[0] = mkblob ("a", "", 0);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
+    ok (!two_ranks (mkblob ("a", "", 0), mkblob ("a", "", 0), msg,
+                    sizeof (msg)),
         "nothing known about the GPUs: no claim");
 
     /* Different UUIDs with the same bus id on one host (MIG instances). */
-    v[0] = mkblob ("a", "0000:01:00.0", 1);
-    v[1] = mkblob ("a", "0000:01:00.0", 2);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
+    ok (!two_ranks (mkblob ("a", BUS, 1), mkblob ("a", BUS, 2), msg,
+                    sizeof (msg)),
         "same bus id, different UUIDs: not a duplicate");
 
     /* A tiny message buffer is filled safely. */
-    v[1] = mkblob ("a", "0000:01:00.0", 1);
+    v[0] = mkblob ("a", BUS, 1);
+    v[1] = mkblob ("a", BUS, 1);
     char small[8];
     ok (nccl_find_duplicate_gpu (v, 2, small, sizeof (small))
             && strlen (small) < sizeof (small),
