@@ -14,6 +14,7 @@
  * and exits 0 when every check passed on every rank, 1 otherwise.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@
 static int rank, size, nfail, nchecks;
 
 /* The most ranks the expected results are exact for (see expect()). */
-#define MAX_RANKS 26
+#define MAX_RANKS 192
 
 #define FAIL(...)                                                             \
     do {                                                                      \
@@ -42,14 +43,23 @@ static const char *dtname[] = { "int8", "uint8", "int32", "uint32", "int64",
                                 "float64" };
 static const char *opname[] = { "sum", "prod", "min", "max", "avg" };
 
-/* The input of rank r at index i for op (small integers; -2..2 for PROD). */
+/* The input of rank r at index i for op: small integers (-5..5, or 0..10
+ * unsigned; -2..2 or 0..4 for PROD) on the first WIDE_RANKS ranks, and
+ * -1..1 (0..2, 0..1 for PROD) on the others, so that every partial result
+ * of any reduction order stays exact in every dtype for up to MAX_RANKS
+ * ranks (see expect()). */
+#define WIDE_RANKS 15
 static long input (int r, size_t i, ddp_op_t op, int is_unsigned)
 {
     long v = (long)((r * 7 + (long)(i % 1000003) * 13) % 11);
+    bool wide = r < WIDE_RANKS;
+
     if (op == DDP_PROD)
-        v = v % 5;
+        v = wide ? v % 5 : v % (is_unsigned ? 2 : 3);
+    else if (!wide)
+        v = v % 3;
     if (!is_unsigned)
-        v -= op == DDP_PROD ? 2 : 5;
+        v -= op == DDP_PROD ? (wide ? 2 : 1) : (wide ? 5 : 1);
     return v;
 }
 
@@ -59,9 +69,14 @@ static int is_unsigned (ddp_dtype_t dt)
 }
 
 /* The expected reduction at index i, written into ref[i].  Computed in
- * double, which is exact here (a PROD of MAX_RANKS inputs of at most 4 is
- * below 2^53) and gives a product with a zero factor IEEE's sign (-0.0),
- * whatever the order, as the float dtypes do. */
+ * double, which is exact here, and so is every partial result of the
+ * library in any order: a PROD has at most WIDE_RANKS factors other than
+ * 0 and +-1, each at most 4 in magnitude (|product| <= 2^15 signed, within
+ * binary16; 4^15 unsigned, within uint32; int8/uint8 wrap exactly); a SUM
+ * is at most 5 * WIDE_RANKS + (MAX_RANKS - WIDE_RANKS) = 252 in magnitude,
+ * an integer that bfloat16's 8-bit significand holds exactly.  A product
+ * with a zero factor gets IEEE's sign (-0.0) whatever the order, as the
+ * float dtypes do. */
 static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
 {
     int u = is_unsigned (dt);
