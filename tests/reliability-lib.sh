@@ -21,24 +21,24 @@ rel_repeats () {
     echo "${DDP_STRESS:-$1}"
 }
 
-# rel_slurmd_pid NODE: the pid of this cluster's slurmd for NODE.
+# rel_slurmd_pid NODE: the pid of this cluster's slurmd for NODE (its pid
+# file, checked against the process's command line).
 rel_slurmd_pid () {
-    local p cmd
-    for p in /proc/[0-9]*; do
-        cmd=$( { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-        case "$cmd" in
-            "slurmd -f $DDP_CLUSTER_DIR/etc/slurm.conf -N $1 "*)
-                echo "${p#/proc/}"; return 0 ;;
-        esac
-    done
-    return 1
+    local pid cmd
+    pid=$(cat "$DDP_CLUSTER_DIR/run/slurmd-$1.pid" 2>/dev/null) || return 1
+    cmd=$( { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || return 1
+    case "$cmd" in
+        "slurmd -f $DDP_CLUSTER_DIR/etc/slurm.conf -N $1 "*) echo "$pid" ;;
+        *) return 1 ;;
+    esac
 }
 
 # rel_snapshot: what a run could leave on the nodes: each node's /tmp and
-# /dev/shm as that node's slurmd sees them (private mount namespaces).
+# /dev/shm as that node's slurmd sees them (private mount namespaces), on
+# every node of the cluster, wherever Slurm placed the step.
 rel_snapshot () {
     local node pid
-    for node in n1 n2; do
+    for node in $(ddp_cluster_nodes); do
         pid=$(rel_slurmd_pid "$node") || { echo "$node: no slurmd"; continue; }
         for d in tmp dev/shm; do
             ( cd "/proc/$pid/root/$d" 2>/dev/null && find . -mindepth 1 \
@@ -188,6 +188,22 @@ rel_check_clean () {
     [ ! -s "$REL_DIR.new" ] || { say "new on the nodes, from other jobs:"; cat "$REL_DIR.new"; }
     find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' >"$REL_DIR.extra"
     [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
+}
+
+# rel_kill_run NAME MODE VICTIM CALL DELAY [SRUN ARGS...]: the whole kill
+# scenario: start ddp_victim MODE, kill -9 rank VICTIM DELAY seconds after
+# it is ready, and check the step ended within the bound, every other rank
+# of the REL_NTASKS failed CALL naming VICTIM, and nothing is left.
+rel_kill_run () {
+    local name=$1 mode=$2 victim=$3 call=$4 delay=$5
+    shift 5
+    rel_start "$name" "$mode" "$victim" "$@" &&
+    rel_kill "$victim" "$delay" &&
+    rel_wait &&
+    rel_show &&
+    rel_check_bound &&
+    rel_check_survivors "$victim" "$call" &&
+    rel_check_clean
 }
 
 # rel_check_call_time RANKS MIN MAX: each rank of RANKS (comma-separated)

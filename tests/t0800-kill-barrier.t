@@ -18,13 +18,7 @@ n=$(rel_repeats 4)
 for i in $(seq 1 "$n"); do
 	v=$(echo "1 3 0 2" | cut -d' ' -f$(( (i - 1) % 4 + 1 )))
 	test_expect_success "barrier loop, kill -9 rank $v (run $i of $n)" '
-		rel_start barrier.$i barrier $v -N2 -n4 &&
-		rel_kill $v &&
-		rel_wait &&
-		rel_show &&
-		rel_check_bound &&
-		rel_check_survivors $v ddp_barrier &&
-		rel_check_clean
+		rel_kill_run barrier.$i barrier $v ddp_barrier 0.3 -N2 -n4
 	'
 done
 test_done

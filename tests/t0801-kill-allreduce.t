@@ -10,13 +10,7 @@ n=$(rel_repeats 2)
 for i in $(seq 1 "$n"); do
 	v=$(echo "1 3 0 2" | cut -d' ' -f$(( (i - 1) % 4 + 1 )))
 	test_expect_success "large allreduce, kill -9 rank $v (run $i of $n)" '
-		rel_start allreduce.$i allreduce $v -N2 -n4 &&
-		rel_kill $v 0.1 &&
-		rel_wait &&
-		rel_show &&
-		rel_check_bound &&
-		rel_check_survivors $v ddp_allreduce &&
-		rel_check_clean
+		rel_kill_run allreduce.$i allreduce $v ddp_allreduce 0.1 -N2 -n4
 	'
 done
 test_done
