@@ -2,10 +2,10 @@
 #
 # Cluster tests call `ddp_cluster_require [NODES]` once, before their first
 # test_expect_success.  It points srun (SLURM_CONF) at the run's shared test
-# cluster, started by t0000-cluster-start.t and stopped by
-# t9999-cluster-stop.t.  A test run alone, or one that needs more NODES
-# (default 2) than the shared cluster has, starts a private cluster of NODES
-# nodes and stops it when it exits.  When no cluster can be
+# cluster, started by t0000-cluster-start.t (DDP_TEST_NODES nodes, default
+# 16) and stopped by t9999-cluster-stop.t.  A test run alone, or one that
+# needs more NODES (default 2) than the shared cluster has, starts a private
+# cluster of NODES nodes and stops it when it exits.  When no cluster can be
 # started the test file is skipped with the reason, unless
 # DDP_REQUIRE_CLUSTER=1 (contrib/check.sh and `make check-cluster` set it),
 # which turns that into a failure.
@@ -15,6 +15,8 @@ DDP_CLUSTER_STATE=$DDP_BUILD_DIR/tests/.cluster
 DDP_PROGS=$DDP_BUILD_DIR/tests/progs
 DDP_PLUGIN=${DDP_PLUGIN-$DDP_BUILD_DIR/spank/ddp.so}
 export DDP_PLUGIN
+# The shared cluster's size: enough for the scale tests (t0250).
+DDP_TEST_NODES=${DDP_TEST_NODES:-16}
 
 # ddp_cluster_unavailable WHY: skip this file, or fail it when required.
 ddp_cluster_unavailable () {
