@@ -90,6 +90,18 @@ static int is_unsigned (ddp_dtype_t dt)
     return dt == DDP_UINT8 || dt == DDP_UINT32 || dt == DDP_UINT64;
 }
 
+/* acc as the integer dtype dt holds it (two's complement wrap). */
+static long wrap (long acc, ddp_dtype_t dt)
+{
+    switch (dt) {
+    case DDP_INT8: return (int8_t)(uint8_t)acc;
+    case DDP_UINT8: return (uint8_t)acc;
+    case DDP_INT32: return (int32_t)(uint32_t)acc;
+    case DDP_UINT32: return (long)(uint32_t)acc;
+    default: return acc;    /* 64 bits: the inputs never overflow a long */
+    }
+}
+
 /* The expected reduction at index i, written into ref[i]. */
 static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
 {
@@ -134,7 +146,9 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
             store (ref, i, dt, (double)acc / size);
             return;
         }
-        acc /= size;    /* truncates toward zero, like the library */
+        /* SUM then the division, and the sum wraps in the dtype first
+         * (ddp.h): 64 ranks of uint8 inputs up to 10 overflow it. */
+        acc = wrap (acc, dt) / size;  /* truncates toward zero, like the library */
     }
     /* Integers wrap: PROD of up to 2^size magnitude fits in long here. */
     switch (dt) {
