@@ -47,6 +47,16 @@ rel_snapshot () {
     done | sort
 }
 
+# rel_snapshot_sees NODE: the leftover check works on NODE: a file a step
+# leaves in NODE's /tmp shows in the snapshot (and is removed again).
+rel_snapshot_sees () {
+    rel_snapshot >"snap.$1.before" &&
+    ddp_srun -N1 -n1 -w "$1" touch /tmp/rel-canary &&
+    rel_snapshot >"snap.$1.after" &&
+    ddp_srun -N1 -n1 -w "$1" rm /tmp/rel-canary &&
+    diff "snap.$1.before" "snap.$1.after" | grep -x "> $1:/tmp/rel-canary"
+}
+
 # rel_run_procs DIR: processes (not zombies) whose command line names DIR.
 rel_run_procs () {
     ps -eo pid=,stat=,args= | awk -v d="$1" '$2 !~ /^Z/ && index($0, d) { print }' \

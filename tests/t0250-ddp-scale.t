@@ -71,6 +71,9 @@ test_expect_failure '-N16 -n37: uneven (block: 16, 7, then 1 rank per node)' '
 # A killed rank (kill -9 in a barrier loop, as t0800) at 8 and 16 nodes:
 # every survivor names it, the step ends within REL_BOUND, nothing is left
 # on any node.
+test_expect_success 'the leftover check sees what a step leaves in the last node /tmp' '
+	rel_snapshot_sees n16
+'
 test_expect_success '-N8 -n16: kill -9 of rank 11 (not its node leader), the survivors name it' '
 	REL_NTASKS=16 &&
 	rel_kill_run kill8 barrier 11 ddp_barrier 0.3 -N8 -n16 --ntasks-per-node=2
