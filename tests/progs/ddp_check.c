@@ -68,6 +68,18 @@ static int is_unsigned (ddp_dtype_t dt)
     return dt == DDP_UINT8 || dt == DDP_UINT32 || dt == DDP_UINT64;
 }
 
+/* acc as the integer dtype dt holds it (two's complement wrap). */
+static long wrap (long acc, ddp_dtype_t dt)
+{
+    switch (dt) {
+    case DDP_INT8: return (int8_t)(uint8_t)acc;
+    case DDP_UINT8: return (uint8_t)acc;
+    case DDP_INT32: return (int32_t)(uint32_t)acc;
+    case DDP_UINT32: return (long)(uint32_t)acc;
+    default: return acc;    /* 64 bits: the inputs never overflow a long */
+    }
+}
+
 /* The expected reduction at index i, written into ref[i].  Computed in
  * double, which is exact here, and so is every partial result of the
  * library in any order: a PROD has at most WIDE_RANKS factors other than
@@ -95,8 +107,11 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
         return;
     }
     acc = (long)d;
+    /* AVG: the SUM wraps in the dtype first (ddp.h), then the division
+     * truncates toward zero, like the library (many ranks of uint8 inputs
+     * overflow it). */
     if (op == DDP_AVG)
-        acc /= size;    /* truncates toward zero, like the library */
+        acc = wrap (acc, dt) / size;
     /* Integers wrap. */
     switch (dt) {
     case DDP_INT8: ((int8_t *)ref)[i] = (int8_t)(uint8_t)acc; break;
