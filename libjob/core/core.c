@@ -1,5 +1,7 @@
 /* core.c - libddp's public entry points: init/finalize, identity, argument
- * checks, and dispatch of the collectives to the backend (backend.h). */
+ * checks, and dispatch of the collectives to the backend (backend.h),
+ * the NCCL section of ddp.h included (DDP_ENOTSUP where the backend has no
+ * GPU operations or libddp was built without NCCL). */
 #include "config.h"
 
 #include <stdint.h>
@@ -254,85 +256,216 @@ int ddp_barrier (void)
     return done (g.be->barrier (g.ctx));
 }
 
-int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root)
+/* The NCCL section of ddp.h needs a backend with GPU operations. */
+static int check_gpu (const char *fn)
 {
-    static const char fn[] = "ddp_bcast";
+#ifdef HAVE_NCCL
+    int rc = check_common (fn);
+
+    if (rc == 0 && !g.be->gpu)
+        rc = ddpi_error (DDP_ENOTSUP, "%s: the %s backend is in use, not nccl",
+                         fn, g.be->name);
+    return rc;
+#else
+    (void)fn;
+    return ddpi_error (DDP_ENOTSUP, "libddp was built without NCCL"
+                       " (configure found no CUDA/NCCL, or --without-nccl)");
+#endif
+}
+
+static bool has_root (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_BCAST || kind == DDP_COLL_REDUCE
+           || kind == DDP_COLL_GATHER;
+}
+
+/* Only the root of these uses a receive buffer. */
+static bool root_receives (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_GATHER;
+}
+
+/* The argument checks of every collective, plain or _stream, in one place.
+ * Order: send buffer, the receive buffer of a collective without a root,
+ * op, root, the root's receive buffer.  Returns 0 to go on. */
+static int check_args (const char *fn, const struct ddp_coll *k)
+{
+    bool rooted = has_root (k->kind);
+    bool reduces = k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE;
+    bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
+    size_t mult = gathers ? (size_t)g.size : 1;
     int rc;
 
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "buf", buf, count, dtype, 1)) < 0
-        || (rc = check_root (fn, root)) < 0)
+    if ((rc = check_buf (fn, k->kind == DDP_COLL_BCAST ? "buf" : "sendbuf",
+                         k->sendbuf, k->count, k->dtype, 1)) < 0
+        || (!rooted && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count,
+                                        k->dtype, mult)) < 0)
+        || (reduces && (rc = check_op (fn, k->op)) < 0)
+        || (rooted && (rc = check_root (fn, k->root)) < 0)
+        || (root_receives (k->kind) && g.rank == k->root
+            && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count, k->dtype,
+                                mult)) < 0))
         return rc;
-    if (count == 0)
+    return 0;
+}
+
+/* Hand a checked collective to a backend without coll. */
+static int run_each (const struct ddp_coll *k)
+{
+    const struct ddp_backend *be = g.be;
+
+    switch (k->kind) {
+    case DDP_COLL_BCAST:
+        return be->bcast (g.ctx, k->recvbuf, k->count, k->dtype, k->root);
+    case DDP_COLL_REDUCE:
+        return be->reduce (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                           k->op, k->root);
+    case DDP_COLL_ALLREDUCE:
+        return be->allreduce (g.ctx, k->sendbuf, k->recvbuf, k->count,
+                              k->dtype, k->op);
+    case DDP_COLL_GATHER:
+        return be->gather (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                           k->root);
+    case DDP_COLL_ALLGATHER:
+        return be->allgather (g.ctx, k->sendbuf, k->recvbuf, k->count,
+                              k->dtype);
+    }
+    return ddpi_error (DDP_EINVAL, "unknown collective %d", (int)k->kind);
+}
+
+/* Every collective, plain or _stream: check, then run on the backend. */
+static int run (const char *fn, struct ddp_coll *k)
+{
+    int rc;
+
+    if ((rc = k->on_stream ? check_gpu (fn) : check_common (fn)) < 0
+        || (rc = check_args (fn, k)) < 0)
+        return rc;
+    if (k->count == 0)
         return 0;
-    return done (g.be->bcast (g.ctx, buf, count, dtype, root));
+    if (root_receives (k->kind) && g.rank != k->root)
+        k->recvbuf = NULL;
+    return done (g.be->coll ? g.be->coll (g.ctx, k) : run_each (k));
+}
+
+/* The public collectives describe their call; stream is NULL for the core
+ * API, else points at the caller's cudaStream_t. */
+static int coll (const char *fn, enum ddp_coll_kind kind, const void *sendbuf,
+                 void *recvbuf, size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                 int root, void *const *stream)
+{
+    struct ddp_coll k = {.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .count = count, .dtype = dtype, .op = op,
+                         .root = root, .on_stream = stream != NULL,
+                         .stream = stream ? *stream : NULL};
+    return run (fn, &k);
+}
+
+int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root)
+{
+    return coll ("ddp_bcast", DDP_COLL_BCAST, buf, buf, count, dtype, DDP_SUM,
+                 root, NULL);
 }
 
 int ddp_reduce (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    static const char fn[] = "ddp_reduce";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_op (fn, op)) < 0 || (rc = check_root (fn, root)) < 0
-        || (g.rank == root
-            && (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype, 1)) < 0))
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->reduce (g.ctx, sendbuf, g.rank == root ? recvbuf : NULL,
-                               count, dtype, op, root));
+    return coll ("ddp_reduce", DDP_COLL_REDUCE, sendbuf, recvbuf, count, dtype,
+                 op, root, NULL);
 }
 
 int ddp_allreduce (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype, ddp_op_t op)
 {
-    static const char fn[] = "ddp_allreduce";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype, 1)) < 0
-        || (rc = check_op (fn, op)) < 0)
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->allreduce (g.ctx, sendbuf, recvbuf, count, dtype, op));
+    return coll ("ddp_allreduce", DDP_COLL_ALLREDUCE, sendbuf, recvbuf, count,
+                 dtype, op, 0, NULL);
 }
 
 int ddp_gather (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, int root)
 {
-    static const char fn[] = "ddp_gather";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_root (fn, root)) < 0
-        || (g.rank == root
-            && (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype,
-                                (size_t)g.size)) < 0))
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->gather (g.ctx, sendbuf, g.rank == root ? recvbuf : NULL,
-                               count, dtype, root));
+    return coll ("ddp_gather", DDP_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                 DDP_SUM, root, NULL);
 }
 
 int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype)
 {
-    static const char fn[] = "ddp_allgather";
-    int rc;
+    return coll ("ddp_allgather", DDP_COLL_ALLGATHER, sendbuf, recvbuf, count,
+                 dtype, DDP_SUM, 0, NULL);
+}
 
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype,
-                            (size_t)g.size)) < 0)
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->allgather (g.ctx, sendbuf, recvbuf, count, dtype));
+/* ---- the NCCL section of ddp.h ----------------------------------------- */
+
+/* The running backend's GPU operations, or NULL. */
+static const struct ddp_gpu_ops *gpu_ops (void)
+{
+    return g.init ? g.be->gpu : NULL;
+}
+
+void *ddp_nccl_comm (void)
+{
+    return gpu_ops () ? gpu_ops ()->comm (g.ctx) : NULL;
+}
+
+void *ddp_cuda_stream (void)
+{
+    return gpu_ops () ? gpu_ops ()->stream (g.ctx) : NULL;
+}
+
+int ddp_cuda_device (void)
+{
+    return gpu_ops () ? gpu_ops ()->device (g.ctx) : -1;
+}
+
+int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
+                      void *stream)
+{
+    return coll ("ddp_bcast_stream", DDP_COLL_BCAST, buf, buf, count, dtype,
+                 DDP_SUM, root, &stream);
+}
+
+int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
+{
+    return coll ("ddp_reduce_stream", DDP_COLL_REDUCE, sendbuf, recvbuf, count,
+                 dtype, op, root, &stream);
+}
+
+int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, ddp_op_t op, void *stream)
+{
+    return coll ("ddp_allreduce_stream", DDP_COLL_ALLREDUCE, sendbuf, recvbuf,
+                 count, dtype, op, 0, &stream);
+}
+
+int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, int root, void *stream)
+{
+    return coll ("ddp_gather_stream", DDP_COLL_GATHER, sendbuf, recvbuf, count,
+                 dtype, DDP_SUM, root, &stream);
+}
+
+int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, void *stream)
+{
+    return coll ("ddp_allgather_stream", DDP_COLL_ALLGATHER, sendbuf, recvbuf,
+                 count, dtype, DDP_SUM, 0, &stream);
+}
+
+int ddp_stream_synchronize (void *stream)
+{
+    int rc = check_gpu ("ddp_stream_synchronize");
+
+    return rc < 0 ? rc : done (g.be->gpu->synchronize (g.ctx, stream));
+}
+
+int ddp_gpu_mem_info (size_t *used, size_t *total)
+{
+#ifdef HAVE_NCCL
+    return nccl_backend_mem_info (used, total);
+#else
+    (void)used, (void)total;
+    return check_gpu ("ddp_gpu_mem_info");
+#endif
 }

@@ -7,7 +7,9 @@
  * DDP_TIMEOUT deadline.  Collectives enqueue on a stream and wait for it by
  * polling, so an NCCL asynchronous error or a missing peer becomes an error
  * return (after ncclCommAbort) instead of a hang.  Host buffers are staged
- * through a device scratch buffer.
+ * through a device scratch buffer.  The core checks every argument and owns
+ * the NCCL section of ddp.h; this file supplies its operations (op_coll for
+ * the plain and _stream collectives, gpu_ops for the rest).
  */
 #include "config.h"
 
@@ -44,9 +46,6 @@ struct nccl_ctx {
     size_t scratch_size;
     int broken;          /* 0, or the DDP_E* code that aborted comm */
 };
-
-/* The running backend's context, for the public accessors below. */
-static struct nccl_ctx *active;
 
 /* ---- errors and waiting ------------------------------------------------ */
 
@@ -206,10 +205,8 @@ static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
 
 /* ---- one collective ---------------------------------------------------- */
 
-enum coll_kind { C_BCAST, C_REDUCE, C_ALLREDUCE, C_GATHER, C_ALLGATHER };
-
 struct coll {
-    enum coll_kind kind;
+    enum ddp_coll_kind kind;
     const char *name;
     const void *sendbuf; /* user's send buffer (bcast: buf) */
     void *recvbuf;       /* user's receive buffer, NULL where unused */
@@ -228,28 +225,28 @@ static void coll_sizes (struct nccl_ctx *c, struct coll *k, size_t es)
     bool root = c->rank == k->root;
 
     switch (k->kind) {
-        case C_BCAST:
+        case DDP_COLL_BCAST:
             k->send_bytes = root ? b : 0;
             k->recv_bytes = root ? 0 : b;
             break;
-        case C_REDUCE:
+        case DDP_COLL_REDUCE:
             k->send_bytes = b;
             k->recv_bytes = root ? b : 0;
             break;
-        case C_ALLREDUCE:
+        case DDP_COLL_ALLREDUCE:
             k->send_bytes = b;
             k->recv_bytes = b;
             break;
-        case C_GATHER:
+        case DDP_COLL_GATHER:
             k->send_bytes = b;
             k->recv_bytes = root ? b * (size_t)c->size : 0;
             break;
-        case C_ALLGATHER:
+        case DDP_COLL_ALLGATHER:
             k->send_bytes = b;
             k->recv_bytes = b * (size_t)c->size;
             break;
     }
-    if (k->recv_bytes == 0 && k->kind != C_BCAST)
+    if (k->recv_bytes == 0 && k->kind != DDP_COLL_BCAST)
         k->recvbuf = NULL;
 }
 
@@ -267,17 +264,17 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     ncclResult_t r;
 
     switch (k->kind) {
-        case C_BCAST:
+        case DDP_COLL_BCAST:
             return ncclBroadcast (dr, dr, k->count, k->dt, k->root, c->comm,
                                   s);
-        case C_REDUCE:
+        case DDP_COLL_REDUCE:
             return ncclReduce (ds, dr, k->count, k->dt, k->op, k->root,
                                c->comm, s);
-        case C_ALLREDUCE:
+        case DDP_COLL_ALLREDUCE:
             return ncclAllReduce (ds, dr, k->count, k->dt, k->op, c->comm, s);
-        case C_ALLGATHER:
+        case DDP_COLL_ALLGATHER:
             return ncclAllGather (ds, dr, k->count, k->dt, c->comm, s);
-        case C_GATHER:
+        case DDP_COLL_GATHER:
             break;
     }
     /* Gather: NCCL has none; the root receives from every peer. */
@@ -311,7 +308,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
 {
     /* One scratch region serves both sides of an in-place (all)reduce. */
     bool inplace = k->sendbuf == k->recvbuf
-                   && (k->kind == C_REDUCE || k->kind == C_ALLREDUCE);
+                   && (k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE);
     bool send_scratch = k->send_bytes && !sdev;
     bool recv_scratch = k->recv_bytes && !rdev;
     size_t soff = 0, roff = 0, need = 0;
@@ -320,12 +317,12 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
 
     /* NCCL's in-place gather layout is sendbuf == recvbuf + rank * count;
      * any other overlap of the two is staged apart. */
-    if ((k->kind == C_GATHER || k->kind == C_ALLGATHER) && !send_scratch
+    if ((k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER) && !send_scratch
         && overlap (k->sendbuf, k->send_bytes, k->recvbuf, k->recv_bytes)
         && (!recv_scratch && (const char *)k->sendbuf
             != (char *)k->recvbuf + (size_t)c->rank * k->send_bytes))
         send_scratch = true;
-    if (k->kind == C_BCAST) {
+    if (k->kind == DDP_COLL_BCAST) {
         send_scratch = recv_scratch = !sdev && (k->send_bytes || k->recv_bytes);
         inplace = true;
     }
@@ -343,7 +340,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
         return rc;
     *ds = send_scratch ? (char *)c->scratch + soff : k->sendbuf;
     *dr = recv_scratch ? (char *)c->scratch + roff : k->recvbuf;
-    if (k->kind == C_BCAST)
+    if (k->kind == DDP_COLL_BCAST)
         *dr = send_scratch ? c->scratch : k->recvbuf;
     if (send_scratch && k->send_bytes) {
         e = cudaMemcpyAsync ((void *)*ds, k->sendbuf, k->send_bytes,
@@ -367,12 +364,10 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
 
     if (c->broken)
         return broken_error (c);
-    if (k->count == 0)
-        return 0;
     if ((rc = classify (c, k->sendbuf, &sdev)) < 0
         || (rc = classify (c, k->recvbuf, &rdev)) < 0)
         return rc;
-    if (k->kind == C_BCAST)
+    if (k->kind == DDP_COLL_BCAST)
         rdev = sdev;
     if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
         return rc;
@@ -408,14 +403,6 @@ static int coll_types (struct coll *k, ddp_dtype_t dtype, ddp_op_t op,
     return 0;
 }
 
-/* Size k for dtype and run it. */
-static int coll_exec (struct nccl_ctx *c, struct coll *k, ddp_dtype_t dtype,
-                      cudaStream_t s, bool wait)
-{
-    coll_sizes (c, k, ddp_dtype_size (dtype));
-    return coll_run (c, k, s, wait);
-}
-
 /* ---- backend operations ------------------------------------------------ */
 
 static int op_barrier (void *ctx)
@@ -433,94 +420,31 @@ static int op_barrier (void *ctx)
     return stream_wait (c, c->stream, "barrier");
 }
 
-static int do_bcast (struct nccl_ctx *c, void *buf, size_t count,
-                     ddp_dtype_t dtype, int root, cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_BCAST, .name = "ncclBroadcast",
-                     .sendbuf = buf, .recvbuf = buf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
+/* What each collective is called in messages. */
+static const char *const coll_names[] = {
+    [DDP_COLL_BCAST] = "ncclBroadcast",
+    [DDP_COLL_REDUCE] = "ncclReduce",
+    [DDP_COLL_ALLREDUCE] = "ncclAllReduce",
+    [DDP_COLL_GATHER] = "gather (ncclSend/ncclRecv)",
+    [DDP_COLL_ALLGATHER] = "ncclAllGather",
+};
 
-static int do_reduce (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root,
-                      cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_REDUCE, .name = "ncclReduce",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, op, true);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_allreduce (struct nccl_ctx *c, const void *sendbuf,
-                         void *recvbuf, size_t count, ddp_dtype_t dtype,
-                         ddp_op_t op, cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_ALLREDUCE, .name = "ncclAllReduce",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
-    int rc = coll_types (&k, dtype, op, true);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_gather (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, int root,
-                      cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_GATHER, .name = "gather (ncclSend/ncclRecv)",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_allgather (struct nccl_ctx *c, const void *sendbuf,
-                         void *recvbuf, size_t count, ddp_dtype_t dtype,
-                         cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_ALLGATHER, .name = "ncclAllGather",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int op_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
-                     int root)
+/* Every collective, for the core API (on the library's stream, waiting) and
+ * the _stream calls (on the caller's stream). */
+static int op_coll (void *ctx, const struct ddp_coll *d)
 {
     struct nccl_ctx *c = ctx;
-    return do_bcast (c, buf, count, dtype, root, c->stream, true);
-}
+    struct coll k = {.kind = d->kind, .name = coll_names[d->kind],
+                     .sendbuf = d->sendbuf, .recvbuf = d->recvbuf,
+                     .count = d->count, .root = d->root};
+    bool with_op = d->kind == DDP_COLL_REDUCE || d->kind == DDP_COLL_ALLREDUCE;
+    int rc;
 
-static int op_reduce (void *ctx, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
-{
-    struct nccl_ctx *c = ctx;
-    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, c->stream,
-                      true);
-}
-
-static int op_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, ddp_dtype_t dtype, ddp_op_t op)
-{
-    struct nccl_ctx *c = ctx;
-    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, c->stream,
-                         true);
-}
-
-static int op_gather (void *ctx, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, int root)
-{
-    struct nccl_ctx *c = ctx;
-    return do_gather (c, sendbuf, recvbuf, count, dtype, root, c->stream,
-                      true);
-}
-
-static int op_allgather (void *ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, ddp_dtype_t dtype)
-{
-    struct nccl_ctx *c = ctx;
-    return do_allgather (c, sendbuf, recvbuf, count, dtype, c->stream, true);
+    if ((rc = coll_types (&k, d->dtype, d->op, with_op)) < 0)
+        return rc;
+    coll_sizes (c, &k, ddp_dtype_size (d->dtype));
+    return coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
+                     !d->on_stream);
 }
 
 static void op_abort (void *ctx)
@@ -537,8 +461,6 @@ static void ctx_free (struct nccl_ctx *c)
 {
     if (!c)
         return;
-    if (active == c)
-        active = NULL;
     if (c->device >= 0)
         cudaSetDevice (c->device);
     if (c->comm) {
@@ -819,7 +741,6 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
                t2 - t1, t3 - t2, t4 - t3, t4 - t0);
     free (all);
     free (ids);
-    active = c;
     *ctxp = c;
     return 0;
 error:
@@ -831,17 +752,44 @@ error:
     return rc;
 }
 
+/* ---- the NCCL section of ddp.h, through the core ------------------------ */
+
+static void *gpu_comm (void *ctx)
+{
+    struct nccl_ctx *c = ctx;
+    return c->broken ? NULL : (void *)c->comm;
+}
+
+static void *gpu_stream (void *ctx)
+{
+    return (void *)((struct nccl_ctx *)ctx)->stream;
+}
+
+static int gpu_device (void *ctx)
+{
+    return ((struct nccl_ctx *)ctx)->device;
+}
+
+static int gpu_synchronize (void *ctx, void *stream)
+{
+    struct nccl_ctx *c = ctx;
+
+    if (c->broken)
+        return broken_error (c);
+    return stream_wait (c, (cudaStream_t)stream, "ddp_stream_synchronize");
+}
+
+static const struct ddp_gpu_ops gpu_ops = {
+    .comm = gpu_comm,
+    .stream = gpu_stream,
+    .device = gpu_device,
+    .synchronize = gpu_synchronize,
+};
+
 const struct ddp_backend ddpi_backend_nccl = {
-    .name = "nccl",
-    .create = op_create,
-    .destroy = op_destroy,
-    .barrier = op_barrier,
-    .bcast = op_bcast,
-    .reduce = op_reduce,
-    .allreduce = op_allreduce,
-    .gather = op_gather,
-    .allgather = op_allgather,
-    .abort = op_abort,
+    .name = "nccl", .create = op_create, .destroy = op_destroy,
+    .barrier = op_barrier, .coll = op_coll, .abort = op_abort,
+    .gpu = &gpu_ops,
 };
 
 int nccl_backend_probe (char *why, size_t whylen)
@@ -862,133 +810,7 @@ int nccl_backend_probe (char *why, size_t whylen)
     return 0;
 }
 
-/* ---- public NCCL-section API (ddp.h) ----------------------------------- */
-
-/* The running context, or a DDP_E* code in *rc. */
-static struct nccl_ctx *need_active (int *rc)
-{
-    if (active) {
-        *rc = 0;
-        return active;
-    }
-    if (strcmp (ddp_backend_name (), "none") == 0)
-        *rc = ddpi_error (DDP_ENOINIT, "nccl: ddp_init() has not been called");
-    else
-        *rc = ddpi_error (DDP_ENOTSUP, "nccl: the %s backend is in use, not"
-                         " nccl", ddp_backend_name ());
-    return NULL;
-}
-
-/* The argument checks of the core API, for the stream variants.  op < 0:
- * no op; root < 0: no root (pass has_root). */
-static int check_args (struct nccl_ctx *c, const void *a, const void *b,
-                       size_t count, ddp_dtype_t dtype, bool has_op,
-                       ddp_op_t op, bool has_root, int root)
-{
-    if ((int)dtype < 0 || dtype >= DDP_NUM_DTYPES)
-        return ddpi_error (DDP_EINVAL, "unknown dtype %d", (int)dtype);
-    if (has_op && ((int)op < 0 || op >= DDP_NUM_OPS))
-        return ddpi_error (DDP_EINVAL, "unknown op %d", (int)op);
-    if (has_root && (root < 0 || root >= c->size))
-        return ddpi_error (DDP_EINVAL, "root %d out of range [0, %d)", root,
-                          c->size);
-    if (count > 0 && (!a || !b))
-        return ddpi_error (DDP_EINVAL, "NULL buffer with count %zu", count);
-    return 0;
-}
-
-void *ddp_nccl_comm (void)
-{
-    return active && !active->broken ? (void *)active->comm : NULL;
-}
-
-void *ddp_cuda_stream (void)
-{
-    return active ? (void *)active->stream : NULL;
-}
-
-int ddp_cuda_device (void)
-{
-    return active ? active->device : -1;
-}
-
-int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
-                      void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, buf, buf, count, dtype, false, DDP_SUM,
-                                true, root)) < 0)
-        return rc;
-    return do_bcast (c, buf, count, dtype, root, stream, false);
-}
-
-int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
-                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf,
-                                c->rank == root ? recvbuf : sendbuf, count,
-                                dtype, true, op, true, root)) < 0)
-        return rc;
-    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, stream,
-                      false);
-}
-
-int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
-                          ddp_dtype_t dtype, ddp_op_t op, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, true, op,
-                                false, 0)) < 0)
-        return rc;
-    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, stream,
-                         false);
-}
-
-int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
-                       ddp_dtype_t dtype, int root, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf,
-                                c->rank == root ? recvbuf : sendbuf, count,
-                                dtype, false, DDP_SUM, true, root)) < 0)
-        return rc;
-    return do_gather (c, sendbuf, recvbuf, count, dtype, root, stream, false);
-}
-
-int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
-                          ddp_dtype_t dtype, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, false,
-                                DDP_SUM, false, 0)) < 0)
-        return rc;
-    return do_allgather (c, sendbuf, recvbuf, count, dtype, stream, false);
-}
-
-int ddp_stream_synchronize (void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c)
-        return rc;
-    if (c->broken)
-        return broken_error (c);
-    return stream_wait (c, stream, "ddp_stream_synchronize");
-}
-
-int ddp_gpu_mem_info (size_t *used, size_t *total)
+int nccl_backend_mem_info (size_t *used, size_t *total)
 {
     size_t f = 0, t = 0;
     int n = 0;
