@@ -596,8 +596,14 @@ static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
                               " %s)", all[0].nccl_version, all[0].host,
                               all[r].nccl_version, r, all[r].host);
     }
-    if (nccl_find_duplicate_gpu (all, c->size, msg, sizeof (msg)))
+    switch (nccl_find_duplicate_gpu (all, c->size, msg, sizeof (msg))) {
+    case 0:
+        break;
+    case 1:
         return ddpi_error (DDP_ENCCL, "nccl: %s", msg);
+    default:
+        return ddpi_error (DDP_ENOMEM, "nccl: %s", msg);
+    }
     for (int i = 0; i < nroots; i++) {
         int r = nccl_root_rank (i, c->size, nroots);
         if (r < 0 || !all[r].has_id)
