@@ -57,6 +57,19 @@ test_expect_success 'no device: auto is host, nccl fails naming cudaGetDeviceCou
 	grep "^init failed rank=? rc=-13 " nodev2.out &&
 	grep "cannot use NCCL: cudaGetDeviceCount: no CUDA-capable device" nodev2.err
 '
+test_expect_success 'CUDA in name only (no driver, stub, mismatch): auto is host, nccl says why' '
+	for d in none stub mismatch; do
+		on_mock env MOCK_CUDA_DRIVER=$d DDP_BACKEND=auto DDP_DEBUG=1 "$probe" >drv-$d.out 2>drv-$d.err &&
+		grep "^init ok rank=0 size=1 backend=host " drv-$d.out &&
+		grep "auto: host backend: no usable CUDA device: cudaGetDeviceCount: " drv-$d.err &&
+		! grep "mock: ncclComm" drv-$d.err || return 1
+	done &&
+	grep "driver version is insufficient" drv-none.err &&
+	grep "stub library" drv-stub.err &&
+	test_expect_code 1 on_mock env MOCK_CUDA_DRIVER=none DDP_BACKEND=nccl "$probe" >drv.out 2>drv.err &&
+	grep "^init failed rank=? rc=-13 " drv.out &&
+	grep "cannot use NCCL: cudaGetDeviceCount: CUDA driver version is insufficient" drv.err
+'
 test_expect_success 'init that never finishes: DDP_ETIMEDOUT at the deadline, aborted' '
 	start=$(date +%s) &&
 	test_expect_code 1 on_mock env MOCK_NCCL_INIT=hang DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" >ihang.out 2>ihang.err &&

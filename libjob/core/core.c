@@ -12,22 +12,13 @@
 
 #include "backend.h"
 #include "bootstrap.h"
+#include "choice.h"
 #include "ddp_internal.h"
 #ifdef HAVE_NCCL
 #include "nccl_backend.h"
 #endif
 
 #define DEFAULT_TIMEOUT 30.0
-
-/* Backends by name.  "auto" picks the first one whose probe accepts; the
- * NCCL backend goes first in this list once it exists. */
-static const struct ddp_backend *const backends[] = {
-    &ddpi_backend_host,
-#ifdef HAVE_NCCL
-    &ddpi_backend_nccl,
-#endif
-    NULL,
-};
 
 static struct {
     bool init;
@@ -51,32 +42,58 @@ static int read_config (struct ddp_config *cfg)
     return 0;
 }
 
-static int pick_backend (const struct ddp_backend **bep)
+/* This rank's vote for the backend (choice.h): DDP_BACKEND, and for auto
+ * whether CUDA reports a device here (a missing or too old driver, or no
+ * device, counts as none). */
+static void local_vote (struct choice_vote *v)
 {
-    const char *s = getenv ("DDP_BACKEND");
-    int i;
+    char host[64] = "unknown";
 
-    if (!s || !*s || strcmp (s, "auto") == 0) {
-        *bep = backends[0];
+    if (gethostname (host, sizeof (host) - 1) < 0)
+        snprintf (host, sizeof (host), "unknown");
 #ifdef HAVE_NCCL
-        char why[256]; /* NCCL hook: nccl when a GPU is visible */
-        if (nccl_backend_probe (why, sizeof (why)) == 0)
-            *bep = &ddpi_backend_nccl;
-        else
-            ddpi_debug ("auto: host backend: %s", why);
+    choice_local (v, getenv ("DDP_BACKEND"), host, nccl_backend_probe);
+#else
+    choice_local (v, getenv ("DDP_BACKEND"), host, NULL);
 #endif
-        return 0;
-    }
-    for (i = 0; backends[i]; i++)
-        if (strcmp (s, backends[i]->name) == 0) {
-            *bep = backends[i];
-            return 0;
-        }
-    if (strcmp (s, "nccl") == 0)
-        return ddpi_error (DDP_ENOTSUP, "DDP_BACKEND=nccl: this libddp has "
-                           "no NCCL backend");
-    return ddpi_error (DDP_EINVAL, "DDP_BACKEND='%s' is not one of auto, "
-                       "host, nccl", s);
+}
+
+/* One exchange of votes: every rank ends on the same backend, or fails
+ * with the same reason (choice.h).  Returns 0 and sets *bep, or a DDP_E*
+ * code. */
+static int agree_backend (const struct choice_vote *mine,
+                          const struct ddp_backend **bep)
+{
+    char buf[CHOICE_WIRE_MAX], err[256];
+    size_t len = choice_encode (mine, buf);
+    size_t *off = calloc ((size_t)g.size, sizeof (*off));
+    size_t *lens = calloc ((size_t)g.size, sizeof (*lens));
+    struct choice ch = {.code = 0};
+    void *raw = NULL;
+    int rc;
+
+    if (!off || !lens)
+        rc = ddpi_error (DDP_ENOMEM, "init: out of memory");
+    else if ((rc = bootstrap_exchange (g.boot, buf, len, &raw, off, lens, err,
+                                       sizeof (err))) < 0)
+        ddpi_error (rc, "init: choosing the backend: %s", err);
+    else if ((rc = choice_decide (raw, off, lens, g.size, g.rank, &ch)) < 0)
+        ddpi_error (rc, "%s", ch.msg);
+    free (raw);
+    free (off);
+    free (lens);
+    if (rc < 0)
+        return rc;
+    if (ch.warn && g.rank == 0)
+        ddpi_log ("warning: %s", ch.msg);
+    else if (ch.msg[0])
+        ddpi_debug ("%s", ch.msg);
+#ifdef HAVE_NCCL
+    *bep = ch.nccl ? &ddpi_backend_nccl : &ddpi_backend_host;
+#else
+    *bep = &ddpi_backend_host;
+#endif
+    return 0;
 }
 
 static void reset_identity (void)
@@ -97,18 +114,23 @@ static int init_failed (int rc)
 int ddp_init (void)
 {
     const struct bootstrap_info *in;
+    struct choice_vote vote;
     char err[512];
-    double t0 = ddpi_now (), t1, t2, t3;
+    double t0 = ddpi_now (), t1, tc, t2, t3;
     int rc;
 
     if (g.init)
         return 0;
     g.broken = 0;
-    if ((rc = read_config (&g.cfg)) < 0 || (rc = pick_backend (&g.be)) < 0)
+    if ((rc = read_config (&g.cfg)) < 0)
         return init_failed (rc);
+    local_vote (&vote);
     if ((rc = bootstrap_create (&g.boot, g.cfg.timeout_s, err,
-                                sizeof (err))) < 0)
+                                sizeof (err))) < 0) {
+        if (vote.status) /* the first mistake, as without a launcher */
+            return init_failed (ddpi_error (vote.status, "%s", vote.reason));
         return init_failed (ddpi_error (rc, "init: %s", err));
+    }
     in = bootstrap_info (g.boot);
     g.rank = in->rank;
     g.size = in->size;
@@ -118,6 +140,9 @@ int ddp_init (void)
     g.nnodes = in->num_nodes;
     ddpi_log_set_identity (g.rank, g.size);
     t1 = ddpi_now ();
+    if ((rc = agree_backend (&vote, &g.be)) < 0)
+        goto error;
+    tc = ddpi_now ();
     if ((rc = g.be->create (g.boot, &g.cfg, &g.ctx)) < 0)
         goto error;
     t2 = ddpi_now ();
@@ -131,9 +156,10 @@ int ddp_init (void)
                 "%d/%d, node %d/%d, backend %s, timeout %g s", PACKAGE_VERSION,
                 in->method, in->job_id, g.rank, g.size, g.lrank, g.lsize,
                 g.node, g.nnodes, g.be->name, g.cfg.timeout_s);
-    ddpi_debug ("init: bootstrap %.3f ms, backend setup %.3f ms, first "
-                "barrier %.3f ms, total %.3f ms", (t1 - t0) * 1e3,
-                (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3);
+    ddpi_debug ("init: bootstrap %.3f ms, backend choice %.3f ms, backend "
+                "setup %.3f ms, first barrier %.3f ms, total %.3f ms",
+                (t1 - t0) * 1e3, (tc - t1) * 1e3, (t2 - tc) * 1e3,
+                (t3 - t2) * 1e3, (t3 - t0) * 1e3);
     return 0;
 error:
     g.ctx = NULL;
