@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -30,9 +29,14 @@
 #include "bootstrap.h"
 #include "nccl_backend.h"
 #include "nccl_util.h"
+#include "wait.h"
 
 #define SCRATCH_ALIGN 256
 #define FINALIZE_TIMEOUT 5.0 /* seconds, at most, for ncclCommFinalize */
+/* Waits spin this long, then yield, then nap longer as they go on
+ * (wait.h): a GPU collective usually completes within the spin, and a long
+ * one (or a communicator init at scale) does not keep a core busy. */
+#define SPIN_US 1000
 
 struct nccl_ctx {
     int rank;
@@ -94,27 +98,16 @@ static int broken_error (struct nccl_ctx *c)
                       " an earlier error (%s)", ddp_strerror (c->broken));
 }
 
-/* Pause between polls once a wait has lasted longer than a millisecond, so
- * a long wait does not burn a core. */
-static void poll_pause (double waited)
-{
-    struct timespec ts = {0, 20000};
-
-    if (waited > 1e-3)
-        nanosleep (&ts, NULL);
-}
-
 /* r is the result of a call on a non-blocking communicator: wait while it
  * is ncclInProgress.  Returns 0 or a DDP_E* code (communicator aborted). */
 static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
-    double start = ddpi_now ();
+    struct ddpi_waiter w;
 
+    ddpi_wait_init (&w, c->timeout_s, SPIN_US);
     while (r == ncclInProgress) {
-        double now = ddpi_now ();
-        if (now - start > c->timeout_s)
+        if (ddpi_wait_step (&w) < 0)
             return timed_out (c, what);
-        poll_pause (now - start);
         if (ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
             r = ncclInternalError;
     }
@@ -122,31 +115,29 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 }
 
 /* Wait for everything on stream s, watching NCCL's asynchronous error state
- * and the deadline.  Returns 0 or a DDP_E* code (communicator aborted). */
+ * (every few milliseconds) and the deadline.  Returns 0 or a DDP_E* code
+ * (communicator aborted). */
 static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 {
-    double start = ddpi_now ();
-    unsigned long polls = 0;
+    struct ddpi_waiter w;
+    cudaError_t e;
 
-    for (;;) {
-        cudaError_t e = cudaStreamQuery (s);
-        if (e == cudaSuccess)
-            return 0;
-        if (e != cudaErrorNotReady) {
-            cuda_error (e, what);
-            return comm_break (c, DDP_ECUDA);
-        }
-        if ((++polls & 31) == 0) {
-            ncclResult_t ar = ncclSuccess;
-            double now = ddpi_now ();
-            if (c->comm && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
-                && ar != ncclSuccess && ar != ncclInProgress)
-                return nccl_fail (c, ar, what);
-            if (now - start > c->timeout_s)
-                return timed_out (c, what);
-            poll_pause (now - start);
-        }
+    ddpi_wait_init (&w, c->timeout_s, SPIN_US);
+    while ((e = cudaStreamQuery (s)) == cudaErrorNotReady) {
+        ncclResult_t ar = ncclSuccess;
+        int step = ddpi_wait_step (&w);
+        if (step < 0)
+            return timed_out (c, what);
+        if (step == 1 && c->comm
+            && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
+            && ar != ncclSuccess && ar != ncclInProgress)
+            return nccl_fail (c, ar, what);
     }
+    if (e != cudaSuccess) {
+        cuda_error (e, what);
+        return comm_break (c, DDP_ECUDA);
+    }
+    return 0;
 }
 
 /* ---- buffers ----------------------------------------------------------- */
