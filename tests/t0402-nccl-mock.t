@@ -86,27 +86,28 @@ test_expect_success 'init that fails: DDP_ENCCL with NCCL'"'"'s reason, aborted'
 	grep "^init failed rank=? rc=-12 " ifail.out &&
 	grep "communicator init: unhandled system error" ifail.err
 '
-test_expect_success 'a collective that never completes: DDP_ETIMEDOUT, then sticky' '
+# loop_fails NAME CODE ENV...: 10 allreduces on the mock with ENV fail at
+# the third with DDP_E* code CODE, within 10 s; the next call fails the same
+# way and the communicator was aborted once.
+loop_fails () {
+	name=$1 code=$2 && shift 2 &&
 	start=$(date +%s) &&
-	test_expect_code 2 on_mock env MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" loop 10 >hang.out 2>hang.err &&
-	cat hang.out hang.err &&
+	test_expect_code 2 on_mock env "$@" DDP_BACKEND=nccl "$probe" loop 10 >$name.out 2>$name.err &&
+	cat $name.out $name.err &&
 	test $(( $(date +%s) - start )) -le 10 &&
-	grep "^loop failed at 2 rc=-7 " hang.out &&
-	grep "^again rc=-7$" hang.out &&
+	grep "^loop failed at 2 rc=$code " $name.out &&
+	grep "^again rc=$code$" $name.out &&
+	test $(grep -c "mock: ncclCommAbort" $name.err) = 1
+}
+test_expect_success 'a collective that never completes: DDP_ETIMEDOUT, then sticky' '
+	loop_fails hang -7 MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 &&
 	grep "^comm after=no$" hang.out &&
 	grep "ncclAllReduce did not complete within DDP_TIMEOUT=2" hang.err &&
-	test $(grep -c "mock: ncclCommAbort" hang.err) = 1 &&
 	! grep "mock: ncclCommFinalize" hang.err
 '
 test_expect_success 'an asynchronous remote error: DDP_EPEER at once, not at the deadline' '
-	start=$(date +%s) &&
-	test_expect_code 2 on_mock env MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 DDP_BACKEND=nccl "$probe" loop 10 >aerr.out 2>aerr.err &&
-	cat aerr.out aerr.err &&
-	test $(( $(date +%s) - start )) -le 10 &&
-	grep "^loop failed at 2 rc=-8 " aerr.out &&
-	grep "^again rc=-8$" aerr.out &&
-	grep "ncclAllReduce: remote process exited" aerr.err &&
-	test $(grep -c "mock: ncclCommAbort" aerr.err) = 1
+	loop_fails aerr -8 MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 &&
+	grep "ncclAllReduce: remote process exited" aerr.err
 '
 test_expect_success 'a healthy loop finalizes cleanly' '
 	on_mock env DDP_BACKEND=nccl "$probe" loop 100 >okloop.out 2>okloop.err &&

@@ -219,17 +219,35 @@ cudaError_t cudaGetLastError (void)
     return e;
 }
 
+/* An error code's text, from a table ending with {0, NULL}. */
+struct text {
+    int code;
+    const char *text;
+};
+
+static const char *text_of (const struct text *t, int code, const char *other)
+{
+    for (; t->text; t++)
+        if (t->code == code)
+            return t->text;
+    return other;
+}
+
 const char *cudaGetErrorString (cudaError_t e)
 {
-    switch (e) {
-        case cudaSuccess: return "no error (mock)";
-        case cudaErrorNoDevice: return "no CUDA-capable device is detected (mock)";
-        case cudaErrorNotReady: return "device not ready (mock)";
-        case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version (mock)";
-        case cudaErrorStubLibrary: return "CUDA driver is a stub library (mock)";
-        case cudaErrorSystemDriverMismatch: return "system has unsupported display driver / cuda driver combination (mock)";
-        default: return "mock CUDA error";
-    }
+    static const struct text t[] = {
+        {cudaSuccess, "no error (mock)"},
+        {cudaErrorNoDevice, "no CUDA-capable device is detected (mock)"},
+        {cudaErrorNotReady, "device not ready (mock)"},
+        {cudaErrorInsufficientDriver, "CUDA driver version is insufficient"
+                                      " for CUDA runtime version (mock)"},
+        {cudaErrorStubLibrary, "CUDA driver is a stub library (mock)"},
+        {cudaErrorSystemDriverMismatch, "system has unsupported display"
+                                        " driver / cuda driver combination"
+                                        " (mock)"},
+        {0, NULL},
+    };
+    return text_of (t, e, "mock CUDA error");
 }
 
 cudaError_t cudaMalloc (void **p, size_t size)
@@ -415,12 +433,14 @@ ncclResult_t ncclCommDestroy (ncclComm_t c)
 
 const char *ncclGetErrorString (ncclResult_t r)
 {
-    switch (r) {
-        case ncclRemoteError: return "remote process exited or there was a network error (mock)";
-        case ncclSystemError: return "unhandled system error (mock)";
-        case ncclInvalidUsage: return "invalid usage (mock)";
-        default: return "mock NCCL result";
-    }
+    static const struct text t[] = {
+        {ncclRemoteError, "remote process exited or there was a network"
+                          " error (mock)"},
+        {ncclSystemError, "unhandled system error (mock)"},
+        {ncclInvalidUsage, "invalid usage (mock)"},
+        {0, NULL},
+    };
+    return text_of (t, r, "mock NCCL result");
 }
 
 const char *ncclGetLastError (ncclComm_t c)

@@ -164,6 +164,15 @@ static void test_agree (void)
         "rank 0 warns, naming the ranks without a GPU: %s", c.msg);
 }
 
+/* Three ranks, two on n1 and one on n2, asking for a, b and c. */
+static void three (struct choice_vote *v, const char *a, const char *b,
+                   const char *c)
+{
+    v[0] = vote (a, "n1", probe_ok);
+    v[1] = vote (b, "n1", probe_ok);
+    v[2] = vote (c, "n2", probe_ok);
+}
+
 static void test_disagree (void)
 {
     struct choice_vote v[8];
@@ -171,9 +180,7 @@ static void test_disagree (void)
     int bad = 0;
 
     /* What the plugin gave node 1's and node 2's tasks in the issue. */
-    v[0] = vote ("host", "n1", probe_ok);
-    v[1] = vote ("host", "n1", probe_ok);
-    v[2] = vote ("nccl", "n2", probe_ok);
+    three (v, "host", "host", "nccl");
     for (int r = 0; r < 3; r++) {
         c = decide (v, 3, r);
         bad += c.code != DDP_EMISMATCH;
@@ -183,16 +190,14 @@ static void test_disagree (void)
             " nccl on rank 2 (unset counts as auto); give every rank the same"
             " value (srun --ddp sets one for the whole step)",
             "one message naming the ranks and values");
-    v[1] = vote (NULL, "n1", probe_ok);
+    three (v, "host", NULL, "nccl");
     c = decide (v, 3, 1);
     ok (c.code == DDP_EMISMATCH
             && strstr (c.msg, "auto on rank 1, host on rank 0, nccl on rank 2"),
         "three values: %s", c.msg);
 
     /* A rank that cannot start: its own code there, EREMOTE elsewhere. */
-    v[0] = vote ("host", "n1", probe_ok);
-    v[1] = vote ("hots", "n1", probe_ok);
-    v[2] = vote ("host", "n2", probe_ok);
+    three (v, "host", "hots", "host");
     c = decide (v, 3, 1);
     ok (c.code == DDP_EINVAL && strstr (c.msg, "DDP_BACKEND='hots'"),
         "the rank at fault: its own EINVAL: %s", c.msg);
@@ -208,8 +213,7 @@ static void test_disagree (void)
     is_int (c.code, DDP_ENOTSUP, "nccl without NCCL: its own ENOTSUP");
 
     /* A vote from another build. */
-    v[0] = vote ("host", "n1", probe_ok);
-    v[1] = vote ("host", "n1", probe_ok);
+    three (v, "host", "host", "host");
     pack (v, 2);
     len[1] = 80;
     choice_decide (raw, off, len, 2, 0, &c);

@@ -176,6 +176,15 @@ static void expect_dup (const struct nccl_blob *v, int n, const char *want,
         ok (rc == 1 && strstr (msg, want) != NULL, "%s: %s", name, msg);
 }
 
+static void expect_pair (const char *h0, const char *b0, int u0,
+                         const char *h1, const char *b1, int u1,
+                         const char *want, const char *name)
+{
+    struct nccl_blob v[2] = {mkblob (h0, b0, u0), mkblob (h1, b1, u1)};
+
+    expect_dup (v, 2, want, name);
+}
+
 static void test_duplicates (void)
 {
     struct nccl_blob v[5];
@@ -197,23 +206,19 @@ static void test_duplicates (void)
     expect_dup (v, 5, "ranks 0,2,4 on host n1",
                 "three ranks on the first GPU: all listed");
 
-    /* Same UUID on different hosts cannot be one GPU. */
-    v[0] = mkblob ("a", "0000:01:00.0", 1);
-    v[1] = mkblob ("b", "0000:01:00.0", 1);
-    expect_dup (v, 2, NULL, "same UUID and bus id on two hosts: no duplicate");
-    /* Unknown UUIDs: fall back to the bus id. */
-    v[0] = mkblob ("a", "0000:01:00.0", 0);
-    v[1] = mkblob ("a", "0000:01:00.0", 0);
-    expect_dup (v, 2, "ranks 0,1 on host a share GPU 0000:01:00.0 (NCCL",
-                "no UUIDs, same host and bus id: duplicate, no UUID named");
-    v[0] = mkblob ("a", "", 0);
-    v[1] = mkblob ("a", "", 0);
-    expect_dup (v, 2, NULL, "nothing known about the GPUs: no claim");
-    /* Different UUIDs with the same bus id on one host (MIG instances). */
+    /* Two ranks: host, bus id and UUID seed (0: unknown) of each. */
+    expect_pair ("a", "0000:01:00.0", 1, "b", "0000:01:00.0", 1, NULL,
+                 "same UUID and bus id on two hosts: no duplicate");
+    expect_pair ("a", "0000:01:00.0", 0, "a", "0000:01:00.0", 0,
+                 "ranks 0,1 on host a share GPU 0000:01:00.0 (NCCL",
+                 "no UUIDs, same host and bus id: duplicate, no UUID named");
+    expect_pair ("a", "", 0, "a", "", 0, NULL,
+                 "nothing known about the GPUs: no claim");
+    expect_pair ("a", "0000:01:00.0", 1, "a", "0000:01:00.0", 2, NULL,
+                 "same bus id, different UUIDs (MIG instances): none");
+    /* One UUID unknown: the bus id decides. */
     v[0] = mkblob ("a", "0000:01:00.0", 1);
     v[1] = mkblob ("a", "0000:01:00.0", 2);
-    expect_dup (v, 2, NULL, "same bus id, different UUIDs: no duplicate");
-    /* One UUID unknown: the bus id decides. */
     v[2] = mkblob ("a", "0000:01:00.0", 0);
     expect_dup (v, 3, "ranks 0,2 on host a",
                 "a rank without UUID on a bus id shared by two MIG ranks");
