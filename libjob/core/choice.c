@@ -98,7 +98,7 @@ int choice_decode (const void *p, size_t len, struct choice_vote *v,
                    char *err, size_t errlen)
 {
     struct wire_head h;
-    const char *s = (const char *)p + sizeof (h), *end = (const char *)p + len;
+    const char *s, *end;
 
     if (!p || len < sizeof (h) + 2 || len > CHOICE_WIRE_MAX) {
         snprintf (err, errlen, "its backend vote has %zu bytes, expected %zu"
@@ -108,6 +108,8 @@ int choice_decode (const void *p, size_t len, struct choice_vote *v,
     }
     memcpy (&h, p, sizeof (h));
     memset (v, 0, sizeof (*v));
+    s = (const char *)p + sizeof (h);
+    end = (const char *)p + len;
     if (h.magic != VOTE_MAGIC || h.want > CHOICE_NCCL || h.gpu > 1
         || get_str (&s, end, v->host, sizeof (v->host)) < 0
         || get_str (&s, end, v->reason, sizeof (v->reason)) < 0 || s != end) {
