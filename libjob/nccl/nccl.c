@@ -605,41 +605,42 @@ static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
     return 0;
 }
 
-/* The one fence: publish me, decode every rank's blob into *allp. */
-static int exchange (struct nccl_ctx *c, struct bootstrap *b,
-                     const struct nccl_blob *me, struct nccl_blob **allp)
+/* The one fence: publish me and return every rank's blob, decoded (free
+ * it), or NULL with the DDP_E* code in *rc. */
+static struct nccl_blob *exchange (struct nccl_ctx *c, struct bootstrap *b,
+                                   const struct nccl_blob *me, int *rc)
 {
     char err[256];
     void *raw = NULL;
     size_t *off = calloc ((size_t)c->size, sizeof (*off));
     size_t *len = calloc ((size_t)c->size, sizeof (*len));
     struct nccl_blob *all = calloc ((size_t)c->size, sizeof (*all));
-    int rc = 0;
+    struct nccl_blob *done = NULL;
 
     if (!off || !len || !all) {
-        rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+        *rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
         goto out;
     }
-    rc = bootstrap_exchange (b, me, sizeof (*me), &raw, off, len, err,
-                             sizeof (err));
-    if (rc < 0) {
-        ddpi_error (rc, "nccl: bootstrap exchange: %s", err);
+    *rc = bootstrap_exchange (b, me, sizeof (*me), &raw, off, len, err,
+                              sizeof (err));
+    if (*rc < 0) {
+        ddpi_error (*rc, "nccl: bootstrap exchange: %s", err);
         goto out;
     }
     for (int r = 0; r < c->size; r++)
         if (nccl_blob_decode ((char *)raw + off[r], len[r], &all[r], err,
                               sizeof (err)) < 0) {
-            rc = ddpi_error (DDP_EMISMATCH, "nccl: rank %d: %s", r, err);
+            *rc = ddpi_error (DDP_EMISMATCH, "nccl: rank %d: %s", r, err);
             goto out;
         }
-    *allp = all;
+    done = all;
     all = NULL;
 out:
     free (raw);
     free (off);
     free (len);
     free (all);
-    return rc;
+    return done;
 }
 
 /* Create the communicator without blocking and poll it to the deadline. */
@@ -714,7 +715,7 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     me.ranks_per_root = rpr;
     local_setup (c, bi, nroots, &me);
     t1 = ddpi_now ();
-    if ((rc = exchange (c, b, &me, &all)) < 0)
+    if (!(all = exchange (c, b, &me, &rc)))
         goto error;
     t2 = ddpi_now ();
     if (!(ids = calloc (nroots > 0 ? (size_t)nroots : 1, sizeof (*ids)))) {
