@@ -380,6 +380,14 @@ static void check_misc (void)
             "stream variant: root out of range is EINVAL");
     is_int (ddp_bcast_stream (&x, 1, DDP_FLOAT64, -1, NULL), DDP_EINVAL,
             "stream variant: negative root is EINVAL");
+    /* The core's checks, the size overflow included, serve both forms. */
+    is_int (ddp_allreduce_stream (&x, &y, SIZE_MAX / 4, DDP_FLOAT64, DDP_SUM,
+                                  NULL),
+            DDP_EINVAL, "stream variant: a count whose size overflows is EINVAL");
+    is_int (ddp_allgather_stream (&x, &y, SIZE_MAX / 8 / (size_t)size + 1,
+                                  DDP_INT64, NULL),
+            DDP_EINVAL, "stream variant: count * world size overflowing is "
+            "EINVAL");
     is_int (ddp_stream_synchronize (ddp_cuda_stream ()), 0,
             "synchronize the library stream");
     /* Mixed: host send buffer, device receive buffer. */
