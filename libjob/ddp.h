@@ -288,6 +288,17 @@ void ddp_sampler_set_epoch (ddp_sampler_t *s, uint64_t epoch);
  * for n).  Returns 0, or DDP_EINVAL if out is NULL or n < num_samples. */
 int ddp_sampler_indices (const ddp_sampler_t *s, uint64_t *out, size_t n);
 
+/* Write n indices of this rank's list for the current epoch, starting at
+ * position start (0-based, of num_samples): exactly what
+ * ddp_sampler_indices() writes to out[start] .. out[start + n - 1], without
+ * computing the rest.  With B items per rank and step, step k of an epoch
+ * reads positions k * B .. k * B + B - 1, so a run resumed at step k of
+ * epoch e (ddp_sampler_set_epoch (s, e)) sees the same items as one that
+ * was never stopped.  Returns 0, or DDP_EINVAL if s was not set up by
+ * ddp_sampler_init(), start + n > num_samples, or out is NULL with n > 0. */
+int ddp_sampler_indices_from (const ddp_sampler_t *s, uint64_t start,
+                              uint64_t *out, size_t n);
+
 /* ---- Logging ----------------------------------------------------------- */
 
 /* printf to stderr prefixed "[ddp rank R/W] " (a whole line, one write). */
