@@ -10,7 +10,7 @@
 #include "ddp.h"
 #include "tap.h"
 #include "stubs.h"
-#include "capture.h"
+#include "testutil.h"
 
 /* A main-only callback that calls main_only and run_on_main itself. */
 static int fn_nested (void *arg)
@@ -365,18 +365,7 @@ int main (void)
 {
     int rc;
 
-    /* A single process: no launcher variables may leak in from outside. */
-    unsetenv ("WORLD_SIZE");
-    unsetenv ("PMIX_NAMESPACE");
-    unsetenv ("PMIX_SERVER_URI2");
-    unsetenv ("PMIX_SERVER_URI3");
-    unsetenv ("PMIX_SERVER_URI4");
-    unsetenv ("PMIX_SERVER_URI21");
-    unsetenv ("PMIX_SERVER_URI41");
-    unsetenv ("SLURM_NTASKS");
-    unsetenv ("SLURM_STEP_NUM_TASKS");
-    unsetenv ("DDP_BACKEND");
-    setenv ("DDP_TIMEOUT", "0.2", 1);
+    single_process_env ("0.2");
     plan (NO_PLAN);
     check_before_init ();
     if ((rc = ddp_init ()) != 0) {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "ddp.h"
 #include "tap.h"
-#include "capture.h"
+#include "testutil.h"
 
 static volatile sig_atomic_t program_handler_calls;
 
@@ -283,18 +283,8 @@ int main (void)
 {
     int rc;
 
-    unsetenv ("WORLD_SIZE");
-    unsetenv ("PMIX_NAMESPACE");
-    unsetenv ("PMIX_SERVER_URI2");
-    unsetenv ("PMIX_SERVER_URI3");
-    unsetenv ("PMIX_SERVER_URI4");
-    unsetenv ("PMIX_SERVER_URI21");
-    unsetenv ("PMIX_SERVER_URI41");
-    unsetenv ("SLURM_NTASKS");
-    unsetenv ("SLURM_STEP_NUM_TASKS");
-    unsetenv ("DDP_BACKEND");
+    single_process_env ("2");
     unsetenv ("DDP_STOP_SIGNALS");
-    setenv ("DDP_TIMEOUT", "2", 1);
     plan (NO_PLAN);
     check_restart_count ();
     check_before_init ();
