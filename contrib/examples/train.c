@@ -760,19 +760,23 @@ static void pause_ms (long ms)
         nanosleep (&ts, NULL);  /* a stop signal may cut it short: fine */
 }
 
-/* Say why this rank stops (every rank logs the same epoch and step). */
-static void log_stop (const struct position *pos, long steps)
+/* Say why this rank stops: every rank logs the same place.  A rank that
+ * received the signal also says at which step's vote it knew of it: the
+ * stop is agreed at that very vote (tests/t0710 checks it). */
+static void log_stop (const struct position *pos, long steps, long run_step,
+                      long seen)
 {
     int sig = ddp_stop_requested ();
 
     if (sig)
-        ddp_log ("stopping in epoch %ld after step %ld of %ld: signal %d "
-                 "(%s) received on this rank", pos->epoch + 1, pos->step,
-                 steps, sig, strsignal (sig));
+        ddp_log ("stopping in epoch %ld after step %ld of %ld (run step "
+                 "%ld): signal %d (%s) received on this rank before the "
+                 "vote of run step %ld", pos->epoch + 1, pos->step, steps,
+                 run_step, sig, strsignal (sig), seen);
     else
-        ddp_log ("stopping in epoch %ld after step %ld of %ld: a stop "
-                 "signal reached another rank", pos->epoch + 1, pos->step,
-                 steps);
+        ddp_log ("stopping in epoch %ld after step %ld of %ld (run step "
+                 "%ld): a stop signal reached another rank", pos->epoch + 1,
+                 pos->step, steps, run_step);
 }
 
 /* Train from *pos to the last epoch, or until a stop is agreed.  Returns
@@ -786,13 +790,14 @@ static int train (const struct options *o, const struct dataset *d,
     uint64_t *idx = NULL;
     float *grad = NULL;
     bool stop = false;
-    long steps;
+    long steps, run_step, seen = 0;
     int rc;
 
     if ((rc = ddp_sampler_init (&s, (uint64_t) d->items, ddp_world_size (),
                                 ddp_rank (), true, o->seed, false)) < 0)
         return rc;
     steps = steps_per_epoch (o);
+    run_step = pos->epoch * steps + pos->step;  /* steps done in the run */
     idx = malloc ((size_t) per_rank * sizeof (*idx));
     grad = malloc ((size_t) (m->features + 1) * sizeof (float));
     if (!idx || !grad) {
@@ -817,9 +822,14 @@ static int train (const struct options *o, const struct dataset *d,
             for (long j = 0; j <= m->features; j++)
                 m->w[j] -= (float) o->lr * grad[j];
             /* The step's loss and accuracy, averaged; the stop vote rides
-             * along. */
+             * along.  seen: the first vote this rank knew of its signal. */
+            if (!seen && ddp_stop_requested ())
+                seen = run_step + 1;
             if ((rc = ddp_average_stop (stats, 2, &stop)) < 0)
                 goto out;
+            run_step++;
+            if (stop && !seen && ddp_stop_requested ())
+                seen = run_step;    /* it came during this vote */
             pos->sum_loss += stats[0];
             pos->sum_acc += stats[1];
             if (!stop)
@@ -831,7 +841,7 @@ static int train (const struct options *o, const struct dataset *d,
             *pos = (struct position) { .epoch = pos->epoch + 1 };
         }
         if (stop && pos->epoch < o->epochs)
-            log_stop (pos, steps);
+            log_stop (pos, steps, run_step, seen);
         if ((rc = ddp_main_only (save_checkpoint, &save)) < 0) {
             ddp_log ("%s", ddp_is_main () ? "writing the checkpoint failed"
                      : "the main rank could not write the checkpoint");
