@@ -130,6 +130,7 @@ static int number_signal (const char *buf, const char **why)
 static int word_signal (const char *w, size_t len, const char **why)
 {
     char buf[16];
+    const char *name = buf;
 
     *why = len == 0 ? "is empty" : "is not a signal name or number";
     if (len == 0 || len >= sizeof (buf))
@@ -140,14 +141,14 @@ static int word_signal (const char *w, size_t len, const char **why)
     if (isdigit ((unsigned char) buf[0]))
         return number_signal (buf, why);
     if (strncmp (buf, "SIG", 3) == 0)
-        memmove (buf, buf + 3, len - 2);
+        name = buf + 3;
     for (size_t i = 0; i < NSTOP_NAMES; i++)
-        if (!strcmp (buf, stop_names[i].name))
+        if (!strcmp (name, stop_names[i].name))
             return stop_names[i].sig;
-    if (!strcmp (buf, "KILL") || !strcmp (buf, "STOP"))
+    if (!strcmp (name, "KILL") || !strcmp (name, "STOP"))
         *why = "cannot be caught";
     for (size_t i = 0; i < NOTHER_NAMES; i++)
-        if (!strcmp (buf, other_names[i]))
+        if (!strcmp (name, other_names[i]))
             *why = not_stop;
     return 0;
 }
