@@ -133,11 +133,14 @@ test_expect_success 'an uninterrupted run: the reference' '
 '
 
 # Slurm checks time limits every 30 s and sends a --signal whose time has
-# come at the next check: this job runs beside the tests below.
+# come at the next check: USR1@105 of a 2-minute limit comes 15 to 45 s
+# after the start (late enough for the step to be running even on a
+# loaded machine), while the first run would need about 60 s.  The job
+# runs beside the tests below.
 test_expect_success '--signal=USR1: submit a job that requeues itself on exit 75' '
 	cat >sig.sbatch <<-EOF &&
 	#!/bin/sh
-	#SBATCH -J ddp-t0710-sig $SRUN --time=2 --signal=USR1@115
+	#SBATCH -J ddp-t0710-sig $SRUN --time=2 --signal=USR1@105
 	#SBATCH --requeue --open-mode=append -o sig.out
 	slow=; test -z "\$SLURM_RESTART_COUNT" && slow="--throttle 300"
 	srun --open-mode=append -o sig.%t.out "$TRAIN" $ARGS \$slow \
