@@ -464,7 +464,8 @@ static void forward_backward (const struct model *m, const struct dataset *d,
  * MIN and MAX) mean bit-identical parameters. */
 static uint64_t params_hash (const struct model *m)
 {
-    return fnv1a (FNV_START, m->w, (size_t) (m->features + 1) * sizeof (float));
+    return fnv1a (FNV_START, m->w,
+                  (size_t) (m->features + 1) * sizeof (float));
 }
 
 static int check_identical (const struct model *m, int *identical)
@@ -650,7 +651,8 @@ static int save_checkpoint (void *arg)
     int rc;
 
     if (!buf) {
-        ddp_log ("cannot write checkpoint %s: out of memory", c->o->checkpoint);
+        ddp_log ("cannot write checkpoint %s: out of memory",
+                 c->o->checkpoint);
         return -1;
     }
     if ((rc = write_atomic (c->o->checkpoint, &whole, 1)) < 0)

@@ -11,7 +11,7 @@
  * until DDP_TIMEOUT), or writes a checkpoint of a step the others never
  * reach.
  *
- * Here the handler only records the signal (a sig_atomic_t); the decision
+ * Here the handler only records the signal (a lock-free atomic); the decision
  * is taken in a collective: ddp_should_stop() is an allreduce of one
  * word, the number of ranks that received a signal, so every rank gets the
  * same answer at the same call, true at the first call that any signaled
@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,12 @@ static const struct {
 };
 #define NSTOP_NAMES (sizeof (stop_names) / sizeof (stop_names[0]))
 
-/* The first stop signal this process received, 0 if none yet. */
-static volatile sig_atomic_t received;
+/* The first stop signal this process received, 0 if none yet.  Lock-free
+ * (so async-signal-safe), and atomic because the handler may run on any
+ * thread while another one votes. */
+static atomic_int received;
+_Static_assert (ATOMIC_INT_LOCK_FREE == 2, "a lock-free int is needed in "
+                "a signal handler");
 
 static struct {
     bool installed[NSIG];           /* our handler is in place */
@@ -76,11 +81,9 @@ static void chain (int sig, siginfo_t *info, void *uctx)
  * signal the default action (sigaction and raise are both safe here). */
 static void on_stop (int sig, siginfo_t *info, void *uctx)
 {
-    int saved_errno = errno;
-    bool again = received != 0;
+    int saved_errno = errno, none = 0;
+    bool again = !atomic_compare_exchange_strong (&received, &none, sig);
 
-    if (!again)
-        received = sig;
     chain (sig, info, uctx);
     if (again) {
         struct sigaction dfl;
@@ -247,7 +250,7 @@ int ddp_stop_signals (const char *signals)
 
 int ddp_stop_requested (void)
 {
-    return received;
+    return atomic_load (&received);
 }
 
 int ddp_average_stop (double *values, size_t n, bool *stop)
@@ -267,7 +270,8 @@ int ddp_average_stop (double *values, size_t n, bool *stop)
         local = DDP_EINVAL;
     for (size_t i = 0; i < n; i++)
         buf[i] = local == 0 ? values[i] : 0.;
-    buf[n] = received != 0 ? 1. : 0.;    /* summed: signaled ranks */
+    /* The vote, summed over the ranks: how many received a signal. */
+    buf[n] = atomic_load (&received) != 0 ? 1. : 0.;
     if ((rc = ddp_allreduce (buf, buf, n + 1, DDP_FLOAT64, DDP_SUM)) < 0
         || (rc = local) < 0)
         goto out;

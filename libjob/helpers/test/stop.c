@@ -240,7 +240,8 @@ static void check_signals (void)
         "a second stop signal ends the process by that signal (after the "
         "program's handler ran twice)");
     if (!WIFSIGNALED (st))
-        diag ("  child exited with %d", WIFEXITED (st) ? WEXITSTATUS (st) : -1);
+        diag ("  child exited with %d",
+              WIFEXITED (st) ? WEXITSTATUS (st) : -1);
     st = child_status (before_init_body);
     ok (WIFEXITED (st) && WEXITSTATUS (st) == 0,
         "a signal received before ddp_init decides the first vote");
