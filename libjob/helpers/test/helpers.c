@@ -10,6 +10,7 @@
 #include "ddp.h"
 #include "tap.h"
 #include "stubs.h"
+#include "testutil.h"
 
 /* A main-only callback that calls main_only and run_on_main itself. */
 static int fn_nested (void *arg)
@@ -311,40 +312,22 @@ static void check_reduce (void)
 }
 
 /* Run f with stderr sent to a file; return what it wrote (malloc'd). */
-static char *capture_stderr (void (*f) (void))
+static void log_simple (void *arg)
 {
-    char path[] = "helpers-log-XXXXXX";
-    int fd = mkstemp (path), saved = dup (STDERR_FILENO);
-    char *buf = calloc (1, 65536);
-    ssize_t n;
-
-    dup2 (fd, STDERR_FILENO);
-    f ();
-    dup2 (saved, STDERR_FILENO);
-    close (saved);
-    lseek (fd, 0, SEEK_SET);
-    n = read (fd, buf, 65535);
-    if (n < 0)
-        n = 0;
-    buf[n] = '\0';
-    close (fd);
-    unlink (path);
-    return buf;
-}
-
-static void log_simple (void)
-{
+    (void) arg;
     ddp_log ("hello %d", 42);
 }
 
-static void log_lines (void)
+static void log_lines (void *arg)
 {
+    (void) arg;
     ddp_log ("one\ntwo\n");
     ddp_log_main ("main %s", "only");
 }
 
-static void log_long (void)
+static void log_long (void *arg)
 {
+    (void) arg;
     char *s = malloc (5001);
     memset (s, 'x', 5000);
     s[5000] = '\0';
@@ -362,15 +345,15 @@ static void check_log (void)
     is_int (ddp_log_prefix (NULL, 0), 15, "log_prefix (NULL, 0): the length");
     is_int (ddp_log_prefix (NULL, 4), DDP_EINVAL,
             "log_prefix (NULL, 4) is DDP_EINVAL");
-    out = capture_stderr (log_simple);
+    out = capture_stderr (log_simple, NULL);
     is_str (out, "[ddp rank 0/1] hello 42\n", "ddp_log: prefix, newline added");
     free (out);
-    out = capture_stderr (log_lines);
+    out = capture_stderr (log_lines, NULL);
     is_str (out, "[ddp rank 0/1] one\n[ddp rank 0/1] two\n"
             "[ddp rank 0/1] main only\n",
             "ddp_log: every line prefixed; log_main prints on main");
     free (out);
-    out = capture_stderr (log_long);
+    out = capture_stderr (log_long, NULL);
     ok (strlen (out) == 15 + 5001 + 1 && strncmp (out, "[ddp rank 0/1] xxx", 18)
         == 0 && strcmp (out + strlen (out) - 3, "x|\n") == 0,
         "ddp_log: a 5000-byte message is written whole (%zu bytes)",
@@ -382,18 +365,7 @@ int main (void)
 {
     int rc;
 
-    /* A single process: no launcher variables may leak in from outside. */
-    unsetenv ("WORLD_SIZE");
-    unsetenv ("PMIX_NAMESPACE");
-    unsetenv ("PMIX_SERVER_URI2");
-    unsetenv ("PMIX_SERVER_URI3");
-    unsetenv ("PMIX_SERVER_URI4");
-    unsetenv ("PMIX_SERVER_URI21");
-    unsetenv ("PMIX_SERVER_URI41");
-    unsetenv ("SLURM_NTASKS");
-    unsetenv ("SLURM_STEP_NUM_TASKS");
-    unsetenv ("DDP_BACKEND");
-    setenv ("DDP_TIMEOUT", "0.2", 1);
+    single_process_env ("0.2");
     plan (NO_PLAN);
     check_before_init ();
     if ((rc = ddp_init ()) != 0) {
