@@ -1,11 +1,11 @@
-/* local.c - srun (local context).
+/* srun.c - the plugin in srun (local context).
  *
  * Turning PMIx on must happen in slurm_spank_init, before srun reads
  * SLURM_MPI_TYPE and before any option callback runs, so here the plugin
  * finds --ddp itself: in srun's own argument vector, else in the variable
  * that carries --ddp from sbatch/salloc, else the plugstack default.  Only
  * then does it set SLURM_MPI_TYPE=pmix, without overwriting: an explicit
- * --mpi still wins, and local_user_init turns a non-PMIx choice into an
+ * --mpi still wins, and sp_srun_user_init turns a non-PMIx choice into an
  * error.  Without --ddp (and default=off) nothing is touched.
  */
 #include "config.h"
@@ -16,15 +16,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ddp_spank.h"
+#include "sp_args.h"
+#include "sp_err.h"
 #include "sp_option.h"
+#include "srun.h"
 
 #define CMDLINE_MAX (256 * 1024)
 #define ARGV_MAX 4096
 
-/* The request srun's init saw (argv, environment or default). */
-static struct sp_request init_request;
-static const char *init_source = "the plugstack.conf default";
+/* The option variable Slurm uses to carry --ddp from sbatch/salloc (and from
+ * srun) to the steps: "_SLURM_SPANK_OPTION_" + plugin name + "_" + option. */
+#define OPTION_ENV "_SLURM_SPANK_OPTION_ddp_ddp"
+/* The variable users may set to give a SPANK option (Slurm >= 21.08). */
+#define OPTION_USER_ENV "SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp"
+
+/* init found --ddp in srun's command line (sp_srun_user_init checks that srun
+ * saw it too). */
 static bool init_from_argv;
 
 /* Read /proc/self/cmdline into BUF and split it into ARGV.  Returns argc,
@@ -64,31 +71,29 @@ static int find_request (const char **value, const char **source)
         init_from_argv = true;
         return 1;
     }
-    if ((*value = getenv (DDP_OPTION_ENV))) {
-        *source = "the job's --ddp (" DDP_OPTION_ENV ")";
+    if ((*value = getenv (OPTION_ENV))) {
+        *source = "the job's --ddp (" OPTION_ENV ")";
         return 1;
     }
-    if ((*value = getenv (DDP_OPTION_USER_ENV))) {
-        *source = DDP_OPTION_USER_ENV;
+    if ((*value = getenv (OPTION_USER_ENV))) {
+        *source = OPTION_USER_ENV;
         return 1;
     }
     return 0;
 }
 
-int ddp_local_init (spank_t sp)
+int sp_srun_init (spank_t sp)
 {
-    const char *value = NULL;
-    char err[DDP_ERRLEN];
+    const char *value = NULL, *source = NULL;
+    char err[SP_ERRLEN];
 
     (void) sp;
-    init_request.backend = ddp_state.conf.default_backend;
-    init_request.nobind = false;
-    if (find_request (&value, &init_source)
-        && sp_option_parse (value, &init_request, err, sizeof (err)) < 0) {
-        slurm_error ("%s (from %s)", err, init_source);
+    if (find_request (&value, &source)
+        && sp_args_set_found (value, err, sizeof (err)) < 0) {
+        slurm_error ("%s (from %s)", err, source);
         return -1;
     }
-    if (init_request.backend == SP_BACKEND_OFF)
+    if (sp_args_effective ().backend == SP_BACKEND_OFF)
         return 0;
     if (setenv ("SLURM_MPI_TYPE", "pmix", 0) < 0) {
         slurm_error ("ddp: cannot set SLURM_MPI_TYPE: %s", strerror (errno));
@@ -97,16 +102,14 @@ int ddp_local_init (spank_t sp)
     return 0;
 }
 
-/* After option processing and allocation, before launch: srun has put its
- * MPI plugin choice in SLURM_MPI_TYPE.  --ddp needs PMIx. */
-int ddp_local_user_init (spank_t sp)
+/* srun has put its MPI plugin choice in SLURM_MPI_TYPE by now. */
+int sp_srun_user_init (spank_t sp)
 {
-    struct sp_request r = ddp_state.have_option ? ddp_state.option
-                                                : init_request;
+    struct sp_effective r = sp_args_effective ();
     const char *mpi = getenv ("SLURM_MPI_TYPE");
 
     (void) sp;
-    if (init_from_argv && !ddp_state.have_option)
+    if (init_from_argv && !sp_args_have_option ())
         slurm_error ("ddp: warning: the command line scan took a word for "
                      "--ddp that srun did not; this step gets a PMIx server "
                      "but no ddp (write srun options as --option=VALUE)");

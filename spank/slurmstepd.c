@@ -1,4 +1,4 @@
-/* remote.c - slurmstepd (remote context).
+/* slurmstepd.c - the plugin in slurmstepd (remote context).
  *
  * user_init (once per node and step, before any task): decide whether the
  * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ddp_spank.h"
+#include "slurmstepd.h"
 #include "sp_addr.h"
+#include "sp_args.h"
+#include "sp_err.h"
 #include "sp_gpus.h"
 #include "sp_hostlist.h"
 #include "sp_port.h"
@@ -31,14 +33,16 @@
  * interactive, ...): never a ddp step. */
 #define SPECIAL_STEP_MIN 0xfffffff0U
 
+/* The step this slurmstepd runs, from user_init for its tasks. */
 static struct {
     bool active;                  /* this step runs with ddp */
-    struct sp_request request;
-    char error[DDP_ERRLEN];       /* set: fail every task with it */
+    struct sp_effective request;  /* backend and binding */
+    char error[SP_ERRLEN];        /* set: fail every task with it */
     char master_addr[NI_MAXHOST];
     int master_port;
 } step;
 
+/* Keep an error that fails every task of the step. */
 static __attribute__ ((format (printf, 1, 2)))
 void step_error (const char *fmt, ...)
 {
@@ -78,32 +82,40 @@ static int find_master (spank_t sp, uint32_t nnodes)
     return 0;
 }
 
-int ddp_remote_user_init (spank_t sp)
+/* MASTER_PORT and MASTER_ADDR of step STEPID.  Returns 0, or -1 after
+ * step_error(). */
+static int find_rendezvous (spank_t sp, uint32_t stepid)
 {
-    uint32_t jobid, stepid, nnodes;
+    const struct sp_conf *conf = sp_args_conf ();
+    uint32_t jobid, nnodes;
+
+    if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS) {
+        step_error ("ddp: cannot get the job id and node count from Slurm");
+        return -1;
+    }
+    step.master_port = sp_port_derive (jobid, stepid, conf->port_lo,
+                                       conf->port_hi);
+    if (step.master_port < 0) {
+        step_error ("ddp: no MASTER_PORT in range %u-%u", conf->port_lo,
+                    conf->port_hi);
+        return -1;
+    }
+    return find_master (sp, nnodes);
+}
+
+int sp_slurmstepd_user_init (spank_t sp)
+{
+    uint32_t stepid;
 
     step.active = false;
     if (spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS
         || stepid >= SPECIAL_STEP_MIN)
         return 0;
-    step.request = ddp_effective_request ();
-    if (step.request.backend == SP_BACKEND_OFF)
-        return 0;
-    step.active = true;
-    if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS) {
-        step_error ("ddp: cannot get the job id and node count from Slurm");
-        return 0;
-    }
-    step.master_port = sp_port_derive (jobid, stepid,
-                                       ddp_state.conf.port_lo,
-                                       ddp_state.conf.port_hi);
-    if (step.master_port < 0) {
-        step_error ("ddp: no MASTER_PORT in range %u-%u",
-                    ddp_state.conf.port_lo, ddp_state.conf.port_hi);
-        return 0;
-    }
-    (void) find_master (sp, nnodes);
+    step.request = sp_args_effective ();
+    step.active = step.request.backend != SP_BACKEND_OFF;
+    if (step.active)
+        (void) find_rendezvous (sp, stepid);
     return 0;
 }
 
@@ -129,11 +141,13 @@ static const char *get_env (spank_t sp, const char *name, char *buf, int len,
     return NULL;
 }
 
+/* Who a task is in its step (SPANK items). */
 struct task_ids {
     uint32_t rank, size, nodeid, nnodes, local_tasks;
     int local_rank;
 };
 
+/* The task's ranks and counts from Slurm, range-checked.  Returns 0 or -1. */
 static int get_ids (spank_t sp, struct task_ids *t)
 {
     if (spank_get_item (sp, S_TASK_GLOBAL_ID, &t->rank) != ESPANK_SUCCESS
@@ -151,6 +165,7 @@ static int get_ids (spank_t sp, struct task_ids *t)
     return 0;
 }
 
+/* Set NAME=V in the task's environment.  Returns 0 or -1. */
 static int set_u32 (spank_t sp, const char *name, uint32_t v)
 {
     char buf[16];
@@ -159,12 +174,14 @@ static int set_u32 (spank_t sp, const char *name, uint32_t v)
     return spank_setenv (sp, name, buf, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
+/* Set the task's variables: the torch ones (torch_env=yes), DDP_BACKEND and,
+ * when bound, CUDA_VISIBLE_DEVICES.  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
                     const struct sp_task_choice *c)
 {
     int rc = 0;
 
-    if (ddp_state.conf.torch_env) {
+    if (sp_args_conf ()->torch_env) {
         rc |= set_u32 (sp, "RANK", t->rank);
         rc |= set_u32 (sp, "WORLD_SIZE", t->size);
         rc |= set_u32 (sp, "LOCAL_RANK", (uint32_t) t->local_rank);
@@ -183,16 +200,46 @@ static int set_env (spank_t sp, const struct task_ids *t,
     return rc;
 }
 
-int ddp_remote_task_init (spank_t sp)
+/* SLURM_GPUS_ON_NODE, set by slurmstepd: the step's GPUs on this node, or
+ * -1 (unknown) when unset or not a number. */
+static int gpus_on_node (spank_t sp)
+{
+    char buf[16];
+    unsigned long long n;
+    bool bad = false;
+
+    if (get_env (sp, "SLURM_GPUS_ON_NODE", buf, sizeof (buf), &bad)
+        && sp_parse_uint (buf, 0, 65535, &n) == 0)
+        return (int) n;
+    return -1;
+}
+
+/* Fill *IN, what the GPU choice of task T needs.  Returns 0, or -1 after
+ * logging why. */
+static int describe_task (spank_t sp, const struct task_ids *t,
+                          struct sp_task_gpus *in)
 {
     static char visible[SP_GPU_LIST_MAXLEN + 1];
-    char on_node[16];
-    unsigned long long n;
+    bool bad = false;
+
+    in->visible = get_env (sp, "CUDA_VISIBLE_DEVICES", visible,
+                           sizeof (visible), &bad);
+    if (bad)
+        return task_fail ("ddp: CUDA_VISIBLE_DEVICES is too long");
+    in->gpus_on_node = gpus_on_node (sp);
+    in->local_rank = (unsigned) t->local_rank;
+    in->local_tasks = t->local_tasks;
+    in->want = step.request.backend;
+    in->bind = step.request.bind;
+    return 0;
+}
+
+int sp_slurmstepd_task_init (spank_t sp)
+{
+    struct task_ids t;
     struct sp_task_gpus in;
     struct sp_task_choice choice;
-    struct task_ids t;
-    char err[DDP_ERRLEN];
-    bool bad = false;
+    char err[SP_ERRLEN];
 
     if (!step.active)
         return 0;
@@ -200,19 +247,8 @@ int ddp_remote_task_init (spank_t sp)
         return task_fail (step.error);
     if (get_ids (sp, &t) < 0)
         return task_fail ("ddp: cannot get the task's ranks from Slurm");
-    in.visible = get_env (sp, "CUDA_VISIBLE_DEVICES", visible,
-                          sizeof (visible), &bad);
-    if (bad)
-        return task_fail ("ddp: CUDA_VISIBLE_DEVICES is too long");
-    /* Set by slurmstepd; anything unparsable counts as unknown. */
-    in.gpus_on_node = -1;
-    if (get_env (sp, "SLURM_GPUS_ON_NODE", on_node, sizeof (on_node), &bad)
-        && sp_parse_uint (on_node, 0, 65535, &n) == 0)
-        in.gpus_on_node = (int) n;
-    in.local_rank = (unsigned) t.local_rank;
-    in.local_tasks = t.local_tasks;
-    in.want = step.request.backend;
-    in.bind = ddp_state.conf.bind && !step.request.nobind;
+    if (describe_task (sp, &t, &in) < 0)
+        return -1;
     if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
         return task_fail (err);
     if (set_env (sp, &t, &choice) < 0)
