@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sp_args.h"
+#include "sp_argv.h"
 #include "sp_err.h"
 #include "sp_option.h"
 #include "srun.h"
