@@ -222,6 +222,8 @@ static int describe_task (spank_t sp, const struct task_ids *t,
     static char visible[SP_GPU_LIST_MAXLEN + 1];
     bool bad = false;
 
+    memset (in, 0, sizeof (*in));
+    in->driver = true;          /* auto is still decided per node */
     in->visible = get_env (sp, "CUDA_VISIBLE_DEVICES", visible,
                            sizeof (visible), &bad);
     if (bad)
