@@ -68,7 +68,7 @@ static int add_gres_entry (const char *e, size_t len, unsigned long long *sum)
         return -1;
     memcpy (buf, e, len);
     buf[len] = '\0';
-    if (buf[len - 1] == ':' || strstr (buf, "::"))
+    if (buf[0] == ':' || buf[len - 1] == ':' || strstr (buf, "::"))
         return -1;
     for (p = buf; *p; p++)
         if (!is_type_char (*p) && *p != ':')
@@ -199,7 +199,9 @@ static int parse_class (const char *w, size_t len, struct sp_plan *p)
     p->gpus = (enum sp_gpureq) i;
     p->per_node = 0;
     if (colon) {
-        if (sp_parse_uint_n (colon + 1, len - nlen - 1, 1, COUNT_MAX, &n) < 0)
+        if (colon[1] == '0'     /* written without leading zeros */
+            || sp_parse_uint_n (colon + 1, len - nlen - 1, 1, COUNT_MAX, &n)
+               < 0)
             return -1;
         p->per_node = (unsigned) n;
     }

@@ -83,7 +83,8 @@ void sp_plan_classify (const struct sp_gpu_opts *o, struct sp_plan *p);
 int sp_plan_format (const struct sp_plan *p, char *buf, size_t len);
 
 /* Parse text from sp_plan_format (strictly: exact words, a count of
- * 1..65535).  Returns 0 and fills *P, or -1 with errno EINVAL, *P alone. */
+ * 1..65535 without leading zeros: only what sp_plan_format writes).
+ * Returns 0 and fills *P, or -1 with errno EINVAL, *P alone. */
 int sp_plan_parse (const char *s, struct sp_plan *p);
 
 /* The rule P gives when the step's busiest node runs MAX_LOCAL tasks. */

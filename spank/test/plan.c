@@ -65,6 +65,8 @@ static void test_classify (void)
               "gpu:TYPE:TYPE: other");
     classify ((struct sp_gpu_opts) { .gres = "gpu::2" }, O, 0,
               "an empty field: other");
+    classify ((struct sp_gpu_opts) { .gres = ":gpu:2" }, O, 0,
+              "a leading colon: other");
     classify ((struct sp_gpu_opts) { .gres = "gpu:2," }, O, 0,
               "an empty entry: other");
     classify ((struct sp_gpu_opts) { .gres = "gpu;2" }, O, 0,
@@ -125,6 +127,7 @@ static void test_text (void)
     bad_text ("per-node:0");
     bad_text ("per-node:65536");
     bad_text ("per-node:+2");
+    bad_text ("per-node:06");
     bad_text ("per-task:2");
     bad_text ("inherit,");
     bad_text ("inherit,kil");
