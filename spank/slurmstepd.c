@@ -136,10 +136,12 @@ static int check_port_free (void)
         return 0;
     return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
                        "step's first node, where rank 0 listens: another step "
-                       "or program holds it.  Run the step again (a new step "
-                       "gets another port), use Slurm's reserved ports (srun "
-                       "--resv-ports; the admin sets MpiParams=ports=LO-HI), "
-                       "or ask the admin for a wider port_range (now %u-%u)",
+                       "or program holds it.  Use Slurm's reserved ports "
+                       "(srun --resv-ports; the admin sets "
+                       "MpiParams=ports=LO-HI), run the step again once the "
+                       "port is free (or as the job's next step, which gets "
+                       "another port), or ask the admin for a wider "
+                       "port_range (now %u-%u)",
                        step.master_port, step.master_host, conf->port_lo,
                        conf->port_hi);
 }
