@@ -5,82 +5,67 @@
 #include "sp_plan.h"
 #include "tap.h"
 
-/* Classify O; is it class GPUS with PER_NODE? */
-static void classify (struct sp_gpu_opts o, enum sp_gpureq gpus,
-                      unsigned per_node, const char *what)
-{
-    struct sp_plan p = { .gpus = SP_GPUREQ_NONE, .per_node = 99 };
-
-    sp_plan_classify (&o, &p);
-    ok (p.gpus == gpus && p.per_node == per_node, "%s", what);
-    if (p.gpus != gpus || p.per_node != per_node)
-        diag ("  got class %d, per node %u", (int) p.gpus, p.per_node);
-}
+/* One classification: options O give class GPUS with PER_NODE. */
+struct class_case {
+    struct sp_gpu_opts o;
+    enum sp_gpureq gpus;
+    unsigned per_node;
+    const char *what;
+};
 
 static void test_classify (void)
 {
     const enum sp_gpureq I = SP_GPUREQ_INHERIT, Z = SP_GPUREQ_NONE,
                          T = SP_GPUREQ_PER_TASK, N = SP_GPUREQ_PER_NODE,
                          O = SP_GPUREQ_OTHER;
+    const struct class_case cases[] = {
+        { { 0 }, I, 0, "no GPU option: inherit" },
+        { { .gpus_per_task = "1" }, T, 0, "--gpus-per-task=1" },
+        { { .gpus_per_task = "a100:2", .gpus_per_node = "1" }, T, 0,
+          "--gpus-per-task=a100:2 wins over a node count" },
+        { { .gpus_per_task = "0" }, I, 0, "--gpus-per-task=0 asks for nothing" },
+        { { .gpus_per_task = "x" }, O, 0, "an unreadable --gpus-per-task" },
+        { { .gpus_per_node = "4" }, N, 4, "--gpus-per-node=4" },
+        { { .gpus_per_node = "tesla:2" }, N, 2, "--gpus-per-node=tesla:2" },
+        { { .gpus_per_node = "0" }, Z, 0, "--gpus-per-node=0: none" },
+        { { .gpus_per_node = ":2" }, O, 0, "--gpus-per-node=:2" },
+        { { .gres = "gpu:2" }, N, 2, "--gres=gpu:2" },
+        { { .gres = "gpu" }, N, 1, "--gres=gpu is one" },
+        { { .gres = "gpu:a100" }, N, 1, "--gres=gpu:a100 is one" },
+        { { .gres = "gpu:a100:3" }, N, 3, "--gres=gpu:a100:3" },
+        { { .gres = "gpu:a100:1,gpu:v100:2" }, N, 3, "two GPU types add up" },
+        { { .gres = "none" }, Z, 0, "--gres=none" },
+        { { .gres = "gpu:0" }, Z, 0, "--gres=gpu:0" },
+        { { .gres = "nic:1" }, O, 0, "another gres" },
+        { { .gres = "gpu:2,nic:1" }, O, 0, "GPUs and another gres" },
+        { { .gres = "gpu:2k" }, O, 0, "a count with a suffix" },
+        { { .gres = "gpu:a:b:2" }, O, 0, "four fields" },
+        { { .gres = "gpu:a100:x" }, O, 0, "gpu:TYPE:TYPE" },
+        { { .gres = "gpu::2" }, O, 0, "an empty field" },
+        { { .gres = ":gpu:2" }, O, 0, "a leading colon" },
+        { { .gres = "gpu:2," }, O, 0, "an empty entry" },
+        { { .gres = "gpu;2" }, O, 0, "a stray character" },
+        { { .gres = "gpu:2", .gpus_per_node = "2" }, O, 0,
+          "--gres and --gpus-per-node together" },
+        { { .gpus = "4" }, O, 0, "--gpus=4" },
+        { { .gpus_per_socket = "1" }, O, 0, "--gpus-per-socket" },
+        { { .ntasks_per_gpu = "2", .gpus_per_node = "2" }, O, 0,
+          "--ntasks-per-gpu" },
+        { { .gpus_per_node = "2", .unsure = true }, O, 0,
+          "an abbreviated GPU option" },
+    };
     struct sp_plan p;
+    size_t i;
 
-    classify ((struct sp_gpu_opts) { 0 }, I, 0, "no GPU option: inherit");
-    classify ((struct sp_gpu_opts) { .gpus_per_task = "1" }, T, 0,
-              "--gpus-per-task=1");
-    classify ((struct sp_gpu_opts) { .gpus_per_task = "a100:2",
-                                     .gpus_per_node = "1" }, T, 0,
-              "--gpus-per-task=a100:2 wins over a node count");
-    classify ((struct sp_gpu_opts) { .gpus_per_task = "0" }, I, 0,
-              "--gpus-per-task=0 asks for nothing");
-    classify ((struct sp_gpu_opts) { .gpus_per_task = "x" }, O, 0,
-              "an unreadable --gpus-per-task: other");
-    classify ((struct sp_gpu_opts) { .gpus_per_node = "4" }, N, 4,
-              "--gpus-per-node=4");
-    classify ((struct sp_gpu_opts) { .gpus_per_node = "tesla:2" }, N, 2,
-              "--gpus-per-node=tesla:2");
-    classify ((struct sp_gpu_opts) { .gpus_per_node = "0" }, Z, 0,
-              "--gpus-per-node=0: none");
-    classify ((struct sp_gpu_opts) { .gpus_per_node = ":2" }, O, 0,
-              "--gpus-per-node=:2: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:2" }, N, 2, "--gres=gpu:2");
-    classify ((struct sp_gpu_opts) { .gres = "gpu" }, N, 1,
-              "--gres=gpu is one");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:a100" }, N, 1,
-              "--gres=gpu:a100 is one");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:a100:3" }, N, 3,
-              "--gres=gpu:a100:3");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:a100:1,gpu:v100:2" }, N, 3,
-              "two GPU types add up");
-    classify ((struct sp_gpu_opts) { .gres = "none" }, Z, 0, "--gres=none");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:0" }, Z, 0, "--gres=gpu:0");
-    classify ((struct sp_gpu_opts) { .gres = "nic:1" }, O, 0,
-              "another gres: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:2,nic:1" }, O, 0,
-              "GPUs and another gres: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:2k" }, O, 0,
-              "a count with a suffix: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:a:b:2" }, O, 0,
-              "four fields: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:a100:x" }, O, 0,
-              "gpu:TYPE:TYPE: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu::2" }, O, 0,
-              "an empty field: other");
-    classify ((struct sp_gpu_opts) { .gres = ":gpu:2" }, O, 0,
-              "a leading colon: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:2," }, O, 0,
-              "an empty entry: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu;2" }, O, 0,
-              "a stray character: other");
-    classify ((struct sp_gpu_opts) { .gres = "gpu:2", .gpus_per_node = "2" },
-              O, 0, "--gres and --gpus-per-node together: other");
-    classify ((struct sp_gpu_opts) { .gpus = "4" }, O, 0, "--gpus=4: other");
-    classify ((struct sp_gpu_opts) { .gpus_per_socket = "1" }, O, 0,
-              "--gpus-per-socket: other");
-    classify ((struct sp_gpu_opts) { .ntasks_per_gpu = "2",
-                                     .gpus_per_node = "2" }, O, 0,
-              "--ntasks-per-gpu: other");
-    classify ((struct sp_gpu_opts) { .gpus_per_node = "2", .unsure = true },
-              O, 0, "an abbreviated GPU option: other");
+    for (i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
+        p = (struct sp_plan) { .gpus = SP_GPUREQ_NONE, .per_node = 99 };
+        sp_plan_classify (&cases[i].o, &p);
+        ok (p.gpus == cases[i].gpus && p.per_node == cases[i].per_node,
+            "%s: class %d, %u per node", cases[i].what, (int) cases[i].gpus,
+            cases[i].per_node);
+        if (p.gpus != cases[i].gpus || p.per_node != cases[i].per_node)
+            diag ("  got class %d, per node %u", (int) p.gpus, p.per_node);
+    }
     p.gpus = SP_GPUREQ_OTHER;
     sp_plan_classify (NULL, &p);
     ok (p.gpus == SP_GPUREQ_INHERIT, "no options at all: inherit");
