@@ -393,7 +393,7 @@ largest_allreduce () { awk -F'\t' '$2 == "allreduce" { b = $5 } END { print b }'
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC') ($([ $short = 1 ] && echo short || echo full) mode, $((t_end - t_start)) s)"
     echo "- Programs: $build (source: ${DDP_BENCH_SOURCE:-$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)})"
     echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
-    echo "- Cluster: two slurmd (n1, n2, 16 CPUs each) on this one host, $(srun --version 2>/dev/null); $(ompi_info --version 2>/dev/null | head -n 1 || echo 'Open MPI: not found')"
+    echo "- Cluster: $(sinfo -h -N -o %N 2>/dev/null | sort -u | wc -l) slurmd (16 CPUs each; each run uses one or two) on this one host, $(srun --version 2>/dev/null); $(ompi_info --version 2>/dev/null | head -n 1 || echo 'Open MPI: not found')"
     echo "- Load at start: \`${load_start##*load average: }\`; at end: \`${load_end##*load average: }\` (1, 5, 15 min)"
     echo "- Times: per-call median over the iterations, slowest rank; ratio = ddp / MPI"
     echo "  (time: lower is better; bandwidth: higher is better).  Raw data: \`$out/results.tsv\`."
@@ -497,8 +497,10 @@ largest_allreduce () { awk -F'\t' '$2 == "allreduce" { b = $5 } END { print b }'
     echo "| ddp_init / MPI_Init, worst of 2..32 ranks | <= 0.5 | ${worst:-n/a} | $(verdict "$worst" '<=' 0.5) |"
     fences=$(for n in $SCALE_RANKS; do init_fences ddp "$n"; done | sort -u | tr '\n' ' ' | sed 's/ $//')
     fv=n/a
-    case "$fences" in "") ;; -1) fences="not counted" ;; 1) fv=yes ;; *) fv="**NO**" ;; esac
-    echo "| PMIx fences in ddp_init, 2..32 ranks | 1 | ${fences:-n/a} | $fv |"
+    # Two: the backend choice every rank agrees on (libjob/core/choice.h),
+    # then the backend's own set-up exchange.
+    case "$fences" in "") ;; -1) fences="not counted" ;; 2) fv=yes ;; *) fv="**NO**" ;; esac
+    echo "| PMIx fences in ddp_init, 2..32 ranks | 2 | ${fences:-n/a} | $fv |"
     v=$(ratio "$(launch_median plugin)" "$base" %.3f)
     echo "| plugin loaded, no --ddp: launch ratio | <= 1.02 | $v | $(verdict "$v" '<=' 1.02) |"
     v=$(ratio "$(launch_median plugin-ddp)" "$base" %.3f)

@@ -2,7 +2,9 @@
  * See bootstrap.h for the contract. */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,17 +247,61 @@ static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
 }
 
 /* Fence completion, kept in static storage: a fence abandoned on timeout
- * may still complete later. */
+ * may still complete later.  PMIx's progress thread signals it, so a rank
+ * waiting for the slowest one sleeps instead of polling: hundreds of ranks
+ * on a node polling would starve the ones still starting, and the server. */
 static struct fence_state {
-    volatile int done;
-    volatile int status;
-} fence_state;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC, set up by fence_once */
+    int done;
+    int status;
+} fence_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t fence_once = PTHREAD_ONCE_INIT;
+
+static void fence_state_init (void)
+{
+    pthread_condattr_t a;
+
+    pthread_condattr_init (&a);
+    pthread_condattr_setclock (&a, CLOCK_MONOTONIC);
+    pthread_cond_init (&fence_state.cond, &a);
+    pthread_condattr_destroy (&a);
+}
 
 static void fence_cb (pmix_status_t status, void *cbdata)
 {
     struct fence_state *fs = cbdata;
+
+    pthread_mutex_lock (&fs->lock);
     fs->status = status;
-    __atomic_store_n (&fs->done, 1, __ATOMIC_RELEASE);
+    fs->done = 1;
+    pthread_cond_broadcast (&fs->cond);
+    pthread_mutex_unlock (&fs->lock);
+}
+
+/* Wait up to timeout_s seconds for fence_cb.  Returns 0 when it came (its
+ * status in fence_state.status), -1 at the deadline. */
+static int fence_wait (double timeout_s)
+{
+    struct timespec ts;
+    int done;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)timeout_s;
+    ts.tv_nsec += (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock (&fence_state.lock);
+    while (!fence_state.done
+           && pthread_cond_timedwait (&fence_state.cond, &fence_state.lock,
+                                      &ts) != ETIMEDOUT)
+        ;
+    done = fence_state.done;
+    pthread_mutex_unlock (&fence_state.lock);
+    return done ? 0 : -1;
 }
 
 /* Our own deadline for a fence comes this long after the one we give the
@@ -271,7 +317,6 @@ static int pmix_fence (struct bootstrap *b, bool collect, char *err,
     pmix_info_t info[2];
     bool yes = true;
     int tmo = (int)(b->timeout_s + 0.999);
-    double deadline = ddpi_now () + b->timeout_s + FENCE_SLACK;
     int rc;
     size_t ninfo = 0;
 
@@ -280,21 +325,20 @@ static int pmix_fence (struct bootstrap *b, bool collect, char *err,
     if (collect)
         PMIX_INFO_LOAD (&info[ninfo++], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
     PMIX_INFO_LOAD (&info[ninfo++], PMIX_TIMEOUT, &tmo, PMIX_INT);
+    pthread_once (&fence_once, fence_state_init);
+    pthread_mutex_lock (&fence_state.lock);
     fence_state.done = 0;
+    pthread_mutex_unlock (&fence_state.lock);
     rc = PMIx_Fence_nb (NULL, 0, info, ninfo, fence_cb, &fence_state);
     PMIX_INFO_DESTRUCT (&info[0]);
     PMIX_INFO_DESTRUCT (&info[1]);
     if (rc != PMIX_SUCCESS)
         return errf (err, errlen, DDP_EPMIX, "PMIx_Fence: %s",
                      PMIx_Error_string (rc));
-    while (!__atomic_load_n (&fence_state.done, __ATOMIC_ACQUIRE)) {
-        struct timespec ts = { 0, 20000 };
-        if (ddpi_now () > deadline)
-            return errf (err, errlen, DDP_ETIMEDOUT,
-                         "PMIx fence: not every rank arrived within %g s "
-                         "(DDP_TIMEOUT)", b->timeout_s);
-        nanosleep (&ts, NULL);
-    }
+    if (fence_wait (b->timeout_s + FENCE_SLACK) < 0)
+        return errf (err, errlen, DDP_ETIMEDOUT,
+                     "PMIx fence: not every rank arrived within %g s "
+                     "(DDP_TIMEOUT)", b->timeout_s);
     if (fence_state.status == PMIX_ERR_TIMEOUT)
         return errf (err, errlen, DDP_ETIMEDOUT,
                      "PMIx fence: not every rank arrived within %g s "
