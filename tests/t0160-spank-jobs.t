@@ -33,7 +33,7 @@ test_expect_success 'one node'"'"'s tasks refused at launch: the other node'"'"'
 		sh -c "exec sleep 100" 2>refused.err &&
 	cat refused.err &&
 	grep "ddp: --ddp=nccl needs a GPU per task, but this node has 2 local tasks and 1 GPUs" refused.err &&
-	grep "n2: task 2: Terminated" refused.err
+	grep "task 2: Terminated" refused.err
 '
 test_expect_success 'a task exiting non-zero ends the whole step' '
 	ends_early ddp_srun --ddp=host -N2 -n2 \
@@ -157,7 +157,7 @@ test_expect_success 'a fake torchrun for the tests below' '
 	chmod +x bin/torchrun
 '
 test_expect_success 'torchrun, one task per node: PET_* for its rendezvous, every GPU of the node' '
-	ddp_srun --ddp=host -N2 --ntasks-per-node=1 --gres=gpu:2 \
+	ddp_srun --ddp=host -N2 -w "n[1-2]" --ntasks-per-node=1 --gres=gpu:2 \
 		"$PWD/bin/torchrun" --nproc-per-node=2 train.py >torchrun.out &&
 	sort torchrun.out >torchrun.sorted &&
 	cat torchrun.sorted &&
