@@ -79,11 +79,7 @@ test_expect_success 'a requeued job: DDP_RESTART_COUNT follows SLURM_RESTART_COU
 	EOF
 	rm -f requeue.out &&
 	job=$(sbatch --parsable -N2 -n2 -o requeue.log requeue.sh) &&
-	i=0 && while ! scontrol show job "$job" | grep -q "Restarts=1"; do
-		test $i -lt 300 || return 1; sleep 0.2; i=$((i + 1)); done &&
-	scontrol update JobId="$job" StartTime=now &&
-	i=0 && while squeue -h -j "$job" 2>/dev/null | grep -q .; do
-		test $i -lt 600 || return 1; sleep 0.2; i=$((i + 1)); done &&
+	ddp_wait_job_gone "$job" 240 &&
 	cat requeue.out &&
 	test $(grep -c "^SLURM_RESTART_COUNT=- DDP_RESTART_COUNT=0$" requeue.out) = 2 &&
 	test $(grep -c "^SLURM_RESTART_COUNT=1 DDP_RESTART_COUNT=1$" requeue.out) = 2
