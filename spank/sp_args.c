@@ -4,6 +4,10 @@
 
 #include "sp_args.h"
 
+/* Step ids at and above this are Slurm's special steps (batch, extern,
+ * interactive, ...): never a ddp step. */
+#define SPECIAL_STEP_MIN 0xfffffff0U
+
 /* A request one source gave, or none. */
 struct given {
     bool set;
@@ -65,4 +69,13 @@ struct sp_effective sp_args_effective (void)
 const struct sp_conf *sp_args_conf (void)
 {
     return &args.conf;
+}
+
+int sp_args_step_ddp (const uint32_t *stepid)
+{
+    if (sp_args_effective ().backend == SP_BACKEND_OFF)
+        return 0;
+    if (!stepid)
+        return -1;
+    return *stepid < SPECIAL_STEP_MIN ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sp_conf.h"
 #include "sp_option.h"
@@ -49,6 +50,13 @@ bool sp_args_have_option (void);
 
 /* The request in effect (see above).  Never fails. */
 struct sp_effective sp_args_effective (void);
+
+/* Does the step slurmstepd runs get ddp?  STEPID is the step id Slurm
+ * gave, or NULL when Slurm could not say.  Returns 1 (ddp on), 0 (the
+ * request in effect is off, or STEPID is one of Slurm's special steps:
+ * batch, extern, interactive), or -1 when ddp is asked for but the step id
+ * is unknown: the step must then fail, not run silently without ddp. */
+int sp_args_step_ddp (const uint32_t *stepid);
 
 /* The plugstack.conf settings sp_args_init() set (all zero before the
  * first call: backend off, no binding).  Never NULL. */

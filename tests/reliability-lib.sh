@@ -87,8 +87,11 @@ rel_start () {
     # Each task's output goes to its own files, written by slurmstepd: srun
     # itself may drop the last lines of a task when the step is torn down
     # after a task was killed (seen: a survivor's final stdout line lost).
+    # --kill-on-bad-exit=0: a --ddp step ends as a whole when a task fails
+    # (the plugin's default, tested in t0160); here the survivors must live
+    # on to show what libddp tells them about the failed rank.
     env DDP_TIMEOUT="$REL_TIMEOUT" DDP_VICTIM_RANKS="$victims" \
-        timeout --kill-after=5 90 srun --ddp=host "$@" \
+        timeout --kill-after=5 90 srun --ddp=host --kill-on-bad-exit=0 "$@" \
         --output="$REL_DIR.o.%t" --error="$REL_DIR.e.%t" \
         $REL_WRAP "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
     REL_PID=$!

@@ -101,28 +101,6 @@ task_pid () {
 	return 1
 }
 
-# wait_job_gone JOBID SECS: wait until the job has left the queue.  Slurm
-# holds a requeued job for its credential lifetime plus one second (121 s
-# here); once it is pending for that, its start is moved to two seconds
-# later (a start in the very second of the requeue is refused: credential
-# revoked).
-wait_job_gone () {
-	end=$(( $(date +%s) + $2 ))
-	while test $(date +%s) -lt $end; do
-		s=$(squeue -h -j "$1" -o "%T %r %S" 2>/dev/null)
-		test -z "$s" && return 0
-		case "$s" in
-		PENDING*BeginTime*)
-			st=$(date -d "${s##* }" +%s 2>/dev/null) || st=0
-			test "$st" -le $(( $(date +%s) + 5 )) ||
-				scontrol update jobid="$1" starttime=now+2 ;;
-		esac
-		sleep 0.3
-	done
-	echo "job $1 still queued after $2 s: $s"
-	return 1
-}
-
 test_expect_success 'an uninterrupted run: the reference' '
 	ddp_srun $SRUN -o ref.%t.out "$TRAIN" $ARGS --data ref.data \
 		--checkpoint ref.ckpt &&
@@ -228,7 +206,7 @@ test_expect_success 'scontrol requeue: SIGTERM, a stop within KillWait (2 s), a 
 	jid=$(sbatch --parsable rq.sbatch) &&
 	wait_for_line rq.0.out "epoch 1 loss" 60 &&
 	scontrol requeue "$jid" &&
-	wait_job_gone "$jid" 120 &&
+	ddp_wait_job_gone "$jid" 120 &&
 	cat rq.out &&
 	grep -x "run 1: srun exit 0" rq.out
 '
@@ -314,7 +292,7 @@ test_expect_success 'bad SLURM_RESTART_COUNT or DDP_STOP_SIGNALS: a clear error'
 
 test_expect_success '--signal=USR1: the job stopped, requeued itself, resumed and finished' '
 	jid=$(cat sig.jobid) &&
-	wait_job_gone "$jid" 180 &&
+	ddp_wait_job_gone "$jid" 180 &&
 	cat sig.out &&
 	grep -x "run 0: srun exit 75" sig.out &&
 	tail -n 1 sig.out | grep "srun exit 0"

@@ -104,11 +104,35 @@ static void test_init (void)
     effective (SP_BACKEND_OFF, true, "and forgets what srun found");
 }
 
+/* A step id Slurm could not give must not mean "no ddp". */
+static void test_step (void)
+{
+    char err[SP_ERRLEN];
+    uint32_t id;
+
+    ok (init (err, sizeof (err), NO_WORDS) == 0, "defaults (off)");
+    id = 3;
+    is_int (sp_args_step_ddp (&id), 0, "no --ddp: step 3 is not a ddp step");
+    is_int (sp_args_step_ddp (NULL), 0,
+            "no --ddp: an unknown step id does not matter");
+    ok (sp_args_set_option ("host", err, sizeof (err)) == 0, "--ddp=host");
+    is_int (sp_args_step_ddp (&id), 1, "--ddp: step 3 is a ddp step");
+    id = 0xfffffffbU;           /* SLURM_BATCH_SCRIPT */
+    is_int (sp_args_step_ddp (&id), 0, "--ddp: the batch step is not");
+    id = 0xfffffffcU;           /* SLURM_EXTERN_CONT */
+    is_int (sp_args_step_ddp (&id), 0, "--ddp: the extern step is not");
+    id = 0xffffffefU;
+    is_int (sp_args_step_ddp (&id), 1, "--ddp: the last ordinary step id is");
+    is_int (sp_args_step_ddp (NULL), -1,
+            "--ddp and an unknown step id: an error, not a step without ddp");
+}
+
 int main (void)
 {
     test_before_init ();
     test_sources ();
     test_bad_values ();
     test_init ();
+    test_step ();
     return done_testing ();
 }

@@ -81,3 +81,26 @@ ddp_check_run () {
     test $rc = 0 &&
     test "$(grep -c "^ddp_check rank .*/$n .* 0 failed in all" "$name.out")" = "$n"
 }
+
+# ddp_wait_job_gone JOBID SECS: wait until the job has left the queue.  Slurm
+# holds a requeued job for its credential lifetime plus one second (121 s
+# here); once it is pending for that, its start is moved to two seconds
+# later (a start in the very second of the requeue is refused: credential
+# revoked).
+ddp_wait_job_gone () {
+    local end s st
+    end=$(( $(date +%s) + $2 ))
+    while test $(date +%s) -lt $end; do
+        s=$(squeue -h -j "$1" -o "%T %r %S" 2>/dev/null)
+        test -z "$s" && return 0
+        case "$s" in
+        PENDING*BeginTime*)
+            st=$(date -d "${s##* }" +%s 2>/dev/null) || st=0
+            test "$st" -le $(( $(date +%s) + 5 )) ||
+                scontrol update jobid="$1" starttime=now+2 ;;
+        esac
+        sleep 0.3
+    done
+    echo "job $1 still queued after $2 s: $s"
+    return 1
+}
