@@ -300,7 +300,7 @@ static void test_acc (void)
     static uint16_t src[AK][AN], out[AN];
     static float acc[AN], ref[AN];
     const void *sp[AK];
-    uint16_t one = h_bits ((_Float16)1.0f), big = h_bits ((_Float16)2048.0f);
+    uint16_t one = fpref_to_f16 (1.0f), big = fpref_to_f16 (2048.0f);
     float x[3] = { 1.5f, -2.25f, 65504.0f };
     int i, k, bad = 0, badn = 0;
 
@@ -321,7 +321,7 @@ static void test_acc (void)
     ddpi_reduce_many_acc (acc, sp, AK, AN, DDP_FLOAT16, DDP_SUM);
     ddpi_narrow (out, acc, AN, DDP_FLOAT16, DDP_SUM);
     for (i = 0; i < AN; i++)
-        bad += out[i] != h_bits ((_Float16)2064.0f);
+        bad += out[i] != fpref_to_f16 (2064.0f);
     ok (!bad, "2048 + 16 x 1 in float16 is 2064 with fp32 accumulation "
         "(%d bad; 16-bit steps would stay at 2048)", bad);
     for (k = 0; k < AK; k++)
@@ -332,7 +332,7 @@ static void test_acc (void)
         ref[i] = ddpi_half_to_float (src[0][i]);
         for (k = 1; k < AK; k++)
             ref[i] *= ddpi_half_to_float (src[k][i]);
-        bad += f2u (acc[i]) != f2u (ref[i]);
+        bad += fpref_f2u (acc[i]) != fpref_f2u (ref[i]);
     }
     ok (!bad, "reduce_many_acc: float ops in source order (%d bad)", bad);
     for (i = 0; i < AN; i++) {
@@ -343,8 +343,8 @@ static void test_acc (void)
     memcpy (acc, x, sizeof (x));
     ddpi_narrow (acc, acc, 3, DDP_FLOAT16, DDP_SUM);
     memcpy (out, acc, 3 * sizeof (uint16_t));
-    ok (out[0] == h_bits ((_Float16)1.5f) && out[1] == h_bits ((_Float16)-2.25f)
-        && out[2] == h_bits ((_Float16)65504.0f), "narrow in place");
+    ok (out[0] == fpref_to_f16 (1.5f) && out[1] == fpref_to_f16 (-2.25f)
+        && out[2] == fpref_to_f16 (65504.0f), "narrow in place");
     ddpi_widen (acc, x, 3, DDP_FLOAT32, DDP_SUM);
     ok (memcmp (acc, x, sizeof (x)) == 0, "widen of float32 copies");
     acc[0] = 1.0f;
