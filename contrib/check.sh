@@ -49,9 +49,7 @@ echo "== check: tests"
 cd "$top"
 start=$(date +%s)
 status=0
-# Sharness tests run verbose (-v after ::) so the log shows what the cluster
-# tests ran; unit tests ignore the flag.
-prove -r -v --timer "$build/tests/unit" tests :: -v || status=1
+ddp_prove "$build" -v --timer || status=1
 stop_cluster
 echo "== check: suite took $(( $(date +%s) - start )) s"
 summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"

@@ -128,7 +128,7 @@ stage_san () {
     # However the run ends, stop the shared test cluster (as check.sh does).
     trap 'if [ -f "'"$state"'" ]; then "'"$top"'/tests/cluster/ddp-test-cluster" stop "$(cat "'"$state"'")" || true; rm -f "'"$state"'" "'"$state"'.etc"; fi' EXIT
     echo "== ci-extra: san: the whole suite under ASan+UBSan"
-    ( cd "$top" && prove -r -v --timer "$build/tests/unit" tests :: -v ) \
+    ( cd "$top" && ddp_prove "$build" -v --timer ) \
         >"$logs/san-prove.out" 2>&1 || rc=1
     tail -n 25 "$logs/san-prove.out"
     [ $rc = 0 ] || grep -E '^(not ok|Bail out)|Failed|Wstat' "$logs/san-prove.out" | head -n 40
@@ -154,7 +154,7 @@ stage_valgrind () {
     make -C "$build" -j2 check TESTS= >"$logs/vg-make-check.out" 2>&1 \
         || { tail -n 40 "$logs/vg-make-check.out"; return 1; }
     mkdir -p "$logs/valgrind"
-    for t in "$build"/tests/unit/*.t; do
+    for t in $(ddp_unit_tests "$build"); do
         [ -x "$t" ] || continue
         n=$((n + 1))
         out=$logs/valgrind/$(basename "$t").log
@@ -171,11 +171,21 @@ stage_valgrind () {
             bad=1
         fi
     done
-    [ $n -gt 0 ] || { echo "no unit test binary found in $build/tests/unit"; return 1; }
+    [ $n -gt 0 ] || { echo "no unit test binary found in $build"; return 1; }
     return $bad
 }
 
 # ------------------------------------------------------------- static ----
+# -I options for libjob's folders (ddp.h at the top, one folder a library),
+# relative to the source tree.
+lib_includes () {
+    local d
+    echo -Ilibjob
+    for d in "$top"/libjob/*/; do
+        [ -d "$d" ] && echo "-Ilibjob/$(basename "$d")"
+    done
+}
+
 # A configured (not necessarily built) tree, for config.h and the flags.
 configured_tree () {
     local b
@@ -199,12 +209,12 @@ stage_static () {
     rm -rf "$build" && mkdir -p "$build"
     ( cd "$build" && "$top/configure" --enable-werror CFLAGS="-g -O2 -fanalyzer" \
           >configure.out 2>&1 ) || { tail -n 30 "$build/configure.out"; return 1; }
-    srcs=$(cd "$top" && ls spank/*.c libjob/*.c 2>/dev/null)
+    srcs=$(cd "$top" && find spank libjob -name '*.c' -not -path '*/test/*' | sort)
 
     echo "== ci-extra: static: $(cppcheck --version) on $(echo $srcs | wc -w) files"
     # shellcheck disable=SC2086
     if ( cd "$top" && cppcheck -q -j2 --std=c11 --enable=warning,performance,portability \
-             --error-exitcode=1 --inline-suppr -I"$build" -Ilibjob -Ispank \
+             --error-exitcode=1 --inline-suppr -I"$build" $(lib_includes) -Ispank \
              -DHAVE_CONFIG_H --suppress=missingIncludeSystem \
              --template='{file}:{line}: {severity} ({id}): {message}' \
              $srcs ) >"$logs/cppcheck.out" 2>&1; then
@@ -248,7 +258,7 @@ stage_fuzz () {
         srcs=$(sed -n 's|.*fuzz-sources:\(.*\)\*/.*|\1|p' "$f")
         # shellcheck disable=SC2086
         if ! ( cd "$top" && clang -g -O1 -fsanitize=fuzzer,address,undefined \
-                 -fno-sanitize-recover=undefined -I"$cfg" -Ilibjob -Ispank $pmix $slurm \
+                 -fno-sanitize-recover=undefined -I"$cfg" $(lib_includes) -Ispank $pmix $slurm \
                  -o "$build/fuzz_$name" "$f" $srcs -lm -pthread ) \
                  >"$logs/fuzz_$name.build" 2>&1; then
             echo "not ok - fuzz_$name: build failed"; cat "$logs/fuzz_$name.build"; rc=1

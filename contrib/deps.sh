@@ -53,3 +53,21 @@ ddp_build () {
         return 1
     fi
 }
+
+# ddp_unit_tests BUILD: print the unit test binaries of a built tree, one a
+# line: the tests beside each library (libjob/*/test/, spank/test/) and the
+# fuzz targets' replays (tests/fuzz/).
+ddp_unit_tests () {
+    find "$1/libjob" "$1/spank" "$1/tests/fuzz" -name '*.t' -type f -perm -u+x \
+        2>/dev/null | sort
+}
+
+# ddp_prove BUILD [prove options...]: run the whole suite of a built tree
+# with prove from the source tree (the current directory): the unit tests,
+# then the sharness tests in tests/ (run verbose, -v after ::, so the log
+# shows what the cluster tests ran; unit tests ignore the flag).
+ddp_prove () {
+    local build=$1; shift
+    # shellcheck disable=SC2046
+    prove "$@" $(ddp_unit_tests "$build") tests/*.t :: -v
+}

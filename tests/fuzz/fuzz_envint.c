@@ -1,4 +1,4 @@
-/* fuzz-sources: libjob/util.c */
+/* fuzz-sources: libjob/common/util.c */
 /* fuzz_envint.c - libddp's parsers for environment values (RANK=abc,
  * WORLD_SIZE=0, DDP_TIMEOUT, DDP_SHM_SLOT, ...): ddpi_parse_long() and
  * ddpi_parse_seconds().

@@ -1,0 +1,89 @@
+/* util.c - libddp's internal helpers: the compact rank lists that failure
+ * messages are made of (ddpi_format_ranks), sorting them
+ * (ddpi_sort_ranks), the string hash (ddpi_hash_str), and a bounded
+ * wait's deadline (ddpi_wait_*). */
+#include "config.h"
+
+#include <string.h>
+
+#include "tap.h"
+#include "ddp_internal.h"
+#include "wait.h"
+
+/* A wait of timeout_s runs out; extended by more_s it goes on for about
+ * that long, then runs out again. */
+static void wait_extend_checks (void)
+{
+    struct ddpi_waiter w;
+    double t0 = ddpi_now (), t1, t2;
+    int rc;
+
+    ddpi_wait_init (&w, 0.05, 0);
+    while ((rc = ddpi_wait_step (&w)) >= 0)
+        ;
+    t1 = ddpi_now ();
+    ok (t1 - t0 >= 0.05 && t1 - t0 < 1, "wait: runs out after its timeout "
+        "(%.3f s)", t1 - t0);
+    ddpi_wait_extend (&w, 0.1);
+    ok (ddpi_wait_step (&w) >= 0, "wait: extended, it goes on");
+    while ((rc = ddpi_wait_step (&w)) >= 0)
+        ;
+    t2 = ddpi_now ();
+    /* The extension moves the deadline (start + 0.05 s, start >= t0), not
+     * the moment the loop above noticed it (t1, later under load). */
+    ok (t2 - t0 >= 0.15 && t2 - t1 < 1, "wait: runs out again after the "
+        "extension (%.3f s after the start)", t2 - t0);
+}
+
+static void ranks_is (const int *r, int n, size_t len, const char *want,
+                      const char *what)
+{
+    char buf[256];
+
+    memset (buf, 'x', sizeof (buf));
+    is_str (ddpi_format_ranks (buf, len, r, n), want, "%s", what);
+    ok (strlen (buf) < len, "%s: fits in %zu bytes", what, len);
+}
+
+int main (void)
+{
+    static const int one[] = { 7 };
+    static const int mixed[] = { 0, 1, 2, 5, 7, 8, 10 };
+    static const int pairs[] = { 3, 4, 9, 10 };
+    int many[100];
+    int i;
+
+    plan (NO_PLAN);
+    ranks_is (one, 0, 64, "", "no ranks: empty");
+    ranks_is (one, 1, 64, "7", "one rank");
+    ranks_is (mixed, 7, 64, "0-2,5,7-8,10", "runs become ranges");
+    ranks_is (pairs, 4, 64, "3-4,9-10", "two-rank runs are ranges too");
+    for (i = 0; i < 100; i++)
+        many[i] = 2 * i;    /* no runs: 100 separate numbers */
+    ranks_is (many, 100, 64, "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,"
+              "... (100 ranks)", "a long list is cut with a count");
+    ranks_is (many, 100, 32, "0,2,4,6,8,10,12,... (100 ranks)",
+              "cut shorter in a smaller buffer");
+    ranks_is (many, 1, 32, "0", "a short one in a small buffer");
+    many[0] = 1000000000;
+    many[1] = 1000000001;
+    ranks_is (many, 2, 32, "... (2 ranks)", "nothing fits: only the count");
+    {
+        int r[] = { 5, 1, 4, 1, 0 }, want[] = { 0, 1, 1, 4, 5 };
+        ddpi_sort_ranks (r, 5);
+        ok (memcmp (r, want, sizeof (r)) == 0, "sort: ascending, repeats kept");
+        ddpi_sort_ranks (r, 0);
+        ok (r[0] == 0, "sort: an empty list is left alone");
+        ok (ddpi_rank_in (r, 5, 4) && !ddpi_rank_in (r, 5, 2)
+            && !ddpi_rank_in (r, 4, 5) && !ddpi_rank_in (r, 0, 0),
+            "rank_in: found only within the first n");
+    }
+    ok (ddpi_hash_str ("") == 0x14650fb0739d0383ULL
+        && ddpi_hash_str ("a") == 0x44bd8ad473cd9906ULL,
+        "hash: the values it always gave");
+    ok (ddpi_hash_str ("slurm.pmix.12.0") != ddpi_hash_str ("slurm.pmix.12.1"),
+        "hash: two steps' namespaces differ");
+    wait_extend_checks ();
+    done_testing ();
+    return 0;
+}

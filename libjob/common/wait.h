@@ -1,0 +1,40 @@
+/* wait.h - bounded waiting: spin briefly, then yield, then sleep. */
+#ifndef DDP_WAIT_H
+#define DDP_WAIT_H
+
+#include <stdbool.h>
+
+struct ddpi_waiter {
+    unsigned iter;
+    unsigned spin_us;       /* microseconds of spinning before yielding */
+    bool spinning;
+    double start;           /* 0 until the first slow step */
+    double deadline;
+    double next_check;
+    double timeout_s;
+};
+
+/* Prepare w for one wait bounded by timeout_s: spin (cpu pause) for up to
+ * spin_us microseconds, then yield the CPU for a while, then sleep in
+ * growing naps (50 us, then 0.5 ms).  spin_us is 0 on an oversubscribed
+ * node, where spinning only delays the peer we wait for. */
+void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
+                     unsigned spin_us);
+
+/* One step of a wait whose condition was just found false.  Returns 0 to
+ * keep polling, 1 when the caller should also check peer liveness (about
+ * every 2 ms of waiting), or -1 when the deadline has passed. */
+int ddpi_wait_step (struct ddpi_waiter *w);
+
+/* Move the deadline of a wait that has started (ddpi_wait_step returned
+ * -1 once) seconds later; the wait then goes on from where it was. */
+void ddpi_wait_extend (struct ddpi_waiter *w, double seconds);
+
+/* Give a wait that has started a whole timeout again from now (the one it
+ * waits for is making progress). */
+void ddpi_wait_restart (struct ddpi_waiter *w);
+
+/* Seconds waited so far (0 if the wait never left the spin phase). */
+double ddpi_wait_elapsed (const struct ddpi_waiter *w);
+
+#endif /* DDP_WAIT_H */

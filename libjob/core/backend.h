@@ -1,0 +1,119 @@
+/* backend.h - the internal interface between libddp's core and a backend.
+ *
+ * The core (core.c) owns the public API, the NCCL section of ddp.h
+ * included: it checks every argument once for the plain and the _stream
+ * calls (NULL buffers with count > 0, sizes that overflow, dtype/op/root
+ * range, init state), handles count == 0 where no synchronization is
+ * promised, and then calls the backend chosen by DDP_BACKEND (host, nccl,
+ * auto).  A backend therefore sees only valid arguments: dtype <
+ * DDP_NUM_DTYPES, op < DDP_NUM_OPS, 0 <= root < world size, count > 0,
+ * sizes that fit in size_t (count * element size, times the world size for
+ * what a gather's root or an allgather receives), non-NULL buffers (recvbuf
+ * of reduce/gather is NULL on non-root ranks).
+ *
+ * Every backend function returns 0 or a negative DDP_E* code, and on failure
+ * records why with ddpi_error() (ddp_internal.h), naming the rank(s) at fault
+ * where it knows them.  After DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT the
+ * core marks the library broken: later collectives fail with the same code
+ * without calling the backend again.  Every wait is bounded by
+ * cfg->timeout_s.  Collectives must give bitwise identical results on every
+ * rank (a fixed reduction order); reduce.h has the element arithmetic.
+ *
+ * Threading: the core calls a backend from one thread at a time.
+ */
+#ifndef DDP_BACKEND_H
+#define DDP_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ddp.h"
+#include "bootstrap.h"
+
+/* Settings read once by ddp_init() from the environment. */
+struct ddp_config {
+    double timeout_s;   /* DDP_TIMEOUT, seconds (default 30) */
+    bool debug;         /* DDP_DEBUG */
+};
+
+/* One collective as the caller described it, after the core's checks. */
+enum ddp_coll_kind {
+    DDP_COLL_BCAST,
+    DDP_COLL_REDUCE,
+    DDP_COLL_ALLREDUCE,
+    DDP_COLL_GATHER,
+    DDP_COLL_ALLGATHER,
+};
+
+struct ddp_coll {
+    enum ddp_coll_kind kind;
+    const void *sendbuf; /* bcast: the buffer (as recvbuf) */
+    void *recvbuf;       /* NULL on non-root ranks of reduce and gather */
+    size_t count;        /* elements per rank, > 0 */
+    ddp_dtype_t dtype;
+    ddp_op_t op;         /* reduce and allreduce only */
+    int root;            /* bcast, reduce and gather only */
+    bool on_stream;      /* a _stream call: enqueue on stream */
+    void *stream;        /* the caller's cudaStream_t when on_stream */
+};
+
+/* The NCCL section of ddp.h, for a backend that runs on CUDA streams.  ctx
+ * is what create() made. */
+struct ddp_gpu_ops {
+    void *(*comm) (void *ctx);   /* the ncclComm_t, NULL once aborted */
+    void *(*stream) (void *ctx); /* the library's cudaStream_t */
+    int (*device) (void *ctx);   /* the CUDA device index in use */
+    /* Wait for everything on the cudaStream_t stream, bounded by the
+     * timeout.  Returns 0 or a DDP_E* code. */
+    int (*synchronize) (void *ctx, void *stream);
+};
+
+struct ddp_backend {
+    const char *name;   /* "host", "nccl": what ddp_backend_name() returns */
+
+    /* Connect this rank to its peers.  b is the bootstrap handle (its
+     * exchange is the only way to publish setup data; it stays valid until
+     * destroy).  On success sets *ctxp and returns 0; on failure returns a
+     * negative DDP_E* code after ddpi_error(), leaving nothing behind (no
+     * segment, socket or thread). */
+    int (*create) (struct bootstrap *b, const struct ddp_config *cfg,
+                   void **ctxp);
+
+    /* Release everything create() made.  The core has already run a final
+     * barrier when the peers were alive; destroy must not wait for peers. */
+    void (*destroy) (void *ctx);
+
+    int (*barrier) (void *ctx);
+
+    /* The collectives, either as one function taking the call's description
+     * (coll, which also serves the _stream calls: with !k->on_stream it runs
+     * on the backend's own means and returns when complete), or as the five
+     * functions below it (used when coll is NULL). */
+    int (*coll) (void *ctx, const struct ddp_coll *k);
+    int (*bcast) (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                  int root);
+    /* recvbuf is NULL on non-root ranks when the caller passed NULL. */
+    int (*reduce) (void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype, ddp_op_t op, int root);
+    int (*allreduce) (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, ddp_op_t op);
+    int (*gather) (void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                   ddp_dtype_t dtype, int root);
+    int (*allgather) (void *ctx, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype);
+
+    /* Best effort, must not block: tell the peers this rank is aborting so
+     * their pending and next collectives fail with DDP_EPEER naming it.  Called
+     * by ddp_abort() before the launcher is asked to end the job.  May be
+     * NULL. */
+    void (*abort) (void *ctx);
+
+    /* NULL, or (NCCL) the NCCL section of ddp.h; such a backend has coll.
+     * Without it the core answers that section with DDP_ENOTSUP. */
+    const struct ddp_gpu_ops *gpu;
+};
+
+/* The host backend (shared memory within a node, TCP between nodes). */
+extern const struct ddp_backend ddpi_backend_host;
+
+#endif /* DDP_BACKEND_H */

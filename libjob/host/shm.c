@@ -1,0 +1,322 @@
+/* shm.c - the node's shared segment, waiting on its flags, and a rank's
+ * scratch buffers (host.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "host.h"
+
+#define PAGE 4096
+
+static size_t align_up (size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+/* Lay out the mapping; the sizes come from the header. */
+static void layout (struct host *h)
+{
+    size_t ctl = align_up (sizeof (struct shm_hdr)
+                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
+    size_t bank = (size_t)h->lsize * h->slot_bytes + h->res_bytes;
+
+    h->hdr = h->map;
+    h->flags = (struct shm_flags *)((char *)h->map + sizeof (struct shm_hdr));
+    h->bank[0] = (char *)h->map + ctl;
+    h->bank[1] = h->bank[0] + bank;
+}
+
+static size_t map_size (struct host *h)
+{
+    size_t ctl = align_up (sizeof (struct shm_hdr)
+                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
+    return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes);
+}
+
+int host_shm_create (struct host *h)
+{
+    size_t slot = (8u << 20) / (size_t)h->lsize;
+    const char *s = getenv ("DDP_SHM_SLOT");
+    long v;
+
+    if (s && ddpi_parse_long (s, 4096, 1L << 30, &v) == 0)
+        slot = (size_t)v;
+    if (slot > (1u << 20) && !s)
+        slot = 1u << 20;
+    if (slot < 65536 && !s)
+        slot = 65536;
+    h->slot_bytes = align_up (slot, 64);
+    h->res_bytes = h->slot_bytes;
+    h->map_len = map_size (h);
+    h->memfd = (int)syscall (SYS_memfd_create, "ddp-host", 1u /* CLOEXEC */);
+    if (h->memfd < 0)
+        return ddpi_error (DDP_ETRANSPORT, "memfd_create: %s",
+                           strerror (errno));
+    if (ftruncate (h->memfd, (off_t)h->map_len) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "ftruncate shared memory (%zu "
+                           "bytes): %s", h->map_len, strerror (errno));
+    h->map = mmap (NULL, h->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   h->memfd, 0);
+    if (h->map == MAP_FAILED) {
+        h->map = NULL;
+        return ddpi_error (DDP_ETRANSPORT, "mmap shared memory: %s",
+                           strerror (errno));
+    }
+    layout (h);
+    h->hdr->slot_bytes = h->slot_bytes;
+    h->hdr->res_bytes = h->res_bytes;
+    h->hdr->local_size = (uint32_t)h->lsize;
+    atomic_store (&h->hdr->attached, 1);
+    h->hdr->magic = SHM_MAGIC;
+    return 0;
+}
+
+int host_shm_attach (struct host *h, pid_t pid0, int fd0)
+{
+    char path[64];
+    struct stat st;
+    struct shm_hdr hdr;
+    int fd;
+
+    snprintf (path, sizeof (path), "/proc/%d/fd/%d", (int)pid0, fd0);
+    if ((fd = open (path, O_RDWR | O_CLOEXEC)) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "cannot open local rank 0's shared "
+                           "memory (%s): %s", path, strerror (errno));
+    if (fstat (fd, &st) < 0 || (size_t)st.st_size < sizeof (hdr)
+        || pread (fd, &hdr, sizeof (hdr), 0) != (ssize_t)sizeof (hdr)
+        || hdr.magic != SHM_MAGIC || hdr.local_size != (uint32_t)h->lsize) {
+        close (fd);
+        return ddpi_error (DDP_ETRANSPORT, "%s is not this node's libddp "
+                           "segment", path);
+    }
+    h->slot_bytes = hdr.slot_bytes;
+    h->res_bytes = hdr.res_bytes;
+    h->map_len = map_size (h);
+    if ((size_t)st.st_size != h->map_len) {
+        close (fd);
+        return ddpi_error (DDP_ETRANSPORT, "shared memory has the wrong size");
+    }
+    h->map = mmap (NULL, h->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close (fd);
+    if (h->map == MAP_FAILED) {
+        h->map = NULL;
+        return ddpi_error (DDP_ETRANSPORT, "mmap shared memory: %s",
+                           strerror (errno));
+    }
+    layout (h);
+    atomic_fetch_add (&h->hdr->attached, 1);
+    return 0;
+}
+
+int host_shm_wait_attached (struct host *h)
+{
+    struct ddpi_waiter w;
+    int rc;
+
+    ddpi_wait_init (&w, h->cfg->timeout_s, 0);
+    while (atomic_load (&h->hdr->attached) < h->lsize) {
+        if ((rc = ddpi_wait_step (&w)) < 0)
+            return ddpi_error (DDP_ETIMEDOUT, "only %d of %d local ranks "
+                               "attached to shared memory within %g s",
+                               (int)atomic_load (&h->hdr->attached), h->lsize,
+                               h->cfg->timeout_s);
+        if (rc == 1 && (rc = host_check_peers (h)) < 0)
+            return rc;
+    }
+    close (h->memfd);
+    h->memfd = -1;
+    return 0;
+}
+
+void host_shm_destroy (struct host *h)
+{
+    if (h->map)
+        munmap (h->map, h->map_len);
+    h->map = NULL;
+    if (h->memfd >= 0)
+        close (h->memfd);
+    h->memfd = -1;
+}
+
+_Static_assert (sizeof (struct shm_hdr) == 256,
+                "the flags after the header stay cache-line aligned");
+
+/* The local index of a local rank whose process is gone, or -1. */
+static int gone_peer (struct host *h)
+{
+    struct pollfd pfd[64];
+    int i, n;
+
+    for (i = 0; i < h->lsize; i += n) {
+        int j;
+        n = h->lsize - i < 32 ? h->lsize - i : 32;
+        if (n <= 0)
+            break;
+        for (j = 0; j < n; j++) {
+            pfd[j].fd = h->pidfds[i + j];
+            pfd[j].events = POLLIN;
+            pfd[j].revents = 0;
+        }
+        if (poll (pfd, (nfds_t)n & 63, 0) > 0) {
+            for (j = 0; j < n; j++)
+                if (pfd[j].revents)
+                    return i + j;
+        }
+        for (j = 0; j < n; j++) {
+            if (pfd[j].fd < 0 && i + j != h->lrank
+                && kill (h->lpids[i + j], 0) < 0 && errno == ESRCH)
+                return i + j;
+        }
+    }
+    return -1;
+}
+
+int host_check_peers (struct host *h)
+{
+    int lr = gone_peer (h);
+
+    return lr < 0 ? 0 : host_fault (h, h->local_ranks[lr], FAULT_DIED);
+}
+
+static inline _Atomic uint64_t *flag (struct host *h, int lr, int which)
+{
+    struct shm_flags *f = &h->flags[lr];
+    return which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
+}
+
+static inline uint64_t load_flag (struct host *h, int lr, int which)
+{
+    return atomic_load_explicit (flag (h, lr, which), memory_order_acquire);
+}
+
+void host_post (struct host *h, int which, uint64_t s)
+{
+    atomic_store_explicit (flag (h, h->lrank, which), s, memory_order_release);
+}
+
+/* Every ~2 ms of a wait: a lane takes FAULT frames off its links, and a
+ * wait for a result restarts its clock while the rank it waits for makes
+ * progress with other nodes (*beat: the last value seen). */
+static void wait_check (struct host *h, struct ddpi_waiter *w, int lr,
+                        int which, uint64_t *beat)
+{
+    uint64_t b;
+
+    if (h->lk && h->relay && h->relay->poll)
+        h->relay->poll (h);
+    if (which == 0)
+        return;
+    b = atomic_load_explicit (&h->flags[lr].beat, memory_order_relaxed);
+    if (b != *beat) {
+        *beat = b;
+        ddpi_wait_restart (w);
+    }
+}
+
+/* An arrival wait on local rank lr timed out: record every local rank that
+ * has not reached step s (ascending, as local_ranks is), not only lr. */
+static int absent_fault (struct host *h, int lr, uint64_t s)
+{
+    int list[FAULT_LIST_MAX];
+    int j, n = 0, nlist = 0;
+
+    for (j = 0; j < h->lsize; j++) {
+        if (j == h->lrank || load_flag (h, j, 0) >= s)
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->local_ranks[j];
+        n++;
+    }
+    if (n == 0)     /* arrived meanwhile: still a timeout of the waited one */
+        return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank);
+    return host_check_fault (h);
+}
+
+int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
+{
+    struct ddpi_waiter w;
+    bool extended = false;
+    uint64_t beat = atomic_load (&h->flags[lr].beat);
+    int rc, gone;
+
+    if (load_flag (h, lr, which) >= s)
+        return 0;
+    /* At the deadline a rank that has not arrived (seq) is absent.  One
+     * that has arrived but whose result (red, fin) is late is waiting on
+     * others itself (the leader on its node, then on the other leaders,
+     * which allows two graces): it gets three more graces, so that the
+     * first report names the rank that never came. */
+    ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
+    while (load_flag (h, lr, which) < s) {
+        if ((rc = host_check_fault (h)) < 0)
+            return rc;
+        rc = ddpi_wait_step (&w);
+        if (rc < 0 && (which == 0 || load_flag (h, lr, 0) < s))
+            return absent_fault (h, lr, s);
+        if (rc < 0 && !extended) {
+            extended = true;
+            ddpi_wait_extend (&w, 3 * host_grace (h));
+            continue;
+        }
+        if (rc < 0)
+            return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+        if (rc == 1)
+            wait_check (h, &w, lr, which, &beat);
+        if (rc == 1 && (gone = gone_peer (h)) >= 0) {
+            /* A rank may set the flag and exit at once, its last collective
+             * done: read after its exit was seen, the flag tells a peer that
+             * finished from one that died (t0300 once named rank 0 "died"
+             * after it had finished). */
+            if (load_flag (h, lr, which) >= s)
+                break;
+            return host_fault (h, h->local_ranks[gone], FAULT_DIED);
+        }
+    }
+    return 0;
+}
+
+int host_wait_first (struct host *h, int n, int which, uint64_t s)
+{
+    int lr, rc;
+
+    for (lr = 0; lr < n && lr < h->lsize; lr++) {
+        if (lr == h->lrank)
+            continue;
+        if ((rc = host_wait_flag (h, lr, which, s)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int host_wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_wait_first (h, h->lsize, which, s);
+}
+
+void *host_scratch (struct host *h, int i, size_t len)
+{
+    void *p;
+
+    if (len <= h->scratch_len[i])
+        return h->scratch[i];
+    if (!(p = malloc (len ? len : 1))) {
+        ddpi_error (DDP_ENOMEM, "out of memory (%zu bytes of scratch)", len);
+        return NULL;
+    }
+    free (h->scratch[i]);
+    h->scratch[i] = p;
+    h->scratch_len[i] = len;
+    return p;
+}

@@ -1,0 +1,321 @@
+/* nccl_util.c - the pure parts of the NCCL backend (see nccl_util.h). */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl_util.h"
+
+int nccl_map_dtype (ddp_dtype_t dtype, ncclDataType_t *out)
+{
+    static const ncclDataType_t map[DDP_NUM_DTYPES] = {
+        [DDP_INT8] = ncclInt8,         [DDP_UINT8] = ncclUint8,
+        [DDP_INT32] = ncclInt32,       [DDP_UINT32] = ncclUint32,
+        [DDP_INT64] = ncclInt64,       [DDP_UINT64] = ncclUint64,
+        [DDP_FLOAT16] = ncclFloat16,   [DDP_BFLOAT16] = ncclBfloat16,
+        [DDP_FLOAT32] = ncclFloat32,   [DDP_FLOAT64] = ncclFloat64,
+    };
+    if ((int)dtype < 0 || dtype >= DDP_NUM_DTYPES || !out)
+        return -1;
+    *out = map[dtype];
+    return 0;
+}
+
+int nccl_map_op (ddp_op_t op, ncclRedOp_t *out)
+{
+    if (!out)
+        return -1;
+    switch (op) {
+        case DDP_SUM:
+            *out = ncclSum;
+            return 0;
+        case DDP_PROD:
+            *out = ncclProd;
+            return 0;
+        case DDP_MIN:
+            *out = ncclMin;
+            return 0;
+        case DDP_MAX:
+            *out = ncclMax;
+            return 0;
+        case DDP_AVG:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+            *out = ncclAvg;
+            return 0;
+#else
+            return -1;
+#endif
+        case DDP_NUM_OPS:
+            break;
+    }
+    return -1;
+}
+
+int nccl_num_roots (int nranks, int ranks_per_root)
+{
+    if (nranks < 1 || ranks_per_root < 1)
+        return -1;
+    return (nranks - 1) / ranks_per_root + 1;
+}
+
+int nccl_root_rank (int idx, int nranks, int nroots)
+{
+    int per, extra;
+
+    if (nranks < 1 || nroots < 1 || nroots > nranks || idx < 0
+        || idx >= nroots)
+        return -1;
+    per = nranks / nroots;
+    extra = nranks % nroots;
+    return idx * per + (idx < extra ? idx : extra);
+}
+
+int nccl_root_index (int rank, int nranks, int nroots)
+{
+    int per, extra, big;
+
+    if (nranks < 1 || nroots < 1 || nroots > nranks || rank < 0
+        || rank >= nranks)
+        return -1;
+    per = nranks / nroots;
+    extra = nranks % nroots;
+    big = extra * (per + 1); /* ranks in the blocks holding one more */
+    if (rank < big)
+        return rank % (per + 1) == 0 ? rank / (per + 1) : -1;
+    return (rank - big) % per == 0 ? extra + (rank - big) / per : -1;
+}
+
+int nccl_count_visible (const char *cvd)
+{
+    int n = 0;
+    const char *p;
+
+    if (!cvd)
+        return -1;
+    if (*cvd == '\0')
+        return 0;
+    for (p = cvd; *p; p++)
+        if (*p == ',')
+            n++;
+    return n + 1;
+}
+
+int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
+                        size_t errlen)
+{
+    if (ndev < 1) {
+        snprintf (err, errlen, "no CUDA device visible%s%s%s",
+                  cvd ? " (CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "",
+                  cvd ? ")" : "");
+        return -1;
+    }
+    if (local_rank < 0) {
+        snprintf (err, errlen, "local rank %d is negative", local_rank);
+        return -1;
+    }
+    if (nccl_count_visible (cvd) == 1)
+        return 0;
+    return local_rank % ndev;
+}
+
+static void copy_str (char *dst, const char *src, size_t size)
+{
+    memcpy (dst, src, size);
+    dst[size - 1] = '\0';
+}
+
+int nccl_blob_decode (const void *p, size_t len, struct nccl_blob *out,
+                      char *err, size_t errlen)
+{
+    struct nccl_blob b;
+
+    if (!p || len != sizeof (b)) {
+        snprintf (err, errlen, "bootstrap blob has %zu bytes, expected %zu"
+                  " (different libddp builds?)", len, sizeof (b));
+        return -1;
+    }
+    memcpy (&b, p, sizeof (b));
+    if (b.magic != NCCL_BLOB_MAGIC) {
+        snprintf (err, errlen, "bootstrap blob has a bad magic number"
+                  " (different libddp builds?)");
+        return -1;
+    }
+    copy_str (b.host, b.host, sizeof (b.host));
+    copy_str (b.busid, b.busid, sizeof (b.busid));
+    copy_str (b.reason, b.reason, sizeof (b.reason));
+    *out = b;
+    return 0;
+}
+
+static bool uuid_known (const uint8_t *u)
+{
+    for (int i = 0; i < 16; i++)
+        if (u[i] != 0)
+            return true;
+    return false;
+}
+
+static bool same_gpu (const struct nccl_blob *a, const struct nccl_blob *b)
+{
+    if (strcmp (a->host, b->host) != 0)
+        return false;
+    if (uuid_known (a->uuid) && uuid_known (b->uuid))
+        return memcmp (a->uuid, b->uuid, 16) == 0;
+    return a->busid[0] != '\0' && strcmp (a->busid, b->busid) == 0;
+}
+
+/* Append ",R" (or "R" first) to msg at *off; stop quietly when full. */
+static void append_rank (char *msg, size_t msglen, size_t *off, int rank,
+                         bool first)
+{
+    int n;
+
+    if (*off >= msglen)
+        return;
+    n = snprintf (msg + *off, msglen - *off, first ? "%d" : ",%d", rank);
+    if (n > 0)
+        *off += (size_t)n;
+}
+
+/* A rank's GPU identity, for sorting. */
+struct gpu_key {
+    const struct nccl_blob *b;
+    int rank;
+};
+
+static int cmp_rank (const struct gpu_key *x, const struct gpu_key *y)
+{
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Order by host, then UUID (by_uuid) or bus id. */
+static int cmp_key (const struct gpu_key *x, const struct gpu_key *y,
+                    bool by_uuid)
+{
+    int c = strcmp (x->b->host, y->b->host);
+
+    if (c == 0 && by_uuid)
+        c = memcmp (x->b->uuid, y->b->uuid, sizeof (x->b->uuid));
+    else if (c == 0)
+        c = strcmp (x->b->busid, y->b->busid);
+    return c;
+}
+
+static int cmp_uuid_rank (const void *a, const void *b)
+{
+    int c = cmp_key (a, b, true);
+    return c ? c : cmp_rank (a, b);
+}
+
+static int cmp_busid_rank (const void *a, const void *b)
+{
+    int c = cmp_key (a, b, false);
+    return c ? c : cmp_rank (a, b);
+}
+
+/* Put the ranks that have a UUID (by_uuid) or else a bus id into k, sorted
+ * by host, that identity and rank.  Returns how many. */
+static int sorted_keys (const struct nccl_blob *blobs, int n, bool by_uuid,
+                        struct gpu_key *k)
+{
+    int m = 0;
+
+    for (int r = 0; r < n; r++)
+        if (by_uuid ? uuid_known (blobs[r].uuid) : blobs[r].busid[0] != '\0')
+            k[m++] = (struct gpu_key){&blobs[r], r};
+    qsort (k, (size_t)m, sizeof (*k), by_uuid ? cmp_uuid_rank : cmp_busid_rank);
+    return m;
+}
+
+/* The lowest rank of k[0..m-1] (sorted by sorted_keys) that shares its GPU
+ * with another, or INT_MAX.  by_uuid: ranks of one host and UUID share.
+ * Else ranks of one host and bus id share when one of the two has no UUID
+ * (same_gpu's rule), so a run of them counts if it holds such a rank. */
+static int lowest_in_runs (const struct gpu_key *k, int m, bool by_uuid)
+{
+    int best = INT_MAX;
+
+    for (int i = 0, j; i < m; i = j) {
+        bool unknown = !uuid_known (k[i].b->uuid);
+        for (j = i + 1; j < m && cmp_key (&k[i], &k[j], by_uuid) == 0; j++)
+            unknown = unknown || !uuid_known (k[j].b->uuid);
+        if (j - i > 1 && (by_uuid || unknown) && k[i].rank < best)
+            best = k[i].rank; /* the run is in rank order */
+    }
+    return best;
+}
+
+/* "ranks F,J,... on host H share GPU ..." for first, the lowest rank of a
+ * shared GPU, and every later rank on that GPU. */
+static void describe_shared (const struct nccl_blob *blobs, int n, int first,
+                             char *msg, size_t msglen)
+{
+    const struct nccl_blob *f = &blobs[first];
+    char ubuf[48];
+    size_t off = 0;
+
+    if (msglen > 0) {
+        int k = snprintf (msg, msglen, "ranks ");
+        off = k > 0 ? (size_t)k : 0;
+    }
+    append_rank (msg, msglen, &off, first, true);
+    for (int j = first + 1; j < n; j++)
+        if (same_gpu (f, &blobs[j]))
+            append_rank (msg, msglen, &off, j, false);
+    if (off < msglen)
+        snprintf (msg + off, msglen - off,
+                  " on host %s share GPU %s%s%s%s (NCCL needs one GPU per"
+                  " rank: give each task its own GPU, e.g."
+                  " --gpus-per-task=1)", f->host,
+                  f->busid[0] ? f->busid : "(unknown bus id)",
+                  uuid_known (f->uuid) ? " (" : "",
+                  uuid_known (f->uuid)
+                      ? nccl_format_uuid (f->uuid, ubuf, sizeof (ubuf)) : "",
+                  uuid_known (f->uuid) ? ")" : "");
+}
+
+int nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
+                             size_t msglen)
+{
+    struct gpu_key *k;
+    int by_uuid, by_busid;
+
+    if (n < 2)
+        return 0;
+    if (!(k = malloc ((size_t)n * sizeof (*k)))) {
+        snprintf (msg, msglen, "out of memory checking %d GPUs", n);
+        return -1;
+    }
+    by_uuid = lowest_in_runs (k, sorted_keys (blobs, n, true, k), true);
+    by_busid = lowest_in_runs (k, sorted_keys (blobs, n, false, k), false);
+    free (k);
+    if (by_uuid == INT_MAX && by_busid == INT_MAX)
+        return 0;
+    describe_shared (blobs, n, by_uuid < by_busid ? by_uuid : by_busid, msg,
+                     msglen);
+    return 1;
+}
+
+char *nccl_format_uuid (const uint8_t uuid[16], char *buf, size_t len)
+{
+    static const int dash[] = {4, 6, 8, 10};
+    size_t off = 0;
+    int d = 0;
+
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    off = (size_t)snprintf (buf, len, "GPU-");
+    for (int i = 0; i < 16 && off < len; i++) {
+        if (d < 4 && i == dash[d]) {
+            off += (size_t)snprintf (buf + off, len - off, "-");
+            d++;
+            if (off >= len)
+                break;
+        }
+        off += (size_t)snprintf (buf + off, len - off, "%02x", uuid[i]);
+    }
+    return buf;
+}

@@ -1,0 +1,98 @@
+/* nccl_util.h - the pure parts of the NCCL backend (internal to libddp).
+ *
+ * Nothing here calls CUDA or NCCL (only their types are used), so all of it
+ * is unit-tested on machines without a GPU: the dtype/op mapping, how many
+ * NCCL bootstrap roots a communicator gets and which ranks create their
+ * unique ids, which GPU a rank picks, the layout of the one blob each rank
+ * publishes in the bootstrap fence, and the duplicate-GPU check run on those
+ * blobs before NCCL is called.
+ */
+#ifndef DDP_NCCL_UTIL_H
+#define DDP_NCCL_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nccl.h>
+
+#include "ddp.h"
+
+/* Default for DDP_NCCL_RANKS_PER_ROOT (PyTorch's and XLA's choice). */
+#define NCCL_DEFAULT_RANKS_PER_ROOT 128
+
+/* Map dtype to NCCL's type.  Returns 0 and sets *out, or -1 for a dtype
+ * outside ddp_dtype_t. */
+int nccl_map_dtype (ddp_dtype_t dtype, ncclDataType_t *out);
+
+/* Map op to NCCL's built-in reduction.  DDP_AVG maps to ncclAvg (NCCL >=
+ * 2.10): floating types are pre-multiplied by 1/nranks and summed, integer
+ * types are summed then divided with truncation toward zero, which is
+ * ddp.h's definition.  Returns 0 and sets *out, or -1 for an unknown op (or
+ * AVG with an NCCL built without ncclAvg). */
+int nccl_map_op (ddp_op_t op, ncclRedOp_t *out);
+
+/* Number of NCCL bootstrap roots for nranks ranks with at most
+ * ranks_per_root ranks per root: ceil (nranks / ranks_per_root), at least 1.
+ * Returns -1 if nranks < 1 or ranks_per_root < 1. */
+int nccl_num_roots (int nranks, int ranks_per_root);
+
+/* The rank that creates unique id number idx (0 <= idx < nroots): the first
+ * rank of the idx-th of nroots near-equal contiguous blocks of ranks (the
+ * first nranks % nroots blocks hold one rank more), so every root serves the
+ * ranks around it.  Returns -1 on bad arguments. */
+int nccl_root_rank (int idx, int nranks, int nroots);
+
+/* If rank creates one of the nroots ids, return its index, else -1. */
+int nccl_root_index (int rank, int nranks, int nroots);
+
+/* Count the entries of a CUDA_VISIBLE_DEVICES value ("0,1", "GPU-uuid,...",
+ * "" is 0 entries; NULL means unset: -1). */
+int nccl_count_visible (const char *cvd);
+
+/* Choose the CUDA device (an index in this process's view) for a rank.
+ * ndev: devices CUDA reports; cvd: CUDA_VISIBLE_DEVICES (NULL if unset);
+ * local_rank: the rank's index on its node.  When CUDA_VISIBLE_DEVICES
+ * names exactly one device (the plugin binds one GPU per task) that is
+ * device 0; otherwise local_rank modulo ndev.  Returns the index, or -1 with
+ * a reason in err when ndev < 1 or local_rank < 0. */
+int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
+                        size_t errlen);
+
+/* What each rank publishes in the one bootstrap fence.  Fixed layout; every
+ * rank runs the same library build, checked through magic and version. */
+#define NCCL_BLOB_MAGIC 0x64647031u /* "ddp1" */
+struct nccl_blob {
+    uint32_t magic;
+    int32_t nccl_version;   /* ncclGetVersion() of this rank */
+    int32_t status;         /* 0, or the DDP_E* code this rank failed with */
+    int32_t ranks_per_root; /* DDP_NCCL_RANKS_PER_ROOT as this rank read it */
+    int32_t device;         /* CUDA device index in the rank's view, or -1 */
+    int32_t has_id;         /* 1 when id below is a root's unique id */
+    char host[64];          /* gethostname(), NUL-terminated */
+    char busid[32];         /* PCI bus id "0000:3b:00.0", or "" */
+    uint8_t uuid[16];       /* GPU UUID, all zero when unknown */
+    char reason[160];       /* why status != 0 */
+    ncclUniqueId id;
+};
+
+/* Check that len bytes at p are one well-formed blob and copy it to out
+ * (strings NUL-terminated).  Returns 0, or -1 with a reason in err. */
+int nccl_blob_decode (const void *p, size_t len, struct nccl_blob *out,
+                      char *err, size_t errlen);
+
+/* Two or more ranks on one GPU (same host and UUID, or the same host and
+ * PCI bus id when a UUID is unknown), among blobs[0..n-1] (blob r is rank
+ * r's).  Returns 0 when every rank has its own GPU; 1 with a message naming
+ * the lowest rank that shares a GPU, every other rank on that GPU, the host
+ * and the GPU in msg (e.g. "ranks 0,2 on host n1 share GPU 0000:3b:00.0");
+ * -1 (and why in msg) when out of memory.  O(n log n) time (two sorts of
+ * n keys), n * 16 bytes of memory. */
+int nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
+                             size_t msglen);
+
+/* Format a UUID as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" into buf
+ * (at least 41 bytes).  Returns buf. */
+char *nccl_format_uuid (const uint8_t uuid[16], char *buf, size_t len);
+
+#endif /* DDP_NCCL_UTIL_H */
