@@ -45,7 +45,11 @@ enum host_fault_kind {
 struct fault_relay {
     /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
      * ascending; nlist 0: to be found) failed (kind), as noticed by rank
-     * reporter; must not block.  They pass it on (flooding). */
+     * reporter.  A link that cannot carry it now (in the middle of a
+     * frame, full, or bytes queued that an exit could drop) gets it on a
+     * side connection to the partner lane's listening socket, bounded by
+     * SIDE_WAIT (flood.c, 0.5 s), and a link in the middle of a frame is
+     * then cut.  They pass it on (flooding). */
     void (*send) (struct host *h, const int *ranks, int nlist, int n,
                   int kind, int reporter);
     /* A lane waiting in shared memory: take a FAULT frame that arrived on

@@ -377,16 +377,11 @@ int host_tcp_peer (struct host *h, int i);
  * Returns 0 or DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT. */
 int host_tcp_run (struct host *h, struct host_op *ops, int nops);
 
-/* Best effort, non-blocking: send a FAULT frame naming ranks (nlist
- * listed of n in all, ascending; nlist may be 0) on every link of this
- * rank; a link in the middle of a frame is cut instead. */
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist,
-                          int n, int kind, int reporter);
-
 /* Without blocking, read frame headers that arrived on links nobody is
  * receiving on: claim a FAULT frame's record; park a data frame for the
- * op that will take it; note a link the peer closed.  For shared-memory
- * waits (relay->poll). */
+ * op that will take it; note a link the peer closed; take a FAULT frame
+ * sent on the side (tcp.h: SIDE_MAGIC).  For shared-memory waits
+ * (relay->poll). */
 void host_tcp_poll (struct host *h);
 
 /* This lane's listening socket, or -1 (not a lane), for the fault relay. */

@@ -14,6 +14,7 @@ struct host_addr;
 
 #define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo": a link */
 #define GATHER_MAGIC 0x6464702d67617468ULL  /* "ddp-gath": fault lists */
+#define SIDE_MAGIC 0x6464702d73696465ULL    /* "ddp-side": one FAULT */
 #define FRAME_DATA 0x44415441u              /* "DATA" */
 #define FRAME_FAULT 0x4641554cu             /* "FAUL" */
 #define FRAME_LIST 0x4c495354u              /* "LIST" */
@@ -63,6 +64,23 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
  * with *whole false (and 0) when they did not come. */
 int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
                      int32_t *list, bool *whole);
+
+/* Non-blocking: send the FAULT message msg (len bytes) on every link of
+ * this rank.  side[i] (one per link) gets 0 when link i carries it, 1 when
+ * it is queued behind bytes not sent yet (lost if this process ends with
+ * unread input: the kernel resets the link), 2 when the link cannot carry
+ * it (in the middle of a frame, or full): then it must go on the side and
+ * the link be cut (host_tcp_cut). */
+void host_tcp_send_fault (struct host *h, const struct fault_msg *msg,
+                          size_t len, int *side);
+
+/* Cut link i (both directions): its peer sees it end at once. */
+void host_tcp_cut (struct host *h, int i);
+
+/* Take a connection of a speaker's swap of lists (flood.c) that a wait on
+ * the links accepted, its hello read: *fd and the speaker's *node.
+ * Returns 1, or 0 when none is kept. */
+int host_tcp_stashed (struct host *h, int *fd, int *node);
 
 /* Put a's addresses in the order to try them (same_machine: the peer runs
  * on this machine): loopback first for a peer on this machine, then
