@@ -72,7 +72,8 @@ static size_t list_msg (struct host *h, struct fault_msg *m)
 
     if (nlist < 0 || nlist > FAULT_LIST_MAX)
         nlist = 0;
-    len = host_fault_msg_fill (m, nlist ? h->hdr->fault_list : &first, nlist,
+    len = host_fault_msg_fill (m, nlist ? h->hdr->fault_list : &first,
+                               h->hdr->fault_state, nlist,
                                h->hdr->fault_n,
                                atomic_load (&h->hdr->fault_kind),
                                atomic_load (&h->hdr->fault_reporter));
@@ -121,9 +122,11 @@ static void list_in (struct host *h, struct swap *w, int i,
                      const struct frame *f)
 {
     int32_t list[FAULT_LIST_MAX];
+    uint64_t states[FAULT_LIST_MAX];
     int p = w->c[i].part, peer = h->node_ranks[h->part[p].node][0];
     bool whole;
-    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, &whole);
+    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, states,
+                                 &whole);
 
     w->heard[p] = true;
     if (!whole) {
@@ -131,7 +134,7 @@ static void list_in (struct host *h, struct swap *w, int i,
         return;
     }
     if (nlist > 0)
-        host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
+        host_fault_merge (h, list, states, nlist, FAULT_SEQ_N (f->seq));
 }
 
 /* Connection i is readable: a LIST frame (outgoing: their answer and
@@ -225,13 +228,18 @@ static void pass_on (struct host *h, struct swap *w, double t)
             send_list (h, w, i);
 }
 
-/* Partners not heard from have no rank that reached the call. */
+/* Partners not heard from have no rank that reached the call: their
+ * ranks are named as never having entered it. */
 static void name_silent (struct host *h, struct swap *w)
 {
+    uint64_t st[FAULT_LIST_MAX];
+
+    for (int i = 0; i < FAULT_LIST_MAX; i++)
+        st[i] = FAULT_STATE (h->call - 1, KIND_OTHER, 0);
     for (int p = 0; p < h->npart; p++) {
         int n = h->part[p].node;
         if (!w->heard[p])
-            host_fault_merge (h, h->node_ranks[n], h->node_size[n],
+            host_fault_merge (h, h->node_ranks[n], st, h->node_size[n],
                               h->node_size[n]);
     }
 }
@@ -410,11 +418,13 @@ static void side_send (struct host *h, const int *want, int n,
 
 /* The relay's send: on every link, on the side where a link cannot carry
  * it (fault.h), then cut the links in the middle of a frame. */
-static void flood_send (struct host *h, const int *ranks, int nlist, int n,
-                        int kind, int reporter)
+static void flood_send (struct host *h, const int *ranks,
+                        const uint64_t *states, int nlist, int n, int kind,
+                        int reporter)
 {
     struct fault_msg m;
-    size_t len = host_fault_msg_fill (&m, ranks, nlist, n, kind, reporter);
+    size_t len = host_fault_msg_fill (&m, ranks, states, nlist, n, kind,
+                                      reporter);
     int *side = calloc ((size_t)h->npart + 1, sizeof (int)), any = 0;
 
     if (!side)

@@ -599,16 +599,21 @@ static void clamp_ranks (struct host *h, int peer, int32_t *list, int nlist)
 }
 
 int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
-                     int32_t *list, bool *whole)
+                     int32_t *list, uint64_t *states, bool *whole)
 {
     int nlist = FAULT_SEQ_NLIST (f->seq);
+    unsigned char body[sizeof (((struct fault_msg *)0)->body)];
+    size_t nb = (size_t)nlist * sizeof (int32_t);
 
     *whole = nlist >= 0 && nlist <= FAULT_LIST_MAX
              && (nlist == 0
-                 || ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t),
-                                  false, ddpi_now () + 0.1) == 0);
+                 || ddpi_io_full (fd, body, nb + (size_t)nlist
+                                  * sizeof (uint64_t), false,
+                                  ddpi_now () + 0.1) == 0);
     if (!*whole)
         nlist = 0;
+    memcpy (list, body, (size_t)nlist * sizeof (int32_t));
+    memcpy (states, body + nb, (size_t)nlist * sizeof (uint64_t));
     clamp_ranks (h, peer, list, nlist);
     return nlist;
 }
@@ -620,17 +625,20 @@ static void fault_take (struct host *h, int fd, int peer,
                         const struct frame *f)
 {
     int32_t list[FAULT_LIST_MAX];
+    uint64_t states[FAULT_LIST_MAX];
     int kind = FAULT_SEQ_KIND (f->seq), nlist, fallback;
     int reporter = f->len < (uint64_t)h->size ? (int)f->len : peer;
     bool whole;
 
     if (kind < FAULT_DIED || kind > FAULT_LINK)
         kind = FAULT_DIED;
-    nlist = host_frame_list (h, fd, peer, f, list, &whole);
+    nlist = host_frame_list (h, fd, peer, f, list, states, &whole);
     fallback = f->arg >= 0 && f->arg < h->size ? f->arg : peer;
-    if (nlist > 0)
-        host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
-                          reporter);
+    if (nlist > 0) {
+        if (host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
+                              reporter))
+            host_fault_merge (h, list, states, nlist, FAULT_SEQ_N (f->seq));
+    }
     else
         host_fault_claim (h, &fallback, 0, 0, kind, reporter);
 }
@@ -831,18 +839,26 @@ void host_tcp_cut (struct host *h, int i)
         shutdown (h->lk->l[i].fd, SHUT_RDWR);
 }
 
-size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
-                            int n, int kind, int reporter)
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
+                            const uint64_t *states, int nlist, int n,
+                            int kind, int reporter)
 {
+    size_t nb;
+
     if (nlist > FAULT_LIST_MAX)
         nlist = FAULT_LIST_MAX;
     if (nlist < 0)
         nlist = 0;
+    nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)reporter };
-    for (int i = 0; i < nlist; i++)
-        m->list[i] = ranks[i];
-    return sizeof (m->f) + (size_t)nlist * sizeof (int32_t);
+    for (int i = 0; i < nlist; i++) {
+        int32_t r = ranks[i];
+        uint64_t st = states ? states[i] : 0;
+        memcpy (m->body + (size_t)i * sizeof (r), &r, sizeof (r));
+        memcpy (m->body + nb + (size_t)i * sizeof (st), &st, sizeof (st));
+    }
+    return sizeof (m->f) + nb + (size_t)nlist * sizeof (uint64_t);
 }
 
 /* ---------------------------------------------------------------- rounds */

@@ -31,8 +31,9 @@ struct hello {
  * in its algorithm, seq the call number, len the payload bytes that
  * follow.  FAULT and LIST: arg is the first rank at fault (or the
  * fallback of an empty list; LIST: the sender's node), seq packs the kind
- * (bits 0-15), how many ranks follow as int32 (16-31) and how many there
- * are in all (32-63); len is who noticed. */
+ * (bits 0-15), how many ranks follow (16-31) and how many there are in
+ * all (32-63); len is who noticed.  The ranks follow as int32, then what
+ * each was doing as uint64 (fault.h: FAULT_STATE; 0 unknown). */
 struct frame {
     uint32_t type;
     int32_t arg;
@@ -46,24 +47,27 @@ struct frame {
 #define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
 #define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
 
-/* A FAULT (or LIST) frame with its list, as one send() puts it out. */
+/* A FAULT (or LIST) frame with its ranks and their states, as one send()
+ * puts it out. */
 struct fault_msg {
     struct frame f;
-    int32_t list[FAULT_LIST_MAX];
+    unsigned char body[FAULT_LIST_MAX * (sizeof (int32_t) + sizeof (uint64_t))];
 };
 
 /* Fill m as a FAULT frame for ranks (nlist listed, 0..FAULT_LIST_MAX, of
- * n; ranks[0] is read even when nlist is 0: the fallback).  Returns the
- * bytes to send. */
-size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
-                            int n, int kind, int reporter);
+ * n; ranks[0] is read even when nlist is 0: the fallback) and their states
+ * (NULL: unknown).  Returns the bytes to send. */
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
+                            const uint64_t *states, int nlist, int n,
+                            int kind, int reporter);
 
-/* The ranks a FAULT or LIST frame f names, read from fd into list (sent
- * with it in one send(), so they are there or about to be: 100 ms at
- * most); untrusted numbers out of range become peer.  Returns how many,
- * with *whole false (and 0) when they did not come. */
+/* The ranks a FAULT or LIST frame f names, read from fd into list and
+ * their states into states (sent with it in one send(), so they are there
+ * or about to be: 100 ms at most); untrusted numbers out of range become
+ * peer.  Returns how many, with *whole false (and 0) when they did not
+ * come. */
 int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
-                     int32_t *list, bool *whole);
+                     int32_t *list, uint64_t *states, bool *whole);
 
 /* Non-blocking: send the FAULT message msg (len bytes) on every link of
  * this rank.  side[i] (one per link) gets 0 when link i carries it, 1 when
