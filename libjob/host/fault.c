@@ -93,17 +93,19 @@ static int speaker (struct host *h)
 static void add_local_absent (struct host *h)
 {
     int list[FAULT_LIST_MAX], n = 0, nlist = 0;
-    uint64_t top = latest_step (h);
+    uint64_t top = latest_step (h), states[FAULT_LIST_MAX];
 
     for (int lr = 0; lr < h->lsize; lr++) {
         if (atomic_load (&h->flags[lr].seq) == top)
             continue;
-        if (nlist < FAULT_LIST_MAX)
+        if (nlist < FAULT_LIST_MAX) {
+            states[nlist] = atomic_load (&h->flags[lr].state);
             list[nlist++] = h->local_ranks[lr];
+        }
         n++;
     }
     if (nlist > 0)
-        host_fault_merge (h, list, nlist, n);
+        host_fault_merge (h, list, states, nlist, n);
 }
 
 /* Does a lane of this node take part (a lane not at fault)?  Then its
@@ -138,10 +140,19 @@ static void complete_list (struct host *h)
     atomic_store (&h->hdr->fault_final, 1);
 }
 
-void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
+/* The state a merge keeps for a rank: the record's, or the new one when
+ * the record did not know it. */
+static uint64_t pick_state (uint64_t have, uint64_t in)
+{
+    return have ? have : in;
+}
+
+void host_fault_merge (struct host *h, const int32_t *in,
+                       const uint64_t *in_states, int nlist, int n)
 {
     int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
-    int32_t ranks[FAULT_LIST_MAX];
+    uint64_t *hs = h->hdr->fault_state, os[FAULT_LIST_MAX] = { 0 };
+    struct { int32_t r; uint64_t s; } e[FAULT_LIST_MAX];
     int i = 0, j = 0, k = 0, nhave = h->hdr->fault_nlist;
     int extra_have, extra_in;
 
@@ -155,22 +166,36 @@ void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
         nlist = FAULT_LIST_MAX;
     extra_have = h->hdr->fault_n - nhave;
     extra_in = n - nlist;
-    memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
-    ddpi_sort_ranks (ranks, nlist);
+    for (int a = 0; a < nlist; a++) {    /* sorted by rank, state along */
+        int b = a;
+        e[a].r = in[a];
+        e[a].s = in_states ? in_states[a] : 0;
+        while (b > 0 && e[b - 1].r > e[b].r) {
+            __typeof__ (e[0]) t = e[b];
+            e[b] = e[b - 1];
+            e[--b] = t;
+        }
+    }
     while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
-        if (j >= nlist || (i < nhave && have[i] < ranks[j]))
+        if (j >= nlist || (i < nhave && have[i] < e[j].r)) {
+            os[k] = hs[i];
             out[k++] = have[i++];
-        else if (i >= nhave || ranks[j] < have[i])
-            out[k++] = ranks[j++];
+        }
+        else if (i >= nhave || e[j].r < have[i]) {
+            os[k] = e[j].s;
+            out[k++] = e[j++].r;
+        }
         else {
+            os[k] = pick_state (hs[i], e[j++].s);
             out[k++] = have[i++];
-            j++;
         }
     }
     if (k == nhave && memcmp (out, have, (size_t)k * sizeof (int32_t)) == 0
+        && memcmp (os, hs, (size_t)k * sizeof (uint64_t)) == 0
         && extra_in <= extra_have)
         return;     /* nothing new */
     memcpy (have, out, (size_t)k * sizeof (int32_t));
+    memcpy (hs, os, (size_t)k * sizeof (uint64_t));
     h->hdr->fault_nlist = k;
     h->hdr->fault_n = k + (extra_have > extra_in ? extra_have : extra_in);
     if (h->hdr->fault_n > h->size)
@@ -190,6 +215,94 @@ static void check_list (struct host *h)
     }
 }
 
+static const char *const call_names[HOST_KINDS] = {
+    "ddp_barrier", "ddp_bcast", "ddp_reduce", "ddp_allreduce", "ddp_gather",
+    "ddp_allgather", "a collective",
+};
+
+static const char *call_name (int kind)
+{
+    return kind >= 0 && kind < HOST_KINDS ? call_names[kind]
+                                          : call_names[KIND_OTHER];
+}
+
+/* Listed ranks of this node whose state the record lacks get it from
+ * their flags (a record claimed in this node lists its ranks alone). */
+static void local_states (struct host *h)
+{
+    int nlist = h->hdr->fault_nlist;
+
+    if (!h->rank_node || !h->flags)
+        return;
+    for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++) {
+        int r = h->hdr->fault_list[i];
+        if (r >= 0 && r < h->size && h->rank_node[r] == h->node
+            && h->hdr->fault_state[i] == 0)
+            h->hdr->fault_state[i] = atomic_load (
+                &h->flags[h->rank_lrank[r]].state);
+    }
+}
+
+/* What a rank in state st was doing, seen from this rank's call. */
+static void doing (struct host *h, uint64_t st, char *buf, size_t len)
+{
+    unsigned long long c = (unsigned long long)FAULT_STATE_CALL (st);
+
+    if (st == 0)
+        snprintf (buf, len, "%s", "");
+    else if (FAULT_STATE_IN (st))
+        snprintf (buf, len, "%s in %s #%llu",
+                  c == h->call ? "is still" : "is",
+                  call_name (FAULT_STATE_KIND (st)), c);
+    else if (c < h->call)
+        snprintf (buf, len, "never entered %s #%llu", call_name (h->kind),
+                  (unsigned long long)h->call);
+    else
+        snprintf (buf, len, "left %s #%llu",
+                  call_name (FAULT_STATE_KIND (st)), c);
+}
+
+#define GROUPS_MAX 4
+
+/* The detail of a timeout: for each listed rank what it was doing,
+ * grouped by what (GROUPS_MAX at most, the rest counted), e.g. "rank 5
+ * (node 1) is still in ddp_barrier #811; ranks 3,17 never entered
+ * ddp_allreduce #812". */
+static void describe (struct host *h, char *out, size_t len)
+{
+    char what[GROUPS_MAX][64], cur[64], ranks[96];
+    int grp[GROUPS_MAX][FAULT_LIST_MAX], ng[GROUPS_MAX] = { 0 }, ngroups = 0;
+    int nlist = h->hdr->fault_nlist, more = h->hdr->fault_n, g;
+    size_t at = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++) {
+        doing (h, h->hdr->fault_state[i], cur, sizeof (cur));
+        for (g = 0; g < ngroups && strcmp (what[g], cur) != 0; g++)
+            ;
+        if (g == ngroups && ngroups < GROUPS_MAX && cur[0])
+            snprintf (what[ngroups++], sizeof (what[0]), "%s", cur);
+        if (g < ngroups) {
+            grp[g][ng[g]++] = h->hdr->fault_list[i];
+            more--;
+        }
+    }
+    for (g = 0; g < ngroups && at < len; g++) {
+        char node[32] = "";
+        if (ng[g] == 1 && h->rank_node)
+            snprintf (node, sizeof (node), " (node %d)",
+                      h->rank_node[grp[g][0]]);
+        at += (size_t)snprintf (out + at, len - at, "; rank%s %s%s %s",
+                                ng[g] > 1 ? "s" : "",
+                                ddpi_format_ranks (ranks, sizeof (ranks),
+                                                   grp[g], ng[g]),
+                                node, what[g]);
+    }
+    if (ngroups > 0 && more > 0 && at < len)
+        snprintf (out + at, len - at, "; %d more rank%s", more,
+                  more > 1 ? "s" : "");
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
@@ -204,8 +317,10 @@ static int report (struct host *h)
         nlist = h->hdr->fault_nlist;
         if (nlist < 0 || nlist > FAULT_LIST_MAX)
             nlist = 0;
-        h->relay->send (h, nlist ? h->hdr->fault_list : &first, nlist,
-                        h->hdr->fault_n, kind, who);
+        local_states (h);
+        h->relay->send (h, nlist ? h->hdr->fault_list : &first,
+                        h->hdr->fault_state, nlist, h->hdr->fault_n, kind,
+                        who);
     }
     if (!h->broken && h->nnodes > 1 && h->relay && kind == FAULT_TIMEOUT)
         complete_list (h);
@@ -213,18 +328,21 @@ static int report (struct host *h)
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;
     if (!h->broken) {
-        char tmo[64] = "", list[192], more[48] = "", by[48] = "";
+        char tmo[64] = "", list[192], more[48] = "", by[48] = "", det[256] = "";
         h->broken = code;
-        if (kind == FAULT_TIMEOUT)
+        if (kind == FAULT_TIMEOUT) {
             snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
+            local_states (h);
+            describe (h, det, sizeof (det));
+        }
         if (n > nlist)
             snprintf (more, sizeof (more), " (%d ranks in all)", n);
         if (who != h->rank)
             snprintf (by, sizeof (by), " (noticed by rank %d)", who);
-        ddpi_error (code, "rank%s %s%s %s%s%s", n > 1 ? "s" : "",
+        ddpi_error (code, "rank%s %s%s %s%s%s%s", n > 1 ? "s" : "",
                     ddpi_format_ranks (list, sizeof (list),
                                        h->hdr->fault_list, nlist),
-                    more, kind_str (kind), tmo, by);
+                    more, kind_str (kind), tmo, by, det);
     }
     return h->broken;
 }

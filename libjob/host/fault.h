@@ -33,6 +33,16 @@ struct host;
 /* Ranks a fault record can list; more are counted, not listed. */
 #define FAULT_LIST_MAX 32
 
+/* What a rank was doing, as its node's segment shows it (shm_flags.state)
+ * and the fault record carries it: the number of the collective it
+ * entered last (1, 2, ... for each rank), its enum host_kind, and whether
+ * it is still in it.  0: unknown. */
+#define FAULT_STATE(call, kind, in) \
+    ((uint64_t)(call) << 8 | 0x80u | (uint64_t)(kind) << 1 | ((in) ? 1u : 0u))
+#define FAULT_STATE_CALL(st) ((st) >> 8)
+#define FAULT_STATE_KIND(st) ((int)((st) >> 1 & 0x3f))
+#define FAULT_STATE_IN(st) (((st) & 1u) != 0)
+
 enum host_fault_kind {
     FAULT_DIED = 1,     /* the process is gone */
     FAULT_ABORTED = 2,  /* it called ddp_abort() */
@@ -44,10 +54,15 @@ enum host_fault_kind {
  * effort: it cannot fail, and it returns within its window. */
 struct fault_relay {
     /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
-     * ascending; nlist 0: to be found) failed (kind), as noticed by rank
-     * reporter; must not block.  They pass it on (flooding). */
-    void (*send) (struct host *h, const int *ranks, int nlist, int n,
-                  int kind, int reporter);
+     * ascending; nlist 0: to be found; states: what each was doing, NULL:
+     * unknown) failed (kind), as noticed by rank
+     * reporter.  A link that cannot carry it now (in the middle of a
+     * frame, full, or bytes queued that an exit could drop) gets it on a
+     * side connection to the partner lane's listening socket, bounded by
+     * SIDE_WAIT (flood.c, 0.5 s), and a link in the middle of a frame is
+     * then cut.  They pass it on (flooding). */
+    void (*send) (struct host *h, const int *ranks, const uint64_t *states,
+                  int nlist, int n, int kind, int reporter);
     /* A lane waiting in shared memory: take a FAULT frame that arrived on
      * its links into the record; must not block. */
     void (*poll) (struct host *h);
@@ -81,13 +96,14 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
                       int kind, int reporter);
 
-/* Add ranks (nlist listed of n in all, any order) to the segment's fault
- * record (after the record was claimed); bumps its version when that
- * changed it.  Ranks counted but not listed are not double counted when
+/* Add ranks (nlist listed of n in all, any order; states: what each was
+ * doing, NULL: unknown) to the segment's fault record (after the record
+ * was claimed); a rank listed already gets its state when the record did
+ * not know it; bumps its version when that changed the record.  Ranks counted but not listed are not double counted when
  * the same list comes again: the count is the union of the lists plus
  * the larger of the two unlisted parts. */
-void host_fault_merge (struct host *h, const int32_t *ranks, int nlist,
-                       int n);
+void host_fault_merge (struct host *h, const int32_t *ranks,
+                       const uint64_t *states, int nlist, int n);
 
 /* Return the fault recorded in the segment (after ddpi_error(), logged
  * once per rank), or 0 when there is none. */

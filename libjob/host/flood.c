@@ -13,7 +13,18 @@
  * merged into the record; every change of the record is sent on every
  * connection (flooding again).  A partner node not heard from by 60% of
  * the window has no rank that reached the call: all its ranks are
- * merged, and that too floods on. */
+ * merged, and that too floods on.
+ *
+ * A FAULT frame that a link cannot carry (the link is in the middle of a
+ * frame or full; or it is queued behind unsent bytes, which the kernel
+ * drops if this process exits with unread input on the link: a reset)
+ * goes on the side: a short connection to the partner lane's listening
+ * socket carrying a hello and the frame, closed at once (nothing unread:
+ * the kernel delivers it even after this process is gone).  Only then is a
+ * link in the middle of a frame cut, so that the peer, which sees the cut
+ * first, has the record at hand: its waits take side frames (tcp.c).
+ * Without this a peer that sees the link end names the lane at its other
+ * end dead, not the rank at fault. */
 #include "config.h"
 
 #include <errno.h>
@@ -31,6 +42,7 @@
 
 #define STAGGER 0.1         /* seconds between tries of a partner's lanes */
 #define SILENT_AT 0.6       /* share of the window before naming silent */
+#define SIDE_WAIT 0.5       /* seconds a side FAULT frame may take */
 
 /* One connection of the swap. */
 struct conn {
@@ -60,7 +72,8 @@ static size_t list_msg (struct host *h, struct fault_msg *m)
 
     if (nlist < 0 || nlist > FAULT_LIST_MAX)
         nlist = 0;
-    len = host_fault_msg_fill (m, nlist ? h->hdr->fault_list : &first, nlist,
+    len = host_fault_msg_fill (m, nlist ? h->hdr->fault_list : &first,
+                               h->hdr->fault_state, nlist,
                                h->hdr->fault_n,
                                atomic_load (&h->hdr->fault_kind),
                                atomic_load (&h->hdr->fault_reporter));
@@ -109,9 +122,11 @@ static void list_in (struct host *h, struct swap *w, int i,
                      const struct frame *f)
 {
     int32_t list[FAULT_LIST_MAX];
+    uint64_t states[FAULT_LIST_MAX];
     int p = w->c[i].part, peer = h->node_ranks[h->part[p].node][0];
     bool whole;
-    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, &whole);
+    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, states,
+                                 &whole);
 
     w->heard[p] = true;
     if (!whole) {
@@ -119,7 +134,7 @@ static void list_in (struct host *h, struct swap *w, int i,
         return;
     }
     if (nlist > 0)
-        host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
+        host_fault_merge (h, list, states, nlist, FAULT_SEQ_N (f->seq));
 }
 
 /* Connection i is readable: a LIST frame (outgoing: their answer and
@@ -213,13 +228,18 @@ static void pass_on (struct host *h, struct swap *w, double t)
             send_list (h, w, i);
 }
 
-/* Partners not heard from have no rank that reached the call. */
+/* Partners not heard from have no rank that reached the call: their
+ * ranks are named as never having entered it. */
 static void name_silent (struct host *h, struct swap *w)
 {
+    uint64_t st[FAULT_LIST_MAX];
+
+    for (int i = 0; i < FAULT_LIST_MAX; i++)
+        st[i] = FAULT_STATE (h->call - 1, KIND_OTHER, 0);
     for (int p = 0; p < h->npart; p++) {
         int n = h->part[p].node;
         if (!w->heard[p])
-            host_fault_merge (h, h->node_ranks[n], h->node_size[n],
+            host_fault_merge (h, h->node_ranks[n], st, h->node_size[n],
                               h->node_size[n]);
     }
 }
@@ -274,6 +294,16 @@ static void poll_once (struct host *h, struct swap *w)
     free (pfd);
 }
 
+/* Swap connections that a wait on the links accepted (hello read). */
+static void adopt_stashed (struct host *h, struct swap *w)
+{
+    int fd, node;
+
+    while (host_tcp_stashed (h, &fd, &node))
+        conn_add (w, (struct conn){ .fd = fd,
+                                    .part = host_tcp_link (h, node) });
+}
+
 static void flood_gather (struct host *h, double window)
 {
     struct swap w = { 0 };
@@ -286,6 +316,7 @@ static void flood_gather (struct host *h, double window)
         goto out;
     w.start = w.last_change = ddpi_now ();
     w.version = atomic_load (&h->hdr->fault_version);
+    adopt_stashed (h, &w);
     while ((t = ddpi_now ()) < w.start + window) {
         if (!silent_done && t >= w.start + SILENT_AT * window) {
             silent_done = true;
@@ -305,8 +336,112 @@ out:
     free (w.tried);
 }
 
+/* One side connection: partner link i's lane, the address being tried. */
+struct side {
+    int fd, link;
+    uint32_t ai;
+};
+
+/* The ordered addresses of partner link i's lane (ours). */
+static struct host_addr side_addr (struct host *h, int i)
+{
+    struct host_addr a = h->part[i].addr[h->lrank];
+
+    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
+    return a;
+}
+
+/* Side connection s is writable: send the hello and the frame, or try the
+ * next address.  Returns true when s is done with (fd closed). */
+static bool side_ready (struct host *h, struct side *s, short revents,
+                        const struct fault_msg *m, size_t len)
+{
+    struct host_addr a = side_addr (h, s->link);
+    struct {
+        struct hello hi;
+        struct fault_msg m;
+    } out = { { SIDE_MAGIC, a.cookie, (uint32_t)h->node,
+                (uint32_t)h->lrank }, *m };
+    int err = 0;
+    socklen_t el = sizeof (err);
+
+    if (getsockopt (s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
+        || (revents & (POLLERR | POLLHUP))) {
+        close (s->fd);
+        s->ai++;
+        s->fd = host_tcp_connect_start (&a, &s->ai);
+        return s->fd < 0;
+    }
+    /* The hello and the frame in one small send: it fits an empty socket. */
+    send (s->fd, &out, sizeof (out.hi) + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close (s->fd);
+    s->fd = -1;
+    return true;
+}
+
+/* Send m on the side to the lanes of the links marked in want (n links),
+ * all at once, for SIDE_WAIT at most. */
+static void side_send (struct host *h, const int *want, int n,
+                       const struct fault_msg *m, size_t len)
+{
+    struct side *s = calloc ((size_t)n, sizeof (*s));
+    struct pollfd *pfd = calloc ((size_t)n, sizeof (*pfd));
+    double end = ddpi_now () + SIDE_WAIT;
+    int ns = 0, left;
+
+    for (int i = 0; s && pfd && i < n; i++) {
+        struct host_addr a;
+        if (!want[i])
+            continue;
+        a = side_addr (h, i);
+        s[ns] = (struct side){ .link = i };
+        if ((s[ns].fd = host_tcp_connect_start (&a, &s[ns].ai)) >= 0)
+            ns++;
+    }
+    left = ns;
+    while (left > 0 && ddpi_now () < end) {
+        for (int i = 0; i < ns; i++)
+            pfd[i] = (struct pollfd){ s[i].fd, POLLOUT, 0 };
+        if (poll (pfd, (nfds_t)ns, 10) <= 0)
+            continue;
+        for (int i = 0; i < ns; i++)
+            if (s[i].fd >= 0 && pfd[i].revents
+                && side_ready (h, &s[i], pfd[i].revents, m, len))
+                left--;
+    }
+    for (int i = 0; i < ns; i++)
+        if (s[i].fd >= 0)
+            close (s[i].fd);
+    free (s);
+    free (pfd);
+}
+
+/* The relay's send: on every link, on the side where a link cannot carry
+ * it (fault.h), then cut the links in the middle of a frame. */
+static void flood_send (struct host *h, const int *ranks,
+                        const uint64_t *states, int nlist, int n, int kind,
+                        int reporter)
+{
+    struct fault_msg m;
+    size_t len = host_fault_msg_fill (&m, ranks, states, nlist, n, kind,
+                                      reporter);
+    int *side = calloc ((size_t)h->npart + 1, sizeof (int)), any = 0;
+
+    if (!side)
+        return;
+    host_tcp_send_fault (h, &m, len, side);
+    for (int i = 0; i < h->npart; i++)
+        any |= side[i];
+    if (any)
+        side_send (h, side, h->npart, &m, len);
+    for (int i = 0; i < h->npart; i++)
+        if (side[i] == 2)
+            host_tcp_cut (h, i);
+    free (side);
+}
+
 const struct fault_relay host_flood_relay = {
-    .send = host_tcp_send_fault,
+    .send = flood_send,
     .poll = host_tcp_poll,
     .gather = flood_gather,
 };

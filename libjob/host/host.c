@@ -448,13 +448,26 @@ static void host_destroy (void *ctx)
 
 /* ------------------------------------------------------------ steps */
 
-/* Start a collective of kind: counts it, numbers it. */
+/* Start a collective of kind: counts it, numbers it, and shows it to the
+ * node (the diagnosis of a timeout names it). */
 static int call_begin (struct host *h, int kind)
 {
     h->kind = kind;
     h->stats[kind].calls++;
     h->call++;
+    atomic_store_explicit (&h->flags[h->lrank].state,
+                           FAULT_STATE (h->call, kind, 1),
+                           memory_order_relaxed);
     return h->broken;
+}
+
+/* The collective under way ended with rc: show that it was left. */
+static int call_end (struct host *h, int rc)
+{
+    atomic_store_explicit (&h->flags[h->lrank].state,
+                           FAULT_STATE (h->call, h->kind, 0),
+                           memory_order_relaxed);
+    return rc;
 }
 
 /* Start step s: wait until the bank it uses is free again. */
@@ -946,9 +959,8 @@ static int allgather_nodes (struct host *h, const char *send, char *recv,
 
 /* ------------------------------------------------------------ the calls */
 
-static int host_barrier (void *ctx)
+static int barrier_run (struct host *h)
 {
-    struct host *h = ctx;
     uint64_t s = 0;
     int rc;
 
@@ -998,22 +1010,28 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
     return 0;
 }
 
+static int host_barrier (void *ctx)
+{
+    return call_end (ctx, barrier_run (ctx));
+}
+
 static int host_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
                            size_t count, ddp_dtype_t dtype, ddp_op_t op)
 {
-    return reduce_impl (ctx, sendbuf, recvbuf, count, dtype, op, -1);
+    return call_end (ctx, reduce_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       op, -1));
 }
 
 static int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
                         size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    return reduce_impl (ctx, sendbuf, recvbuf, count, dtype, op, root);
+    return call_end (ctx, reduce_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       op, root));
 }
 
-static int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
-                       int root)
+static int bcast_run (struct host *h, void *buf, size_t count,
+                      ddp_dtype_t dtype, int root)
 {
-    struct host *h = ctx;
     size_t bytes = count * ddp_dtype_size (dtype), n;
     int rc;
 
@@ -1027,6 +1045,12 @@ static int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
             return rc;
     }
     return 0;
+}
+
+static int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                       int root)
+{
+    return call_end (ctx, bcast_run (ctx, buf, count, dtype, root));
 }
 
 static int gather_impl (struct host *h, const char *send, char *recv,
@@ -1058,13 +1082,15 @@ static int gather_impl (struct host *h, const char *send, char *recv,
 static int host_gather (void *ctx, const void *sendbuf, void *recvbuf,
                         size_t count, ddp_dtype_t dtype, int root)
 {
-    return gather_impl (ctx, sendbuf, recvbuf, count, dtype, root);
+    return call_end (ctx, gather_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       root));
 }
 
 static int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
                            size_t count, ddp_dtype_t dtype)
 {
-    return gather_impl (ctx, sendbuf, recvbuf, count, dtype, -1);
+    return call_end (ctx, gather_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       -1));
 }
 
 static void host_abort (void *ctx)

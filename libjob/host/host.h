@@ -127,14 +127,15 @@
 #include "fault.h"
 #include "wait.h"
 
-#define SHM_MAGIC 0x64647073686d3033ULL  /* "ddpshm03" */
+#define SHM_MAGIC 0x64647073686d3034ULL  /* "ddpshm04" */
 
 struct shm_flags {
     _Atomic uint64_t seq;
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
     _Atomic uint64_t beat;
-    char pad[64 - 4 * sizeof (uint64_t)];
+    _Atomic uint64_t state;     /* FAULT_STATE of this rank (fault.h) */
+    char pad[64 - 5 * sizeof (uint64_t)];
 };
 
 struct shm_hdr {
@@ -161,8 +162,10 @@ struct shm_hdr {
     /* Bumped by every change of the list (fault_merge), so the node's
      * speaker knows when to pass it on. */
     _Atomic int32_t fault_version;
-    char pad[256 - 3 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
-             * sizeof (int32_t)];
+    /* What each listed rank was doing (FAULT_STATE; 0: unknown). */
+    uint64_t fault_state[FAULT_LIST_MAX];
+    char pad[512 - 3 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
+             * sizeof (int32_t) - FAULT_LIST_MAX * sizeof (uint64_t)];
 };
 
 /* Addresses a lane listens on (the bootstrap blob carries them). */
@@ -377,16 +380,11 @@ int host_tcp_peer (struct host *h, int i);
  * Returns 0 or DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT. */
 int host_tcp_run (struct host *h, struct host_op *ops, int nops);
 
-/* Best effort, non-blocking: send a FAULT frame naming ranks (nlist
- * listed of n in all, ascending; nlist may be 0) on every link of this
- * rank; a link in the middle of a frame is cut instead. */
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist,
-                          int n, int kind, int reporter);
-
 /* Without blocking, read frame headers that arrived on links nobody is
  * receiving on: claim a FAULT frame's record; park a data frame for the
- * op that will take it; note a link the peer closed.  For shared-memory
- * waits (relay->poll). */
+ * op that will take it; note a link the peer closed; take a FAULT frame
+ * sent on the side (tcp.h: SIDE_MAGIC).  For shared-memory waits
+ * (relay->poll). */
 void host_tcp_poll (struct host *h);
 
 /* This lane's listening socket, or -1 (not a lane), for the fault relay. */

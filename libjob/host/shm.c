@@ -149,7 +149,7 @@ void host_shm_destroy (struct host *h)
     h->memfd = -1;
 }
 
-_Static_assert (sizeof (struct shm_hdr) == 256,
+_Static_assert (sizeof (struct shm_hdr) == 512,
                 "the flags after the header stay cache-line aligned");
 
 /* The local index of a local rank whose process is gone, or -1. */

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,6 +28,8 @@
 
 #define IOV_BATCH 64        /* iovecs per sendmsg/recvmsg */
 #define EVENTS 64           /* epoll events per wait (more come next time) */
+#define STASH_MAX 16        /* fault-list connections kept for flood.c */
+#define LISTEN_EV UINT64_MAX    /* epoll data of the listening socket */
 
 /* One link: a connection to this lane on a partner node. */
 struct link {
@@ -46,6 +50,10 @@ struct host_links {
     int ep;
     int n;
     struct link *l;         /* one per partner, ascending nodes */
+    /* Connections of a speaker's swap of lists (flood.c) accepted while
+     * waiting for side FAULT frames: their socket and node, hello read. */
+    int nstash;
+    int stash_fd[STASH_MAX], stash_node[STASH_MAX];
 };
 
 /* ---------------------------------------------------------------- setup */
@@ -349,11 +357,15 @@ static void link_made (struct host *h, int i, int fd)
     h->lk->l[i].fd = fd;
 }
 
-/* Every link made: watch them for input, on the links' own epoll. */
+/* Every link made: watch them for input, on the links' own epoll, and the
+ * listening socket for FAULT frames sent on the side (flood.c). */
 static int links_watch (struct host *h)
 {
     if ((h->lk->ep = epoll_create1 (EPOLL_CLOEXEC)) < 0)
         return sock_error ("epoll_create1");
+    if (h->listen_fd >= 0
+        && ep_add (h->lk->ep, h->listen_fd, EPOLLIN, LISTEN_EV) < 0)
+        return sock_error ("epoll_ctl");
     for (int i = 0; i < h->lk->n; i++) {
         h->lk->l[i].ev = EPOLLIN;
         if (ep_add (h->lk->ep, h->lk->l[i].fd, EPOLLIN, (uint64_t)i) < 0)
@@ -546,6 +558,8 @@ void host_tcp_close (struct host *h)
     for (int i = 0; i < h->lk->n; i++)
         if (h->lk->l[i].fd >= 0)
             close (h->lk->l[i].fd);
+    for (int i = 0; i < h->lk->nstash; i++)
+        close (h->lk->stash_fd[i]);
     if (h->lk->ep >= 0)
         close (h->lk->ep);
     free (h->lk->l);
@@ -585,42 +599,100 @@ static void clamp_ranks (struct host *h, int peer, int32_t *list, int nlist)
 }
 
 int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
-                     int32_t *list, bool *whole)
+                     int32_t *list, uint64_t *states, bool *whole)
 {
     int nlist = FAULT_SEQ_NLIST (f->seq);
+    unsigned char body[sizeof (((struct fault_msg *)0)->body)];
+    size_t nb = (size_t)nlist * sizeof (int32_t);
 
     *whole = nlist >= 0 && nlist <= FAULT_LIST_MAX
              && (nlist == 0
-                 || ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t),
-                                  false, ddpi_now () + 0.1) == 0);
+                 || ddpi_io_full (fd, body, nb + (size_t)nlist
+                                  * sizeof (uint64_t), false,
+                                  ddpi_now () + 0.1) == 0);
     if (!*whole)
         nlist = 0;
+    memcpy (list, body, (size_t)nlist * sizeof (int32_t));
+    memcpy (states, body + nb, (size_t)nlist * sizeof (uint64_t));
     clamp_ranks (h, peer, list, nlist);
     return nlist;
 }
 
-/* A FAULT frame arrived on link i (its header in l->in): claim its record
- * (the first claim stands; the list may be empty: a timeout between
- * nodes, its first rank the fallback). */
-static void fault_in (struct host *h, int i)
+/* A FAULT frame f arrived on fd from peer's side: claim its record (the
+ * first claim stands; the list may be empty: a timeout between nodes, its
+ * first rank the fallback). */
+static void fault_take (struct host *h, int fd, int peer,
+                        const struct frame *f)
 {
-    struct link *l = &h->lk->l[i];
-    struct frame *f = &l->in;
     int32_t list[FAULT_LIST_MAX];
+    uint64_t states[FAULT_LIST_MAX];
     int kind = FAULT_SEQ_KIND (f->seq), nlist, fallback;
-    int reporter = f->len < (uint64_t)h->size ? (int)f->len : l->peer;
+    int reporter = f->len < (uint64_t)h->size ? (int)f->len : peer;
     bool whole;
 
     if (kind < FAULT_DIED || kind > FAULT_LINK)
         kind = FAULT_DIED;
-    nlist = host_frame_list (h, l->fd, l->peer, f, list, &whole);
-    fallback = f->arg >= 0 && f->arg < h->size ? f->arg : l->peer;
-    if (nlist > 0)
-        host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
-                          reporter);
+    nlist = host_frame_list (h, fd, peer, f, list, states, &whole);
+    fallback = f->arg >= 0 && f->arg < h->size ? f->arg : peer;
+    if (nlist > 0) {
+        if (host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
+                              reporter))
+            host_fault_merge (h, list, states, nlist, FAULT_SEQ_N (f->seq));
+    }
     else
         host_fault_claim (h, &fallback, 0, 0, kind, reporter);
+}
+
+/* A FAULT frame arrived on link i (its header in l->in). */
+static void fault_in (struct host *h, int i)
+{
+    struct link *l = &h->lk->l[i];
+
+    fault_take (h, l->fd, l->peer, &l->in);
     l->in_hdr = 0;
+}
+
+/* A connection on the listening socket after the links were made: a
+ * partner lane's FAULT frame sent on the side (its link to us could not
+ * carry it, flood.c), taken at once; or a speaker's swap of lists, kept
+ * for flood.c (host_tcp_stashed).  Anything else is dropped. */
+static void side_in (struct host *h)
+{
+    int fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    struct host_links *lk = h->lk;
+    struct hello hi;
+    struct frame f;
+    int i;
+
+    if (fd < 0)
+        return;
+    if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.1) < 0
+        || hi.cookie != h->cookie || hi.node >= (uint32_t)h->nnodes
+        || (i = host_tcp_link (h, (int)hi.node)) < 0)
+        goto drop;
+    if (hi.magic == GATHER_MAGIC && lk->nstash < STASH_MAX) {
+        lk->stash_fd[lk->nstash] = fd;
+        lk->stash_node[lk->nstash++] = (int)hi.node;
+        return;
+    }
+    if (hi.magic == SIDE_MAGIC
+        && ddpi_io_full (fd, &f, sizeof (f), false, ddpi_now () + 0.1) == 0
+        && f.type == FRAME_FAULT)
+        fault_take (h, fd, lk->l[i].peer, &f);
+drop:
+    close (fd);
+}
+
+int host_tcp_stashed (struct host *h, int *fd, int *node)
+{
+    struct host_links *lk = h->lk;
+
+    if (!lk || lk->nstash == 0)
+        return 0;
+    lk->nstash--;
+    *fd = lk->stash_fd[lk->nstash];
+    *node = lk->stash_node[lk->nstash];
+    return 1;
 }
 
 /* Read more of link i's header into l->in without blocking.  Returns 1 when
@@ -700,7 +772,9 @@ static void wait_events (struct host *h, int ms)
     n = epoll_wait (h->lk->ep, ev, EVENTS, ms);
     for (int k = 0; k < n; k++) {
         int i = (int)ev[k].data.u64;
-        if (i >= 0 && i < h->lk->n && h->lk->l[i].rx < 0)
+        if (ev[k].data.u64 == LISTEN_EV)
+            side_in (h);
+        else if (i >= 0 && i < h->lk->n && h->lk->l[i].rx < 0)
             drain (h, i);
     }
 }
@@ -731,36 +805,60 @@ void host_tcp_poll (struct host *h)
         wait_events (h, 0);
 }
 
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
-                          int kind, int reporter)
+/* Are bytes of link i still waiting in our socket to be sent?  They would
+ * be lost if this process ended with unread input (the kernel resets the
+ * connection and drops them). */
+static bool unsent (const struct link *l)
 {
-    struct fault_msg msg;
-    size_t len = host_fault_msg_fill (&msg, ranks, nlist, n, kind, reporter);
+    int n = 0;
 
+    return ioctl (l->fd, SIOCOUTQNSD, &n) < 0 || n > 0;
+}
+
+void host_tcp_send_fault (struct host *h, const struct fault_msg *msg,
+                          size_t len, int *side)
+{
     for (int i = 0; h->lk && i < h->lk->n; i++) {
         struct link *l = &h->lk->l[i];
+        side[i] = 0;
         if (l->fd < 0 || l->closed)
             continue;
-        /* In the middle of a frame the fault cannot be framed: cut the link
-         * instead (the peer sees EOF and fails at once). */
-        if (l->mid || send (l->fd, &msg, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+        /* In the middle of a frame the fault cannot be framed: the link
+         * will be cut (after the frame went on the side). */
+        if (l->mid || send (l->fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL)
                       != (ssize_t)len)
-            shutdown (l->fd, SHUT_RDWR);
+            side[i] = 2;
+        else if (unsent (l))
+            side[i] = 1;
     }
 }
 
-size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
-                            int n, int kind, int reporter)
+void host_tcp_cut (struct host *h, int i)
 {
+    if (h->lk && i >= 0 && i < h->lk->n && h->lk->l[i].fd >= 0)
+        shutdown (h->lk->l[i].fd, SHUT_RDWR);
+}
+
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
+                            const uint64_t *states, int nlist, int n,
+                            int kind, int reporter)
+{
+    size_t nb;
+
     if (nlist > FAULT_LIST_MAX)
         nlist = FAULT_LIST_MAX;
     if (nlist < 0)
         nlist = 0;
+    nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)reporter };
-    for (int i = 0; i < nlist; i++)
-        m->list[i] = ranks[i];
-    return sizeof (m->f) + (size_t)nlist * sizeof (int32_t);
+    for (int i = 0; i < nlist; i++) {
+        int32_t r = ranks[i];
+        uint64_t st = states ? states[i] : 0;
+        memcpy (m->body + (size_t)i * sizeof (r), &r, sizeof (r));
+        memcpy (m->body + nb + (size_t)i * sizeof (st), &st, sizeof (st));
+    }
+    return sizeof (m->f) + nb + (size_t)nlist * sizeof (uint64_t);
 }
 
 /* ---------------------------------------------------------------- rounds */

@@ -14,6 +14,7 @@ struct host_addr;
 
 #define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo": a link */
 #define GATHER_MAGIC 0x6464702d67617468ULL  /* "ddp-gath": fault lists */
+#define SIDE_MAGIC 0x6464702d73696465ULL    /* "ddp-side": one FAULT */
 #define FRAME_DATA 0x44415441u              /* "DATA" */
 #define FRAME_FAULT 0x4641554cu             /* "FAUL" */
 #define FRAME_LIST 0x4c495354u              /* "LIST" */
@@ -30,8 +31,9 @@ struct hello {
  * in its algorithm, seq the call number, len the payload bytes that
  * follow.  FAULT and LIST: arg is the first rank at fault (or the
  * fallback of an empty list; LIST: the sender's node), seq packs the kind
- * (bits 0-15), how many ranks follow as int32 (16-31) and how many there
- * are in all (32-63); len is who noticed. */
+ * (bits 0-15), how many ranks follow (16-31) and how many there are in
+ * all (32-63); len is who noticed.  The ranks follow as int32, then what
+ * each was doing as uint64 (fault.h: FAULT_STATE; 0 unknown). */
 struct frame {
     uint32_t type;
     int32_t arg;
@@ -45,24 +47,44 @@ struct frame {
 #define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
 #define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
 
-/* A FAULT (or LIST) frame with its list, as one send() puts it out. */
+/* A FAULT (or LIST) frame with its ranks and their states, as one send()
+ * puts it out. */
 struct fault_msg {
     struct frame f;
-    int32_t list[FAULT_LIST_MAX];
+    unsigned char body[FAULT_LIST_MAX * (sizeof (int32_t) + sizeof (uint64_t))];
 };
 
 /* Fill m as a FAULT frame for ranks (nlist listed, 0..FAULT_LIST_MAX, of
- * n; ranks[0] is read even when nlist is 0: the fallback).  Returns the
- * bytes to send. */
-size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
-                            int n, int kind, int reporter);
+ * n; ranks[0] is read even when nlist is 0: the fallback) and their states
+ * (NULL: unknown).  Returns the bytes to send. */
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
+                            const uint64_t *states, int nlist, int n,
+                            int kind, int reporter);
 
-/* The ranks a FAULT or LIST frame f names, read from fd into list (sent
- * with it in one send(), so they are there or about to be: 100 ms at
- * most); untrusted numbers out of range become peer.  Returns how many,
- * with *whole false (and 0) when they did not come. */
+/* The ranks a FAULT or LIST frame f names, read from fd into list and
+ * their states into states (sent with it in one send(), so they are there
+ * or about to be: 100 ms at most); untrusted numbers out of range become
+ * peer.  Returns how many, with *whole false (and 0) when they did not
+ * come. */
 int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
-                     int32_t *list, bool *whole);
+                     int32_t *list, uint64_t *states, bool *whole);
+
+/* Non-blocking: send the FAULT message msg (len bytes) on every link of
+ * this rank.  side[i] (one per link) gets 0 when link i carries it, 1 when
+ * it is queued behind bytes not sent yet (lost if this process ends with
+ * unread input: the kernel resets the link), 2 when the link cannot carry
+ * it (in the middle of a frame, or full): then it must go on the side and
+ * the link be cut (host_tcp_cut). */
+void host_tcp_send_fault (struct host *h, const struct fault_msg *msg,
+                          size_t len, int *side);
+
+/* Cut link i (both directions): its peer sees it end at once. */
+void host_tcp_cut (struct host *h, int i);
+
+/* Take a connection of a speaker's swap of lists (flood.c) that a wait on
+ * the links accepted, its hello read: *fd and the speaker's *node.
+ * Returns 1, or 0 when none is kept. */
+int host_tcp_stashed (struct host *h, int *fd, int *node);
 
 /* Put a's addresses in the order to try them (same_machine: the peer runs
  * on this machine): loopback first for a peer on this machine, then

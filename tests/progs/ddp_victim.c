@@ -18,6 +18,10 @@
  *              others do
  *   abort      init and one barrier; the ranks in DDP_VICTIM_RANKS call
  *              ddp_abort(3, ...), the others loop on ddp_barrier()
+ *   late       init, then ddp_barrier() in a loop; the ranks in
+ *              DDP_VICTIM_RANKS sleep DDP_VICTIM_SKIP_SLEEP seconds (default
+ *              2 x DDP_TIMEOUT + 1) before the DDP_VICTIM_AT-th barrier of
+ *              the loop (default 5), then exit 0
  *   fail-main  ddp_run_on_main() whose function fails on rank 0
  *   fail-first ddp_rank0_first() whose function fails on rank 0
  * Loops stop after DDP_VICTIM_SECS seconds (default 60): a rank that gets
@@ -197,6 +201,25 @@ static void loop_allreduce (double secs)
     finish (4, "not noticed");
 }
 
+static void loop_late (double secs, double timeout)
+{
+    int at = (int)env_double ("DDP_VICTIM_AT", 5), rc;
+    double end = now () + secs;
+
+    ready ();
+    for (int i = 1; (call_start = now ()) < end; i++) {
+        if (i == at && is_victim (my_rank)) {
+            sleep ((unsigned)env_double ("DDP_VICTIM_SKIP_SLEEP",
+                                         2 * timeout + 1));
+            finish (0, "late");
+        }
+        if ((rc = ddp_barrier ()) < 0)
+            failed ("ddp_barrier", rc);
+    }
+    printf ("ddp_victim: rank %d: NOT NOTICED\n", my_rank);
+    finish (4, "not noticed");
+}
+
 static int fail_on_main (void *arg)
 {
     (void)arg;
@@ -246,6 +269,8 @@ int main (int argc, char **argv)
     }
     if (strcmp (mode, "allreduce") == 0)
         loop_allreduce (secs);
+    if (strcmp (mode, "late") == 0)
+        loop_late (secs, timeout);
     call_start = now ();
     if ((rc = ddp_barrier ()) < 0)
         failed ("ddp_barrier", rc);

@@ -57,35 +57,64 @@ static void test_merge (void)
 
     host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0);
     v = atomic_load (&h->hdr->fault_version);
-    host_fault_merge (h, a, 2, 2);
+    host_fault_merge (h, a, NULL, 2, 2);
     ok (h->hdr->fault_nlist == 2 && h->hdr->fault_n == 2
         && atomic_load (&h->hdr->fault_version) == v + 1,
         "a merge into an empty list takes it and bumps the version");
-    host_fault_merge (h, a, 2, 2);
+    host_fault_merge (h, a, NULL, 2, 2);
     ok (h->hdr->fault_n == 2 && atomic_load (&h->hdr->fault_version) == v + 1,
         "the same list again changes nothing");
-    host_fault_merge (h, b, 3, 3);
+    host_fault_merge (h, b, NULL, 3, 3);
     ok (h->hdr->fault_nlist == 3 && h->hdr->fault_n == 3
         && h->hdr->fault_list[2] == 12
         && atomic_load (&h->hdr->fault_version) == v + 2,
         "an overlapping list adds only what is new");
     for (int i = 0; i < FAULT_LIST_MAX; i++)
         big[i] = 100 + i;
-    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
+    host_fault_merge (h, big, NULL, FAULT_LIST_MAX, 50);
     is_int (h->hdr->fault_nlist, FAULT_LIST_MAX, "the list is full");
     is_int (h->hdr->fault_n, FAULT_LIST_MAX + 18,
             "the count is the union plus the unlisted part");
     v = atomic_load (&h->hdr->fault_version);
-    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
-    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
+    host_fault_merge (h, big, NULL, FAULT_LIST_MAX, 50);
+    host_fault_merge (h, big, NULL, FAULT_LIST_MAX, 50);
     ok (h->hdr->fault_n == FAULT_LIST_MAX + 18
         && atomic_load (&h->hdr->fault_version) == v,
         "a list that floods in twice is not counted twice");
     big[0] = -5;
     big[1] = 5000;
-    host_fault_merge (h, big, 2, 2000000);
+    host_fault_merge (h, big, NULL, 2, 2000000);
     ok (h->hdr->fault_n <= h->size, "counts from the wire stay within the "
         "world (%d)", h->hdr->fault_n);
+    free_host (h);
+}
+
+/* States ride with their ranks: a rank the record lists without one gets
+ * it from a later list, one it knows keeps its own. */
+static void test_states (void)
+{
+    struct host *h = new_host (100);
+    int32_t a[2] = { 9, 4 }, b[2] = { 4, 9 };
+    uint64_t sa[2] = { FAULT_STATE (12, KIND_BARRIER, 0), 0 };
+    uint64_t sb[2] = { FAULT_STATE (99, KIND_BCAST, 1),
+                       FAULT_STATE (11, KIND_ALLREDUCE, 1) };
+    int first = 4, v;
+
+    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0);
+    host_fault_merge (h, a, sa, 2, 2);
+    ok (h->hdr->fault_list[0] == 4 && h->hdr->fault_state[0] == 0
+        && h->hdr->fault_list[1] == 9
+        && h->hdr->fault_state[1] == FAULT_STATE (12, KIND_BARRIER, 0),
+        "states are sorted along with their ranks");
+    v = atomic_load (&h->hdr->fault_version);
+    host_fault_merge (h, b, sb, 2, 2);
+    ok (h->hdr->fault_state[0] == FAULT_STATE (99, KIND_BCAST, 1)
+        && h->hdr->fault_state[1] == FAULT_STATE (12, KIND_BARRIER, 0)
+        && atomic_load (&h->hdr->fault_version) == v + 1,
+        "an unknown state is filled in, a known one kept, the version bumped");
+    ok (FAULT_STATE_CALL (h->hdr->fault_state[0]) == 99
+        && FAULT_STATE_KIND (h->hdr->fault_state[0]) == KIND_BCAST
+        && FAULT_STATE_IN (h->hdr->fault_state[0]), "a state unpacks");
     free_host (h);
 }
 
@@ -113,6 +142,7 @@ int main (void)
     plan (NO_PLAN);
     test_claim ();
     test_merge ();
+    test_states ();
     test_addrs ();
     done_testing ();
 }

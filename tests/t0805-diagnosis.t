@@ -1,0 +1,48 @@
+#!/bin/sh
+test_description='a collective timeout says, on every rank, which collective number each absent rank is at'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+. "$DDP_SRC_DIR/tests/reliability-lib.sh"
+
+# ddp_victim late: the late ranks sleep (2 x DDP_TIMEOUT + 1 s) before the
+# 5th barrier of a loop; the others time out in it.  Collectives are
+# numbered per rank from 1 (ddp_init's own barrier is #1), so every error
+# must say the late rank "never entered ddp_barrier #N", with one N on all
+# ranks, and name its node.
+REL_BOUND=20
+
+# late_numbers FILE RANK: the numbers of "rank RANK (node K) never entered
+# ddp_barrier #N" in the libddp errors of FILE, one line per error.
+late_numbers () {
+	grep -F "error: " "$1" |
+		sed -n "s/.*rank $2 (node [0-9]*) never entered ddp_barrier #\([0-9]*\).*/\1/p"
+}
+
+# late_run NAME LATE PRESENT [SRUN ARGS...]: every rank of PRESENT failed
+# the barrier with DDP_ETIMEDOUT, and each error says the same number for
+# LATE.
+late_run () {
+	local name=$1 late=$2 present=$3 n
+	shift 3
+	rel_start "$name" late "$late" "$@" &&
+	rel_wait && rel_show && rel_check_bound &&
+	rel_check_survivors "$late" ddp_barrier &&
+	n=$(echo "$present" | tr , "\n" | wc -l) &&
+	late_numbers "$REL_DIR.err" "$late" >"$name.numbers" &&
+	say "numbers: $(tr "\n" " " <"$name.numbers")" &&
+	test "$(wc -l <"$name.numbers")" = "$n" &&
+	test "$(sort -u "$name.numbers" | wc -l)" = 1 &&
+	test "$(sort -u "$name.numbers")" -ge 5 &&
+	rel_check_clean
+}
+
+test_expect_success 'a rank late to a barrier in a loop: every error says which barrier number it never entered (one node)' '
+	late_run late.1 1 0,2,3 -N1 -n4
+'
+test_expect_success 'the same across nodes: the late rank alone on its node, named by the others' '
+	late_run late.2 3 0,1,2 -N2 -n4
+'
+test_expect_success 'the same across nodes: a late rank on the first node, named by the second' '
+	late_run late.3 1 0,2,3 -N2 -n4 --ntasks-per-node=2
+'
+test_done
