@@ -9,10 +9,13 @@ ddp_cluster_require 16
 # appends one line per rank at ddp_finalize.  progs/ddp_traffic runs each
 # collective asked for once (its results checked), so the counters hold
 # exactly that call, and the barriers of ddp_init and ddp_finalize.  The algorithms with
-# the default thresholds (host.h): B >= 1 MiB: ring allreduce, ring
+# the default thresholds (host.h): B >= 4 MiB: ring allreduce, ring
 # reduce-scatter + binomial gather for reduce, scatter + ring allgather for
-# bcast; 32 KiB <= B < 1 MiB: recursive halving + doubling allreduce;
-# smaller: recursive doubling, binomial trees, Bruck.  With B = 4 MiB of
+# bcast; 32 KiB <= B < 4 MiB: recursive halving + doubling allreduce;
+# smaller: recursive doubling, binomial trees, Bruck.  The thresholds that
+# select a ring grow with N - 1 - ceil(log2 N) from 8 nodes up, so the
+# large runs set DDP_RING_MIN=0 to have the ring allreduce at every node
+# count (TRAFFIC_ENV); the last test checks the default's choice.  With B = 4 MiB of
 # float32 (1048576 elements) and 256 KiB, every block is the same size at
 # 2, 4, 8 and 16 nodes, so the formulas are exact.
 TRAFFIC=$DDP_PROGS/ddp_traffic
@@ -34,7 +37,8 @@ traffic () {
 	shift
 	rm -f "$PWD/$name.stats"
 	# shellcheck disable=SC2086
-	ddp_srun --mpi=pmix $args --export=ALL,DDP_STATS="$PWD/$name.stats" \
+	ddp_srun --mpi=pmix $args \
+		--export=ALL,DDP_STATS="$PWD/$name.stats"${TRAFFIC_ENV:+,$TRAFFIC_ENV} \
 		"$TRAFFIC" "$@" >"$name.out" 2>"$name.err"
 	rc=$?
 	cat "$name.out" "$name.err"
@@ -87,6 +91,7 @@ expect () {
 
 for N in 2 4 8 16; do
 	test_expect_success "$N nodes: large collectives (4 MiB, 256 KiB a rank)" "
+		TRAFFIC_ENV=DDP_RING_MIN=0 &&
 		traffic big$N -N$N -n$N -- allreduce:$BIG reduce:$BIG:0 \
 			bcast:$BIG:0 allgather:$PART gather:$PART:0
 	"
@@ -125,6 +130,7 @@ for N in 2 4 8 16; do
 			(n ? 1 : br == (N - 1) * $PART)'
 	"
 	test_expect_success "$N nodes: small collectives (8 bytes) and a mid-size allreduce" "
+		TRAFFIC_ENV= &&
 		traffic small$N -N$N -n$N -- allreduce:8 bcast:8:0 allgather:8 &&
 		traffic mid$N -N$N -n$N -- allreduce:$MID
 	"
@@ -148,9 +154,23 @@ done
 
 # Lanes: two ranks a node share a large allreduce, each half the bytes.
 test_expect_success '4 nodes, 2 ranks each: two lanes split the ring' '
+	TRAFFIC_ENV=DDP_RING_MIN=0 &&
 	traffic lanes -N4 -n8 --ntasks-per-node=2 -- allreduce:$BIG &&
 	expect lanes allreduce 4 "
 		ms == 2 * 2 * 3 && bs == 2 * 3 * $BIG / 4 && br == bs" &&
 	test "$(grep -c " lane=1 .* allreduce=1,6,3145728,6,3145728 " lanes.stats)" = 4
+'
+# The default thresholds on 16 nodes: a ring has 11 steps more than
+# recursive halving there, so the ring allreduce starts at 11 x 4 MiB and
+# 4 MiB goes by recursive halving (2 log2 N messages), while a 4 MiB bcast
+# (above 11 x 32 KiB) is still a scatter and a ring allgather.
+test_expect_success '16 nodes, default thresholds: halving for 4 MiB, a ring from 44 MiB' '
+	TRAFFIC_ENV= &&
+	traffic dflt16 -N16 -n16 -- allreduce:$BIG bcast:$BIG:0 &&
+	expect dflt16 allreduce 16 "
+		ms == 2 * lg(N) && mr == ms && bs == 2 * (N - 1) * $BIG / N" &&
+	expect dflt16 bcast 16 "
+		br == (n ? subtree(n) * $BIG / N : 0) + (N - 1) * $BIG / N &&
+		mr == (n ? 1 : 0) + (N - 1)"
 '
 test_done

@@ -354,6 +354,22 @@ static bool small (struct host *h, size_t count, size_t es)
     return count * es < h->tune.small_max || count < (size_t)h->nnodes;
 }
 
+/* The bytes from which a ring pays on this job's N nodes, for a threshold
+ * base measured where the ring has at most one step more than the
+ * logarithmic algorithm it replaces (N <= 4): base x (N - 1 - ceil(log2
+ * N)), the ring's extra steps.  A ring step costs one latency alpha
+ * whatever the size, and what the ring saves grows with the bytes (less
+ * traffic than a tree, reduction overlapped with the transfer), so its
+ * break-even size grows with its extra steps (doc/scaling.md): on 1024
+ * nodes the ring starts at 1013 x base, where a tree's log2 N steps no
+ * longer cost more than the ring's N - 1. */
+static size_t ring_from (struct host *h, size_t base)
+{
+    long extra = (long)h->nnodes - 1 - sched_log2_ceil (h->nnodes);
+
+    return base * (size_t)(extra > 1 ? extra : 1);
+}
+
 int algo_allreduce (struct host *h, void *w, void *out, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op)
 {
@@ -361,7 +377,7 @@ int algo_allreduce (struct host *h, void *w, void *out, size_t count,
 
     if (small (h, count, ddp_dtype_size (dtype)))
         return doubling (h, w, out, count, dtype, op);
-    if (count * ddp_dtype_size (dtype) < h->tune.ring_min)
+    if (count * ddp_dtype_size (dtype) < ring_from (h, h->tune.ring_min))
         return halving (h, w, out, count, dtype, op);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
@@ -449,7 +465,8 @@ int algo_reduce (struct host *h, void *w, void *out, size_t count,
 {
     int rc;
 
-    if (small (h, count, ddp_dtype_size (dtype)))
+    if (small (h, count, ddp_dtype_size (dtype))
+        || count * ddp_dtype_size (dtype) < ring_from (h, h->tune.small_max))
         return tree_reduce (h, w, out, count, dtype, op, root);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
@@ -510,7 +527,7 @@ int algo_bcast (struct host *h, void *buf, size_t bytes, int root)
 {
     int rc;
 
-    if (small (h, bytes, 1))
+    if (small (h, bytes, 1) || bytes < ring_from (h, h->tune.small_max))
         return tree_bcast (h, buf, bytes, root);
     if ((rc = tree_scatter (h, buf, bytes, root)) < 0)
         return rc;
@@ -625,7 +642,7 @@ int algo_allgather (struct host *h, void *r, size_t bytes)
 {
     int N = h->nnodes, n = h->node, rc;
 
-    if ((size_t)h->size * bytes < h->tune.small_max) {
+    if ((size_t)h->size * bytes < ring_from (h, h->tune.small_max)) {
         for (int k = 0; (1L << k) < N; k++) {
             int cnt, dist = sched_bruck (n, N, k, &cnt);
             if ((rc = nodes_swap (h, r, bytes, sched_mod (n - dist, N), n, cnt,

@@ -88,7 +88,7 @@ static int read_tune (struct host_tune *t)
     int rc;
 
     *t = (struct host_tune){ .lanes = 4, .lane_min = 256 * 1024,
-                             .small_max = 32 * 1024, .ring_min = 1 << 20,
+                             .small_max = 32 * 1024, .ring_min = 4 << 20,
                              .segment = 256 * 1024 };
     if ((rc = tune_var ("DDP_LANES", getenv ("DDP_LANES"), 1, LANES_MAX,
                         &t->lanes)) < 0
