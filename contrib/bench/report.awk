@@ -371,8 +371,9 @@ function sweep_section(   i, j, n, p, r, skipped) {
     print "allreduce only, sizes " sizes_text "; the 1- and 2-node"
     print "configurations of the tables above are not run again.  Init: median"
     print "over every run of that shape.  Sent: bytes the busiest node leader sent"
-    print "per allreduce against 2(N-1)/N x bytes (n/a: libddp does not count"
-    print "its traffic yet)."
+    print "per allreduce against 2(N-1)/N x bytes (n/a: ddp-bench does not read"
+    print "libddp's traffic counters per size; tests/t0260 checks them against"
+    print "the formulas of doc/scaling.md)."
     print ""
     if (plot != "") { print "![allreduce and barrier against node count](" plot ")"; print "" }
     skipped = ""
