@@ -1,0 +1,78 @@
+/* blobs.c - blobs kept on this side of a bootstrap method (method.h). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "method.h"
+
+int bootstrap_blobs_add (struct bootstrap_blobs *t, int rank, const char *key,
+                         const void *data, size_t len)
+{
+    struct bootstrap_blob *e;
+
+    if (strlen (key) >= sizeof (e->key)
+        || (t->n > 0 && t->v[t->n - 1].rank > rank))
+        return -1;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        struct bootstrap_blob *v = realloc (t->v, cap * sizeof (*v));
+        if (!v)
+            return -1;
+        t->v = v;
+        t->cap = cap;
+    }
+    e = &t->v[t->n];
+    if (!(e->data = malloc (len ? len : 1)))
+        return -1;
+    if (len)
+        memcpy (e->data, data, len);
+    e->len = len;
+    e->rank = rank;
+    strcpy (e->key, key);
+    t->n++;
+    return 0;
+}
+
+/* The first entry of rank (or where it would be): a binary search. */
+static size_t first_of (const struct bootstrap_blobs *t, int rank)
+{
+    size_t lo = 0, hi = t->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->v[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int bootstrap_blobs_get (const struct bootstrap_blobs *t, int rank,
+                         const char *key, void **blob, size_t *len)
+{
+    size_t i;
+
+    for (i = first_of (t, rank); i < t->n && t->v[i].rank == rank; i++) {
+        if (strcmp (t->v[i].key, key) != 0)
+            continue;
+        if (!(*blob = malloc (t->v[i].len ? t->v[i].len : 1)))
+            return -1;
+        memcpy (*blob, t->v[i].data, t->v[i].len);
+        *len = t->v[i].len;
+        return 0;
+    }
+    return 1;
+}
+
+void bootstrap_blobs_clear (struct bootstrap_blobs *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->n; i++)
+        free (t->v[i].data);
+    free (t->v);
+    t->v = NULL;
+    t->n = t->cap = 0;
+}
