@@ -241,7 +241,9 @@ void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
     }
 }
 
-static size_t esize (ddp_dtype_t dtype)
+/* Public (ddp.h), defined here where every part of libddp, and a test
+ * that links a backend without the core, finds it. */
+size_t ddp_dtype_size (ddp_dtype_t dtype)
 {
     static const size_t sizes[DDP_NUM_DTYPES] = {
         [DDP_INT8] = 1, [DDP_UINT8] = 1, [DDP_INT32] = 4, [DDP_UINT32] = 4,
@@ -254,7 +256,7 @@ static size_t esize (ddp_dtype_t dtype)
 void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op)
 {
-    size_t es = esize (dtype);
+    size_t es = ddp_dtype_size (dtype);
     size_t block = 16384 / (es ? es : 1);   /* stay in L1 across sources */
     size_t off;
     int k;

@@ -180,7 +180,7 @@ static void layouts (void)
     e = (struct expect){ blocks, 2 };
     is_int (run (4, 2, NULL, 60, rank_full, &e, st), 0,
             "4 ranks on 2 nodes (blocks): identity, exchanges, sparse "
-            "rounds, a second init (%s)", err);
+            "rounds, a second init");
     e = (struct expect){ cyclic, 2 };
     is_int (run (4, 2, cyclic, 60, rank_full, &e, st), 0,
             "the same, nodes in turn (0,1,0,1)");
