@@ -61,7 +61,10 @@ static void rank_main (struct ddpi_ljob *j, int r, const int *fds,
                        pid_t parent, ddpi_ljob_fn fn, void *arg)
 {
     int i, lrank = 0, lsize = 0, rc;
+    sigset_t none;
 
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
     setpgid (0, 0);
     prctl (PR_SET_PDEATHSIG, SIGKILL);
     if (getppid () != parent)
@@ -289,6 +292,16 @@ fail:
     free (srv_fds);
     job_free (j);
     return NULL;
+}
+
+int ddpi_ljob_running (const struct ddpi_ljob *j)
+{
+    int r, n = 0;
+
+    for (r = 0; r < j->o.size; r++)
+        if (!atomic_load (&j->reaped[r]))
+            n++;
+    return n;
 }
 
 pid_t ddpi_ljob_pid (const struct ddpi_ljob *j, int rank)

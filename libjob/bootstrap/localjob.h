@@ -5,7 +5,8 @@
  * and for tests/progs/ddp-local-run (whose ranks exec a program).  Not
  * part of libddp (libddplocal.la).
  *
- * Each rank runs in its own process group, with DDP_LOCAL_FD (its end of
+ * Each rank runs in its own process group, with no signal blocked (the
+ * caller may block the ones it waits for), DDP_LOCAL_FD (its end of
  * a socketpair to the server: no socket file), RANK, WORLD_SIZE,
  * LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK set, and dies with the
  * thread that started it (PR_SET_PDEATHSIG).  Every wait is bounded by
@@ -45,6 +46,9 @@ typedef int (*ddpi_ljob_fn) (int rank, void *arg);
 struct ddpi_ljob *ddpi_ljob_start (const struct ddpi_ljob_opts *o,
                                    ddpi_ljob_fn fn, void *arg, char *err,
                                    size_t errlen);
+
+/* How many ranks have not ended yet. */
+int ddpi_ljob_running (const struct ddpi_ljob *j);
 
 /* The pid of rank's process (also its process group). */
 pid_t ddpi_ljob_pid (const struct ddpi_ljob *j, int rank);
