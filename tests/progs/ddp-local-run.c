@@ -97,7 +97,7 @@ static int parse_kill (struct opts *o, const char *s)
     rank[at - s] = '\0';
     if (ddpi_parse_long (rank, 0, 4095, &r) < 0
         || (strcmp (at + 1, "0") != 0
-            && ddpi_parse_seconds (at + 1, &sec) < 0))
+            && ddpi_parse_seconds (at + 1, DDPI_TIMEOUT_MAX, &sec) < 0))
         return bad ("--kill '%s': give RANK@SECONDS (a rank, a number of "
                     "seconds)", s);
     if (strcmp (at + 1, "0") == 0)
@@ -174,7 +174,8 @@ static int parse (struct opts *o, int argc, char **argv)
                 return -1;
             break;
         case 't':
-            if (ddpi_parse_seconds (optarg, &o->job.timeout_s) < 0)
+            if (ddpi_parse_seconds (optarg, DDPI_TIMEOUT_MAX,
+                                    &o->job.timeout_s) < 0)
                 return bad ("--timeout '%s': give a positive number of "
                             "seconds", optarg);
             break;
