@@ -27,10 +27,10 @@
  * may still be answered later, so its state (and the key and info, which
  * the library keeps pointers to) is static and not freed while pending. */
 #define PROBE_WINDOW 1.0    /* seconds, at most */
-/* Seconds the roll call's hub waits for reports, at most: the survivors
- * of complete nodes come up to PMIX_FENCE_SLACK after it started, then one
- * more second (less with a shorter DDP_TIMEOUT) for their nodes'
- * differences.  It ends as soon as every survivor called in. */
+/* Seconds the roll call's hub waits for the nodes' reports, at most: the
+ * survivors of complete nodes come up to PMIX_FENCE_SLACK after it started,
+ * then one more second (less with a shorter timeout) for their nodes'
+ * differences.  It ends as soon as every node reported. */
 #define ROLLCALL_WINDOW(t) (PMIX_FENCE_SLACK + ((t) < 1.0 ? (t) : 1.0))
 
 static struct probe {
@@ -134,7 +134,8 @@ static int pooled_error (struct bootstrap *b, const int *missing, int n,
                          char *err, size_t errlen)
 {
     struct ddpi_rollcall_in in = {
-        .tag = ddpi_hash_str (ddpi_pmix_me.nspace), .size = b->info.size,
+        .tag = ddpi_hash_str (ddpi_pmix_me.nspace), .rank = b->info.rank,
+        .size = b->info.size,
         .nnodes = b->info.num_nodes, .node = b->info.node_rank,
         .local_ranks = b->info.local_ranks, .local_size = b->info.local_size,
         .missing = missing, .nmissing = n,
