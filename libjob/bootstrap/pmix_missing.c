@@ -29,9 +29,11 @@
 #define PROBE_WINDOW 1.0    /* seconds, at most */
 /* Seconds the roll call's hub waits for the nodes' reports, at most: the
  * survivors of complete nodes come up to PMIX_FENCE_SLACK after it started,
- * then one more second (less with a shorter timeout) for their nodes'
+ * a node that misses a rank reports once its relay's window ended, then
+ * one more second (less with a shorter timeout) for their nodes'
  * differences.  It ends as soon as every node reported. */
-#define ROLLCALL_WINDOW(t) (PMIX_FENCE_SLACK + ((t) < 1.0 ? (t) : 1.0))
+#define ROLLCALL_WINDOW(t) \
+    (PMIX_FENCE_SLACK + ROLLCALL_RELAY_WINDOW + ((t) < 1.0 ? (t) : 1.0))
 
 static struct probe {
     char key[64];
@@ -138,7 +140,7 @@ static int pooled_error (struct bootstrap *b, const int *missing, int n,
         .size = b->info.size,
         .nnodes = b->info.num_nodes, .node = b->info.node_rank,
         .local_ranks = b->info.local_ranks, .local_size = b->info.local_size,
-        .missing = missing, .nmissing = n,
+        .missing = missing, .nmissing = n, .relay = ROLLCALL_RELAY_WINDOW,
         .window = ROLLCALL_WINDOW (b->timeout_s),
     };
     struct ddpi_rollcall rc;

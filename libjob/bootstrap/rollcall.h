@@ -9,7 +9,9 @@
  *     Unix socket named after the step and the node): the first surviving
  *     local rank (by the node's PMIx probe) binds it and is the node's
  *     delegate; the others connect and give it their view, so a rank one
- *     probe missed is still seen; a delegate that does not come is
+ *     probe missed is still seen; the delegate waits for every rank of
+ *     its node (whatever its own view says: a view may have missed one)
+ *     until the relay's window ends; a delegate that does not come is
  *     replaced by whoever binds the socket next;
  *   - node 0's delegate opens a short-lived hub on MASTER_PORT (the step's
  *     rendezvous port, which the SPANK plugin derives from the job step;
@@ -131,20 +133,23 @@ struct ddpi_rollcall_in {
     const int *missing;     /* which of them never arrived, as far as this
                                rank's probe saw (nmissing) */
     int nmissing;
+    double relay;           /* seconds the delegate waits for its node's
+                               other ranks, at most (> 0) */
     double window;          /* seconds the hub waits for the nodes */
 };
 
-/* Seconds a node's delegate waits for its node's other survivors, at
- * most (they come within milliseconds of each other: their PMIx server
- * gave up on the fence for all of them at once). */
+/* The relay's window libddp uses: a node's survivors come within
+ * milliseconds of each other (their PMIx server gave up on the fence for
+ * all of them at once); a node with a rank that never came waits all of
+ * it. */
 #define ROLLCALL_RELAY_WINDOW 0.5
 
 /* Take part in the roll call: become this node's delegate or give it this
  * rank's view; node 0's delegate is the hub, the others report to it.
  * Needs MASTER_ADDR (an IPv4 address) and MASTER_PORT.  Returns 0 with
  * *out filled, or -1 when there was no roll call to take part in
- * (variables unset, no delegate or hub reached in time, a bad answer).
- * Takes at most ROLLCALL_RELAY_WINDOW + window + 2 seconds. */
+ * (variables unset, a relay window not > 0, no delegate or hub reached in
+ * time, a bad answer).  Takes at most relay + window + 2 seconds. */
 int ddpi_rollcall_run (const struct ddpi_rollcall_in *in,
                        struct ddpi_rollcall *out);
 

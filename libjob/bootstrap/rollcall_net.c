@@ -195,17 +195,26 @@ static void conn_end (struct gather *g, int ep, struct conn *c, int rc)
 }
 
 /* Has the gather heard enough?  The hub: every node.  The relay: every
- * rank of this node that some view saw arrive (the delegate included). */
+ * other rank of this node, whatever the views so far say: the delegate's
+ * own probe may have missed a rank that is there, and only that rank's
+ * view can tell (so a node that does miss a rank waits the relay's whole
+ * window). */
 static bool enough (const struct gather *g)
 {
-    int i, present = 0;
-
     if (g->only_node < 0)
         return g->t->nheard == g->t->nnodes;
-    for (i = 0; i < g->in->local_size; i++)
-        if (g->t->state[g->in->local_ranks[i]] == RANK_PRESENT)
-            present++;
-    return g->taken->n + 1 >= present;
+    return g->taken->n + 1 >= g->in->local_size;
+}
+
+/* Milliseconds until end for a wait: 0 once it passed (never the -1 of
+ * "forever"), and within an int however far end is. */
+static int ms_until (double end)
+{
+    double left = end - ddpi_now ();
+
+    if (left <= 0)
+        return 0;
+    return left < 1e6 ? (int)(left * 1000) + 1 : 1000000000;
 }
 
 /* Read reports arriving on the listening socket lfd into g->t until
@@ -219,7 +228,7 @@ static void gather (struct gather *g, int lfd, double end)
     if (ep < 0 || epoll_ctl (ep, EPOLL_CTL_ADD, lfd, &ev) < 0)
         goto out;
     while (!enough (g) && ddpi_now () < end) {
-        n = epoll_wait (ep, evs, 64, (int)((end - ddpi_now ()) * 1000) + 1);
+        n = epoll_wait (ep, evs, 64, ms_until (end));
         for (i = 0; i < n; i++) {
             struct conn *c;
             int rc;
@@ -346,8 +355,7 @@ static int hub_connect (const struct sockaddr_in *hub, double end)
             return fd;
         if (errno == EINPROGRESS) {
             struct pollfd p = { fd, POLLOUT, 0 };
-            double left = end - ddpi_now ();
-            if (left > 0 && poll (&p, 1, (int)(left * 1000) + 1) == 1
+            if (poll (&p, 1, ms_until (end)) == 1
                 && getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0
                 && err == 0)
                 return fd;
@@ -536,11 +544,12 @@ static int listener_run (const struct ddpi_rollcall_in *in, int fd,
 int ddpi_rollcall_run (const struct ddpi_rollcall_in *in,
                        struct ddpi_rollcall *out)
 {
-    double start = ddpi_now (), relay_end = start + ROLLCALL_RELAY_WINDOW;
+    double relay_end = ddpi_now () + in->relay;
     struct sockaddr_in hub;
     int lfd, fd, rc = -1;
 
-    if (in->local_size < 1 || in->local_size > ROLLCALL_NODE_MAX
+    if (!(in->relay > 0 && in->relay < 1e6) || in->local_size < 1
+        || in->local_size > ROLLCALL_NODE_MAX
         || in->nmissing < 0 || in->nmissing > in->local_size
         || hub_address (&hub) < 0 || relay_join (in, &lfd, &fd, relay_end) < 0)
         return -1;
