@@ -53,6 +53,13 @@ test_expect_success 'ddp_init again after ddp_finalize, and DDP_DEBUG says local
 	grep -q "^\[ddp rank 0/3\] init: .*bootstrap local (job local\.[0-9]*), rank 0/3, local 0/2, node 0/2" again.err &&
 	grep -q "bootstrap: local: offered: DDP_LOCAL_FD=[0-9]* is set" again.err
 '
+test_expect_success 'the bootstrap'"'"'s rounds (boot_check) on 6 ranks over 3 interleaved nodes' '
+	run rounds -m 0,1,2,0,1,2 -- "$DDP_PROGS/boot_check" -i 2 &&
+	test "$(cat rounds.rc)" = 0 &&
+	test $(grep -c " local: .* 0 failed$" rounds.out) = 6 &&
+	test $(grep -c "^boot_check rank [0-5]/6 init: first" rounds.out) = 6 &&
+	grep -q "^boot_check rank 4/6 node 1/3 local: .*for 5 blobs) 0 failed$" rounds.out
+'
 test_expect_success 'every helper on 4 ranks over 2 nodes, failures reach every rank' '
 	rm -rf helpers && mkdir helpers &&
 	run helpers-run -n 4 -N 2 -- "$HELPERS" "$PWD/helpers" &&
