@@ -76,3 +76,11 @@ void bootstrap_blobs_clear (struct bootstrap_blobs *t)
     t->v = NULL;
     t->n = t->cap = 0;
 }
+
+void bootstrap_blobs_destroy (struct bootstrap *b)
+{
+    if (b->priv)
+        bootstrap_blobs_clear (b->priv);
+    free (b->priv);
+    b->priv = NULL;
+}

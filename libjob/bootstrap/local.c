@@ -304,22 +304,5 @@ static int local_abort (struct bootstrap *b, int code, const char *msg)
     return 0;
 }
 
-static void local_destroy (struct bootstrap *b)
-{
-    if (b->priv)
-        bootstrap_blobs_clear (b->priv);
-    free (b->priv);
-    b->priv = NULL;
-}
-
-const struct bootstrap_method bootstrap_method_local = {
-    .name = "local",
-    .probe = local_probe,
-    .create = local_create,
-    .put = local_put,
-    .sync = local_sync,
-    .get = local_get,
-    .node_ranks = local_node_ranks,
-    .abort = local_abort,
-    .destroy = local_destroy,
-};
+const struct bootstrap_method bootstrap_method_local =
+    BOOTSTRAP_METHOD (local, bootstrap_blobs_destroy);

@@ -86,6 +86,18 @@ struct bootstrap_method {
     void (*destroy) (struct bootstrap *b);
 };
 
+/* A method's table from its functions PREFIX_probe ... PREFIX_abort and
+ * destroy_fn, named "PREFIX":
+ *   const struct bootstrap_method bootstrap_method_pmix =
+ *       BOOTSTRAP_METHOD (pmix, pmix_destroy); */
+#define BOOTSTRAP_METHOD(prefix, destroy_fn)                                  \
+    {                                                                         \
+        .name = #prefix, .probe = prefix##_probe, .create = prefix##_create,  \
+        .put = prefix##_put, .sync = prefix##_sync, .get = prefix##_get,      \
+        .node_ranks = prefix##_node_ranks, .abort = prefix##_abort,           \
+        .destroy = destroy_fn,                                                \
+    }
+
 extern const struct bootstrap_method bootstrap_method_local;
 extern const struct bootstrap_method bootstrap_method_pmix;
 extern const struct bootstrap_method bootstrap_method_single;
@@ -123,6 +135,10 @@ int bootstrap_blobs_get (const struct bootstrap_blobs *t, int rank,
 
 /* Forget every blob and free the table (t stays usable). */
 void bootstrap_blobs_clear (struct bootstrap_blobs *t);
+
+/* The destroy() of a method whose b->priv is a malloc'd struct
+ * bootstrap_blobs (or NULL): frees it, sets b->priv to NULL. */
+void bootstrap_blobs_destroy (struct bootstrap *b);
 
 /* A world of several ranks announced by a launcher that gives us no
  * bootstrap (WORLD_SIZE, SLURM_STEP_NUM_TASKS, OMPI_COMM_WORLD_SIZE,

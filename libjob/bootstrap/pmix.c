@@ -380,14 +380,5 @@ static void pmix_destroy (struct bootstrap *b)
     (void)b;
 }
 
-const struct bootstrap_method bootstrap_method_pmix = {
-    .name = "pmix",
-    .probe = pmix_probe,
-    .create = pmix_create,
-    .put = pmix_put,
-    .sync = pmix_sync,
-    .get = pmix_get,
-    .node_ranks = pmix_node_ranks,
-    .abort = pmix_abort,
-    .destroy = pmix_destroy,
-};
+const struct bootstrap_method bootstrap_method_pmix =
+    BOOTSTRAP_METHOD (pmix, pmix_destroy);

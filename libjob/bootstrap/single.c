@@ -121,22 +121,5 @@ static int single_abort (struct bootstrap *b, int code, const char *msg)
     return DDP_ENOTSUP;
 }
 
-static void single_destroy (struct bootstrap *b)
-{
-    if (b->priv)
-        bootstrap_blobs_clear (b->priv);
-    free (b->priv);
-    b->priv = NULL;
-}
-
-const struct bootstrap_method bootstrap_method_single = {
-    .name = "single",
-    .probe = single_probe,
-    .create = single_create,
-    .put = single_put,
-    .sync = single_sync,
-    .get = single_get,
-    .node_ranks = single_node_ranks,
-    .abort = single_abort,
-    .destroy = single_destroy,
-};
+const struct bootstrap_method bootstrap_method_single =
+    BOOTSTRAP_METHOD (single, bootstrap_blobs_destroy);

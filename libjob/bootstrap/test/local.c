@@ -18,18 +18,6 @@
 #include "ddp_internal.h"
 #include "localjob.h"
 
-/* In a rank: count failed checks, say which on stderr. */
-static int fails;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fails++;                                                          \
-            fprintf (stderr, "rank %s: check failed: ", getenv ("RANK"));     \
-            fprintf (stderr, __VA_ARGS__);                                    \
-            fputc ('\n', stderr);                                             \
-        }                                                                     \
-    } while (0)
-
 static char err[512];
 
 /* Run a job of size ranks on nnodes nodes (layout: NULL for blocks) with
@@ -59,30 +47,33 @@ static void check_identity (struct bootstrap *b, const struct expect *e)
     const struct bootstrap_info *in = bootstrap_info (b);
     int me = atoi (getenv ("RANK")), n = 0, *ranks = NULL, cnt = 0;
 
-    CHECK (strcmp (in->method, "local") == 0, "method %s", in->method);
-    CHECK (in->rank == me && in->size == 4, "rank %d/%d", in->rank, in->size);
-    CHECK (in->num_nodes == e->nnodes && in->node_rank == e->node_of[me],
-           "node %d/%d", in->node_rank, in->num_nodes);
+    RANK_CHECK (strcmp (in->method, "local") == 0, "method %s", in->method);
+    RANK_CHECK (in->rank == me && in->size == 4, "rank %d/%d", in->rank,
+                in->size);
+    RANK_CHECK (in->num_nodes == e->nnodes && in->node_rank == e->node_of[me],
+                "node %d/%d", in->node_rank, in->num_nodes);
     for (int r = 0; r < in->size; r++)
         if (e->node_of[r] == e->node_of[me]) {
-            CHECK (n < in->local_size && in->local_ranks[n] == r,
-                   "local rank %d is %d", n, r);
+            RANK_CHECK (n < in->local_size && in->local_ranks[n] == r,
+                        "local rank %d is %d", n, r);
             if (r == me)
-                CHECK (in->local_rank == n, "local rank %d", in->local_rank);
+                RANK_CHECK (in->local_rank == n, "local rank %d",
+                            in->local_rank);
             n++;
         }
-    CHECK (n == in->local_size, "local size %d", in->local_size);
+    RANK_CHECK (n == in->local_size, "local size %d", in->local_size);
     for (int node = 0; node < e->nnodes; node++) {
-        CHECK (bootstrap_node_ranks (b, node, &ranks, &cnt, err,
-                                     sizeof (err)) == 0, "node_ranks: %s",
-               err);
+        RANK_CHECK (bootstrap_node_ranks (b, node, &ranks, &cnt, err,
+                                          sizeof (err)) == 0, "node_ranks: %s",
+                    err);
         for (int i = 0; i < cnt; i++)
-            CHECK (e->node_of[ranks[i]] == node
-                   && (i == 0 || ranks[i] > ranks[i - 1]),
-                   "node %d lists rank %d", node, ranks[i]);
+            RANK_CHECK (e->node_of[ranks[i]] == node
+                        && (i == 0 || ranks[i] > ranks[i - 1]),
+                        "node %d lists rank %d", node, ranks[i]);
         free (ranks);
     }
-    CHECK (strncmp (in->job_id, "local.", 6) == 0, "job id %s", in->job_id);
+    RANK_CHECK (strncmp (in->job_id, "local.", 6) == 0, "job id %s",
+                in->job_id);
 }
 
 static void check_exchange (struct bootstrap *b, int salt)
@@ -92,12 +83,13 @@ static void check_exchange (struct bootstrap *b, int salt)
     int mine[2] = { in->rank, salt };
     void *all = NULL;
 
-    CHECK (bootstrap_exchange (b, mine, sizeof (mine), &all, off, len, err,
-                               sizeof (err)) == 0, "exchange: %s", err);
+    RANK_CHECK (bootstrap_exchange (b, mine, sizeof (mine), &all, off, len,
+                                    err, sizeof (err)) == 0,
+                "exchange: %s", err);
     for (int r = 0; all && r < in->size; r++) {
         int *v = (int *)((char *)all + off[r]);
-        CHECK (len[r] == sizeof (mine) && v[0] == r && v[1] == salt,
-               "exchange: rank %d's blob", r);
+        RANK_CHECK (len[r] == sizeof (mine) && v[0] == r && v[1] == salt,
+                    "exchange: rank %d's blob", r);
     }
     free (all);
 }
@@ -112,40 +104,42 @@ static void check_sparse (struct bootstrap *b)
     void *blob;
     size_t len;
 
-    CHECK (bootstrap_put (b, BOOTSTRAP_LOCAL, &local, sizeof (int), err,
-                          sizeof (err)) == 0, "put local: %s", err);
+    RANK_CHECK (bootstrap_put (b, BOOTSTRAP_LOCAL, &local, sizeof (int), err,
+                               sizeof (err)) == 0, "put local: %s", err);
     if (in->local_rank == 0)
-        CHECK (bootstrap_put (b, BOOTSTRAP_GLOBAL, &global, sizeof (int),
-                              err, sizeof (err)) == 0, "put global: %s", err);
-    CHECK (bootstrap_sync (b, err, sizeof (err)) == 0, "sync: %s", err);
+        RANK_CHECK (bootstrap_put (b, BOOTSTRAP_GLOBAL, &global, sizeof (int),
+                                   err, sizeof (err)) == 0,
+                    "put global: %s", err);
+    RANK_CHECK (bootstrap_sync (b, err, sizeof (err)) == 0, "sync: %s", err);
     for (int i = 0; i < in->local_size; i++) {
         int r = in->local_ranks[i];
-        CHECK (bootstrap_get (b, r, BOOTSTRAP_LOCAL, &blob, &len, err,
-                              sizeof (err)) == 0 && len == sizeof (int),
-               "get local of %d: %s", r, err);
+        RANK_CHECK (bootstrap_get (b, r, BOOTSTRAP_LOCAL, &blob, &len, err,
+                                   sizeof (err)) == 0 && len == sizeof (int),
+                    "get local of %d: %s", r, err);
         memcpy (&v, blob, sizeof (int));
-        CHECK (v == 100 + r, "local blob of %d is %d", r, v);
+        RANK_CHECK (v == 100 + r, "local blob of %d is %d", r, v);
         free (blob);
     }
     for (int node = 0; node < in->num_nodes; node++) {
         if (bootstrap_node_ranks (b, node, &ranks, &n, err, sizeof (err)) < 0)
             continue;
         lead = ranks[0];
-        CHECK (bootstrap_get (b, lead, BOOTSTRAP_GLOBAL, &blob, &len, err,
-                              sizeof (err)) == 0, "get global of %d: %s",
-               lead, err);
+        RANK_CHECK (bootstrap_get (b, lead, BOOTSTRAP_GLOBAL, &blob, &len, err,
+                                   sizeof (err)) == 0, "get global of %d: %s",
+                    lead, err);
         memcpy (&v, blob, sizeof (int));
-        CHECK (v == 1000 + lead, "global blob of %d", lead);
+        RANK_CHECK (v == 1000 + lead, "global blob of %d", lead);
         free (blob);
         if (n > 1)
-            CHECK (bootstrap_get (b, ranks[1], BOOTSTRAP_GLOBAL, &blob, &len,
-                                  err, sizeof (err)) == DDP_EMISMATCH,
-                   "rank %d put no global blob", ranks[1]);
+            RANK_CHECK (bootstrap_get (b, ranks[1], BOOTSTRAP_GLOBAL, &blob,
+                                       &len, err, sizeof (err))
+                            == DDP_EMISMATCH,
+                        "rank %d put no global blob", ranks[1]);
         for (int r = 0; r < in->size; r++)
             if (!ddpi_rank_in (in->local_ranks, in->local_size, r))
-                CHECK (bootstrap_get (b, r, BOOTSTRAP_LOCAL, &blob, &len,
-                                      err, sizeof (err)) == DDP_EINVAL,
-                       "local blob of %d (another node): EINVAL", r);
+                RANK_CHECK (bootstrap_get (b, r, BOOTSTRAP_LOCAL, &blob, &len,
+                                           err, sizeof (err)) == DDP_EINVAL,
+                            "local blob of %d (another node): EINVAL", r);
         free (ranks);
     }
 }
@@ -163,11 +157,12 @@ static int rank_full (int rank, void *arg)
         check_identity (b, arg);
         check_exchange (b, gen);
         check_sparse (b);
-        CHECK (bootstrap_fence (b, err, sizeof (err)) == 0, "fence: %s", err);
+        RANK_CHECK (bootstrap_fence (b, err, sizeof (err)) == 0, "fence: %s",
+                    err);
         check_exchange (b, 10 + gen);
         bootstrap_destroy (b);
     }
-    return fails ? 1 : 0;
+    return tap_rank_fails ? 1 : 0;
 }
 
 static void layouts (void)

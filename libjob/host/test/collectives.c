@@ -30,16 +30,6 @@
 #define SIZE 4
 #define NODES 2
 
-static int fails;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fails++;                                                          \
-            fprintf (stderr, "rank %s: check failed: ", getenv ("RANK"));     \
-            fprintf (stderr, __VA_ARGS__);                                    \
-            fputc ('\n', stderr);                                             \
-        }                                                                     \
-    } while (0)
 
 static const struct ddp_backend *be = &ddpi_backend_host;
 
@@ -79,8 +69,8 @@ static void *setup (struct bootstrap **bp, struct ddp_config *cfg,
 static void teardown (void *ctx, struct bootstrap *b, bool barrier)
 {
     if (barrier)
-        CHECK (be->barrier (ctx) == 0, "final barrier: %s",
-               ddpi_last_error ());
+        RANK_CHECK (be->barrier (ctx) == 0, "final barrier: %s",
+                    ddpi_last_error ());
     be->destroy (ctx);
     bootstrap_destroy (b);
 }
@@ -101,41 +91,41 @@ static void check_allreduce (void *ctx, int me, size_t n)
         a[i] = input (me, i);
         d[i] = input (me, i);
     }
-    CHECK (a && s && d && x, "out of memory");
+    RANK_CHECK (a && s && d && x, "out of memory");
     if (!a || !s || !d || !x)
         goto out;
-    CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_SUM) == 0,
-           "allreduce sum: %s", ddpi_last_error ());
+    RANK_CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_SUM) == 0,
+                "allreduce sum: %s", ddpi_last_error ());
     for (i = 0; i < n; i++) {
         int32_t want = 0;
         for (int r = 0; r < SIZE; r++)
             want += input (r, i);
         if (s[i] != want) {
-            CHECK (0, "allreduce sum of %zu at %zu: %d, not %d", n, i, s[i],
-                   want);
+            RANK_CHECK (0, "allreduce sum of %zu at %zu: %d, not %d", n, i,
+                        s[i], want);
             break;
         }
     }
-    CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_MAX) == 0,
-           "allreduce max: %s", ddpi_last_error ());
+    RANK_CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_MAX) == 0,
+                "allreduce max: %s", ddpi_last_error ());
     for (i = 0; i < n; i++) {
         int32_t want = input (0, i);
         for (int r = 1; r < SIZE; r++)
             want = input (r, i) > want ? input (r, i) : want;
         if (s[i] != want) {
-            CHECK (0, "allreduce max at %zu", i);
+            RANK_CHECK (0, "allreduce max at %zu", i);
             break;
         }
     }
-    CHECK (be->allreduce (ctx, d, x, n, DDP_FLOAT64, DDP_AVG) == 0,
-           "allreduce avg: %s", ddpi_last_error ());
+    RANK_CHECK (be->allreduce (ctx, d, x, n, DDP_FLOAT64, DDP_AVG) == 0,
+                "allreduce avg: %s", ddpi_last_error ());
     for (i = 0; i < n; i++) {
         double want = 0;
         for (int r = 0; r < SIZE; r++)
             want += input (r, i);
         if (x[i] != want / SIZE) {
-            CHECK (0, "allreduce avg at %zu: %g, not %g", i, x[i],
-                   want / SIZE);
+            RANK_CHECK (0, "allreduce avg at %zu: %g, not %g", i, x[i],
+                        want / SIZE);
             break;
         }
     }
@@ -151,44 +141,45 @@ static void check_rooted (void *ctx, int me, size_t n)
     int32_t *a = calloc (n, 4), *g = calloc (n * SIZE, 4), *s = calloc (n, 4);
     size_t i;
 
-    CHECK (a && g && s, "out of memory");
+    RANK_CHECK (a && g && s, "out of memory");
     if (!a || !g || !s)
         goto out;
     for (i = 0; i < n; i++)
         a[i] = me == 3 ? (int32_t)(i * 7 + 1) : -1;
-    CHECK (be->bcast (ctx, a, n, DDP_INT32, 3) == 0, "bcast: %s",
-           ddpi_last_error ());
+    RANK_CHECK (be->bcast (ctx, a, n, DDP_INT32, 3) == 0, "bcast: %s",
+                ddpi_last_error ());
     for (i = 0; i < n; i++)
         if (a[i] != (int32_t)(i * 7 + 1)) {
-            CHECK (0, "bcast from 3 at %zu: %d", i, a[i]);
+            RANK_CHECK (0, "bcast from 3 at %zu: %d", i, a[i]);
             break;
         }
     for (i = 0; i < n; i++)
         a[i] = input (me, i);
-    CHECK (be->reduce (ctx, a, me == 1 ? s : NULL, n, DDP_INT32, DDP_MIN, 1)
-           == 0, "reduce: %s", ddpi_last_error ());
+    RANK_CHECK (be->reduce (ctx, a, me == 1 ? s : NULL, n, DDP_INT32,
+                            DDP_MIN, 1) == 0,
+                "reduce: %s", ddpi_last_error ());
     for (i = 0; me == 1 && i < n; i++) {
         int32_t want = input (0, i);
         for (int r = 1; r < SIZE; r++)
             want = input (r, i) < want ? input (r, i) : want;
         if (s[i] != want) {
-            CHECK (0, "reduce min to 1 at %zu", i);
+            RANK_CHECK (0, "reduce min to 1 at %zu", i);
             break;
         }
     }
-    CHECK (be->gather (ctx, a, me == 2 ? g : NULL, n, DDP_INT32, 2) == 0,
-           "gather: %s", ddpi_last_error ());
+    RANK_CHECK (be->gather (ctx, a, me == 2 ? g : NULL, n, DDP_INT32, 2) == 0,
+                "gather: %s", ddpi_last_error ());
     for (i = 0; me == 2 && i < n * SIZE; i++)
         if (g[i] != input ((int)(i / n), i % n)) {
-            CHECK (0, "gather to 2 at %zu", i);
+            RANK_CHECK (0, "gather to 2 at %zu", i);
             break;
         }
     memset (g, 0, n * SIZE * 4);
-    CHECK (be->allgather (ctx, a, g, n, DDP_INT32) == 0, "allgather: %s",
-           ddpi_last_error ());
+    RANK_CHECK (be->allgather (ctx, a, g, n, DDP_INT32) == 0, "allgather: %s",
+                ddpi_last_error ());
     for (i = 0; i < n * SIZE; i++)
         if (g[i] != input ((int)(i / n), i % n)) {
-            CHECK (0, "allgather at %zu", i);
+            RANK_CHECK (0, "allgather at %zu", i);
             break;
         }
 out:
@@ -211,9 +202,9 @@ static int rank_collectives (int rank, void *arg)
         check_allreduce (ctx, rank, sizes[k]);
         check_rooted (ctx, rank, sizes[k]);
     }
-    CHECK (be->barrier (ctx) == 0, "barrier: %s", ddpi_last_error ());
+    RANK_CHECK (be->barrier (ctx) == 0, "barrier: %s", ddpi_last_error ());
     teardown (ctx, b, true);
-    return fails ? 1 : 0;
+    return tap_rank_fails ? 1 : 0;
 }
 
 /* ---- faults ------------------------------------------------------------ */
@@ -259,16 +250,16 @@ static int rank_fault (int rank, void *arg)
     }
     took = t0 ? ddpi_now () - t0 : 0;
     snprintf (name, sizeof (name), "rank %d", f->victim);
-    CHECK (rc == f->code, "failed with %d, not %d: %s", rc, f->code,
-           ddpi_last_error ());
-    CHECK (strstr (ddpi_last_error (), name) != NULL, "the error does not "
-           "name %s: %s", name, ddpi_last_error ());
-    CHECK (took < f->timeout + 20, "took %.1f s", took);
+    RANK_CHECK (rc == f->code, "failed with %d, not %d: %s", rc, f->code,
+                ddpi_last_error ());
+    RANK_CHECK (strstr (ddpi_last_error (), name) != NULL,
+                "the error does not name %s: %s", name, ddpi_last_error ());
+    RANK_CHECK (took < f->timeout + 20, "took %.1f s", took);
     fprintf (stderr, "rank %d: %d after %.2f s: %s\n", rank, rc, took,
              ddpi_last_error ());
     teardown (ctx, b, false);
     free (a);
-    return fails ? 1 : 0;
+    return tap_rank_fails ? 1 : 0;
 }
 
 static char err[512];
