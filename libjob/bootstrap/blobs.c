@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp_internal.h"
 #include "method.h"
 
 int bootstrap_blobs_add (struct bootstrap_blobs *t, int rank, const char *key,
@@ -49,16 +50,17 @@ static size_t first_of (const struct bootstrap_blobs *t, int rank)
     return lo;
 }
 
-int bootstrap_blobs_get (const struct bootstrap_blobs *t, int rank,
-                         const char *key, void **blob, size_t *len)
+int bootstrap_blobs_get (struct bootstrap *b, int rank, const char *key,
+                         void **blob, size_t *len, char *err, size_t errlen)
 {
+    const struct bootstrap_blobs *t = b->priv;
     size_t i;
 
     for (i = first_of (t, rank); i < t->n && t->v[i].rank == rank; i++) {
         if (strcmp (t->v[i].key, key) != 0)
             continue;
         if (!(*blob = malloc (t->v[i].len ? t->v[i].len : 1)))
-            return -1;
+            return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
         memcpy (*blob, t->v[i].data, t->v[i].len);
         *len = t->v[i].len;
         return 0;

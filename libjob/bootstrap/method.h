@@ -86,14 +86,15 @@ struct bootstrap_method {
     void (*destroy) (struct bootstrap *b);
 };
 
-/* A method's table from its functions PREFIX_probe ... PREFIX_abort and
- * destroy_fn, named "PREFIX":
+/* A method's table named "PREFIX", from its functions PREFIX_probe,
+ * _create, _put, _sync, _node_ranks, _abort and get_fn, destroy_fn
+ * (which methods that keep blobs on this side share):
  *   const struct bootstrap_method bootstrap_method_pmix =
- *       BOOTSTRAP_METHOD (pmix, pmix_destroy); */
-#define BOOTSTRAP_METHOD(prefix, destroy_fn)                                  \
+ *       BOOTSTRAP_METHOD (pmix, pmix_get, pmix_destroy); */
+#define BOOTSTRAP_METHOD(prefix, get_fn, destroy_fn)                          \
     {                                                                         \
         .name = #prefix, .probe = prefix##_probe, .create = prefix##_create,  \
-        .put = prefix##_put, .sync = prefix##_sync, .get = prefix##_get,      \
+        .put = prefix##_put, .sync = prefix##_sync, .get = get_fn,            \
         .node_ranks = prefix##_node_ranks, .abort = prefix##_abort,           \
         .destroy = destroy_fn,                                                \
     }
@@ -128,16 +129,15 @@ struct bootstrap_blobs {
 int bootstrap_blobs_add (struct bootstrap_blobs *t, int rank, const char *key,
                          const void *data, size_t len);
 
-/* The method's get() on t: 0 with a malloc'd copy, 1 when there is none,
- * -1 when out of memory. */
-int bootstrap_blobs_get (const struct bootstrap_blobs *t, int rank,
-                         const char *key, void **blob, size_t *len);
-
 /* Forget every blob and free the table (t stays usable). */
 void bootstrap_blobs_clear (struct bootstrap_blobs *t);
 
-/* The destroy() of a method whose b->priv is a malloc'd struct
- * bootstrap_blobs (or NULL): frees it, sets b->priv to NULL. */
+/* The get() and destroy() of a method whose b->priv is a malloc'd
+ * struct bootstrap_blobs (destroy: or NULL): get() as method.h says
+ * (0 with a malloc'd copy, 1 when there is none, DDP_ENOMEM with err);
+ * destroy() frees the table and sets b->priv to NULL. */
+int bootstrap_blobs_get (struct bootstrap *b, int rank, const char *key,
+                         void **blob, size_t *len, char *err, size_t errlen);
 void bootstrap_blobs_destroy (struct bootstrap *b);
 
 /* A world of several ranks announced by a launcher that gives us no

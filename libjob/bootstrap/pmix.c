@@ -381,4 +381,4 @@ static void pmix_destroy (struct bootstrap *b)
 }
 
 const struct bootstrap_method bootstrap_method_pmix =
-    BOOTSTRAP_METHOD (pmix, pmix_destroy);
+    BOOTSTRAP_METHOD (pmix, pmix_get, pmix_destroy);

@@ -90,16 +90,6 @@ static int single_sync (struct bootstrap *b, const char *key, bool collect,
     return 0;
 }
 
-static int single_get (struct bootstrap *b, int rank, const char *key,
-                       void **blob, size_t *len, char *err, size_t errlen)
-{
-    int rc = bootstrap_blobs_get (b->priv, rank, key, blob, len);
-
-    if (rc < 0)
-        return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
-    return rc;
-}
-
 static int single_node_ranks (struct bootstrap *b, int node, int *ranks,
                               int *n, char *err, size_t errlen)
 {
@@ -122,4 +112,4 @@ static int single_abort (struct bootstrap *b, int code, const char *msg)
 }
 
 const struct bootstrap_method bootstrap_method_single =
-    BOOTSTRAP_METHOD (single, bootstrap_blobs_destroy);
+    BOOTSTRAP_METHOD (single, bootstrap_blobs_get, bootstrap_blobs_destroy);
