@@ -6,10 +6,11 @@
  *
  * Usage: boot_check [-i] [ROUNDS]   (ROUNDS: 1 to 64, default 5)
  * Prints one line per rank:
- *   boot_check rank R/N node D/M METHOD: exchange E ms (gets G ms for N
- *   blobs), sparse S ms (gets H ms for K blobs) FAILS failed
+ *   boot_check rank R/N node D/M METHOD: fence F ms, exchange E ms (gets
+ *   G ms for N blobs), sparse S ms (gets H ms for K blobs) FAILS failed
  * with the median time of each over the rounds, after a fence that absorbs
- * the ranks' start-up skew ("gets": the reads after the round's fence, the
+ * the ranks' start-up skew ("fence": a round with no data, what every
+ * round costs at least; "gets": the reads after the round's fence, the
  * part of a round that grows with what a rank reads); exits 0 when every
  * check passed on this rank.  With -i it first times ddp_init() (from the
  * start of main, so the launch's skew is in it), then, after a barrier and
@@ -80,6 +81,15 @@ static void layout_check (struct bootstrap *b, int **lead)
     for (i = 0; i < in->size; i++)
         CHECK (seen[i] == 1, "rank %d is on %d nodes", i, seen[i]);
     free (seen);
+}
+
+/* A round with no data; returns its time. */
+static double fence_round (struct bootstrap *b)
+{
+    double t0 = ddpi_now ();
+
+    CHECK (bootstrap_fence (b, err, sizeof (err)) == 0, "fence: %s", err);
+    return ddpi_now () - t0;
 }
 
 /* bootstrap_exchange, checked; returns its time. */
@@ -235,7 +245,7 @@ static int parse_args (int argc, char **argv, bool *init, int *rounds)
 int main (int argc, char **argv)
 {
     int rounds, ngets = 0, *lead = NULL;
-    double ex[64], dg[64], sp[64], sg[64], t0 = ddpi_now ();
+    double fe[64], ex[64], dg[64], sp[64], sg[64], t0 = ddpi_now ();
     struct bootstrap *b = NULL;
     const struct bootstrap_info *in;
     bool init;
@@ -253,15 +263,17 @@ int main (int argc, char **argv)
     CHECK (lead, "out of memory");
     CHECK (bootstrap_fence (b, err, sizeof (err)) == 0, "fence: %s", err);
     for (int r = 0; r < rounds && lead; r++) {
+        fe[r] = fence_round (b);
         ex[r] = exchange_round (b, 3 * r);
         dg[r] = dense_gets (b, 3 * r + 1);
         sp[r] = sparse_round (b, lead, 3 * r + 2, &sg[r], &ngets);
     }
     if (lead)
-        printf ("boot_check rank %d/%d node %d/%d %s: exchange %.3f ms (gets "
-                "%.3f ms for %d blobs), sparse %.3f ms (gets %.3f ms for %d "
-                "blobs) %d failed\n", in->rank, in->size, in->node_rank,
-                in->num_nodes, in->method, median (ex, rounds) * 1e3,
+        printf ("boot_check rank %d/%d node %d/%d %s: fence %.3f ms, "
+                "exchange %.3f ms (gets %.3f ms for %d blobs), sparse %.3f ms "
+                "(gets %.3f ms for %d blobs) %d failed\n", in->rank, in->size,
+                in->node_rank, in->num_nodes, in->method,
+                median (fe, rounds) * 1e3, median (ex, rounds) * 1e3,
                 median (dg, rounds) * 1e3, in->size, median (sp, rounds) * 1e3,
                 median (sg, rounds) * 1e3, ngets, fails);
     free (lead);
