@@ -10,28 +10,21 @@
 int bootstrap_blobs_add (struct bootstrap_blobs *t, int rank, const char *key,
                          const void *data, size_t len)
 {
-    struct bootstrap_blob *e;
+    struct bootstrap_blob e = { .rank = rank, .len = len }, *v;
 
-    if (strlen (key) >= sizeof (e->key)
-        || (t->n > 0 && t->v[t->n - 1].rank > rank))
+    if (strlen (key) >= sizeof (e.key)
+        || (t->n > 0 && t->v[t->n - 1].rank > rank)
+        || !(v = ddpi_grow (t->v, t->n, &t->cap, sizeof (*v))))
         return -1;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        struct bootstrap_blob *v = realloc (t->v, cap * sizeof (*v));
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = cap;
-    }
-    e = &t->v[t->n];
-    if (!(e->data = malloc (len ? len : 1)))
+    t->v = v;
+    /* Filled, then stored whole (gcc 12's -fanalyzer reports a buffer
+     * malloc'd straight into the table as leaked). */
+    if (!(e.data = malloc (len ? len : 1)))
         return -1;
     if (len)
-        memcpy (e->data, data, len);
-    e->len = len;
-    e->rank = rank;
-    strcpy (e->key, key);
-    t->n++;
+        memcpy (e.data, data, len);
+    strcpy (e.key, key);
+    t->v[t->n++] = e;
     return 0;
 }
 

@@ -41,6 +41,7 @@ struct lrank {
     unsigned long done;     /* rounds it completed */
     struct put *puts;
     int nputs;
+    size_t puts_cap;
 };
 
 struct ddpi_lserver {
@@ -354,24 +355,25 @@ static int on_put (struct ddpi_lserver *s, int r, struct lp_cur *c)
 {
     struct lrank *x = &s->r[r];
     struct lp_put p;
-    struct put *np, *e;
+    struct put e = { 0 }, *np;
     const void *data;
 
     if (!lp_take (c, &p, sizeof (p)) || p.len > BOOTSTRAP_MAX_BLOB
-        || (p.scope != BOOTSTRAP_GLOBAL && p.scope != BOOTSTRAP_LOCAL))
-        return -1;
-    if (!(np = realloc (x->puts, (size_t)(x->nputs + 1) * sizeof (*np))))
+        || (p.scope != BOOTSTRAP_GLOBAL && p.scope != BOOTSTRAP_LOCAL)
+        || lp_take_key (c, p.keylen, e.key) < 0
+        || !(data = lp_take (c, NULL, (size_t)p.len)) || c->left != 0
+        || !(np = ddpi_grow (x->puts, (size_t)x->nputs, &x->puts_cap,
+                             sizeof (*np))))
         return -1;
     x->puts = np;
-    e = &x->puts[x->nputs];
-    if (lp_take_key (c, p.keylen, e->key) < 0
-        || !(data = lp_take (c, NULL, (size_t)p.len)) || c->left != 0
-        || !(e->data = malloc (p.len ? (size_t)p.len : 1)))
+    /* Filled, then stored whole (gcc 12's -fanalyzer reports a buffer
+     * malloc'd straight into the table as leaked). */
+    if (!(e.data = malloc (p.len ? (size_t)p.len : 1)))
         return -1;
-    memcpy (e->data, data, (size_t)p.len);
-    e->len = (size_t)p.len;
-    e->scope = p.scope;
-    x->nputs++;
+    memcpy (e.data, data, (size_t)p.len);
+    e.len = (size_t)p.len;
+    e.scope = p.scope;
+    x->puts[x->nputs++] = e;
     return 0;
 }
 

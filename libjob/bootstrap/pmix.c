@@ -120,6 +120,7 @@ static int peers_of (int node, int size, int *out, int max)
     size_t nq = 0;
     int n = -1;
 
+    memset (q, 0, sizeof (q));
     PMIX_LOAD_PROCID (&wild, ddpi_pmix_me.nspace, PMIX_RANK_WILDCARD);
     if (node >= 0) {
         PMIX_INFO_LOAD (&q[0], PMIX_NODE_INFO, &yes, PMIX_BOOL);

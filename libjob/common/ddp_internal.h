@@ -78,6 +78,15 @@ void ddpi_sort_ranks (int *r, int n);
  * ",... (N ranks)".  Always NUL-terminates.  Returns buf. */
 char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n);
 
+/* Room for one more element in the array v (cap elements of esize bytes,
+ * n of them used): v itself while n < *cap, else a new array of twice the
+ * room (16 at first) with the n elements copied over, v freed and *cap
+ * updated.  Returns the array, or NULL when out of memory (v and *cap
+ * unchanged).  Not realloc(): gcc 12's -fanalyzer loses track of the
+ * buffers that a realloc'd array's elements point to, and reports them
+ * leaked. */
+void *ddpi_grow (void *v, size_t n, size_t *cap, size_t esize);
+
 /* Identity used by the log prefix; set by core once known. */
 void ddpi_log_set_identity (int rank, int size);
 

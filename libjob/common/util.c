@@ -230,3 +230,20 @@ uint64_t ddpi_hash_str (const char *s)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
 }
+
+void *ddpi_grow (void *v, size_t n, size_t *cap, size_t esize)
+{
+    size_t room = *cap ? 2 * *cap : 16;
+    void *nv;
+
+    if (n < *cap)
+        return v;
+    if (room < n + 1 || room > SIZE_MAX / esize
+        || !(nv = calloc (room, esize)))
+        return NULL;
+    if (n)
+        memcpy (nv, v, n * esize);
+    free (v);
+    *cap = room;
+    return nv;
+}

@@ -77,6 +77,31 @@ static void seconds_checks (void)
     is_int (ddpi_parse_timeout ("INF", &v), -1, "timeout: INF is not inf");
 }
 
+/* ddpi_grow: room for one more, the elements kept. */
+static void grow_checks (void)
+{
+    size_t cap = 0, n;
+    int *v = NULL, *w;
+    bool kept = true;
+
+    for (n = 0; n < 100; n++) {
+        if (!(w = ddpi_grow (v, n, &cap, sizeof (int))))
+            break;
+        v = w;
+        v[n] = (int)n * 3;
+    }
+    for (size_t i = 0; i < n; i++)
+        kept = kept && v[i] == (int)i * 3;
+    ok (n == 100 && cap >= 100 && cap < 256 && kept, "grow: 100 elements "
+        "one by one, kept in order, %zu of room", cap);
+    w = ddpi_grow (v, 50, &cap, sizeof (int));
+    ok (w == v, "grow: the same array while there is room");
+    free (v);
+    cap = 4;
+    ok (ddpi_grow (NULL, 4, &cap, SIZE_MAX / 4) == NULL && cap == 4,
+        "grow: a size that overflows is refused, the room unchanged");
+}
+
 int main (void)
 {
     static const int one[] = { 7 };
@@ -86,6 +111,7 @@ int main (void)
     int i;
 
     plan (NO_PLAN);
+    grow_checks ();
     ranks_is (one, 0, 64, "", "no ranks: empty");
     ranks_is (one, 1, 64, "7", "one rank");
     ranks_is (mixed, 7, 64, "0-2,5,7-8,10", "runs become ranges");
