@@ -100,21 +100,29 @@ static void kill_all (struct ddpi_ljob *j, int except)
             kill (-j->pid[r], SIGKILL);
 }
 
+/* Reap the ranks that ended.  The first to end badly is the first one
+ * reaped so; among those a pass finds together, one killed by a signal
+ * before one that exited: a rank that exits because a peer died does so
+ * after it saw that peer end, which the same pass then finds too. */
 static void reap (struct ddpi_ljob *j)
 {
-    int r, st;
+    int r, st, exited_bad = -1;
 
     for (r = 0; r < j->o.size; r++) {
         if (atomic_load (&j->reaped[r])
             || waitpid (j->pid[r], &st, WNOHANG) != j->pid[r])
             continue;
         j->status[r] = st;
-        if (st != 0 && j->first_bad < 0)
+        if (st != 0 && j->first_bad < 0 && WIFSIGNALED (st))
             j->first_bad = r;
+        else if (st != 0 && exited_bad < 0)
+            exited_bad = r;
         atomic_store (&j->reaped[r], true);
         j->nreaped++;
         ddpi_lserver_ended (j->srv, r, st);
     }
+    if (j->first_bad < 0)
+        j->first_bad = exited_bad;
 }
 
 /* An abort ends the job: the others at once, the aborting rank after a
