@@ -6,11 +6,12 @@
 DDP_PKGS_BUILD="gcc g++ make autoconf automake libtool pkg-config libc6-dev
 libslurm-dev libpmix-dev"
 # Test cluster and tests: Slurm daemons and client, munge, the TAP tools,
-# Open MPI (the peer the benchmarks measure against), and what the harness
-# scripts call.
+# Open MPI (the peer the benchmarks measure against), gnuplot (the picture
+# of the benchmark's node sweep, which t0600 checks; -nox: no X libraries),
+# and what the harness scripts call.
 DDP_PKGS_TEST="slurm-wlm slurm-wlm-basic-plugins munge sharness perl
-openmpi-bin libopenmpi-dev iproute2 procps util-linux coreutils man-db groff-base
-binutils bsdextrautils"
+openmpi-bin libopenmpi-dev gnuplot-nox iproute2 procps util-linux coreutils
+man-db groff-base binutils bsdextrautils"
 
 # ddp_install_deps [extra packages...]: apt-get install what is missing.
 # Needs root; does nothing (and needs nothing) when all are installed.

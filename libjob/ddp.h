@@ -28,6 +28,8 @@
  *                      (default: every interface's, loopback last)
  *   RANK, WORLD_SIZE   checked when set (a mismatch with PMIx is a warning);
  *                      WORLD_SIZE > 1 without PMIx is DDP_ENOLAUNCH
+ * Read by other calls: DDP_STOP_SIGNALS (ddp_stop_signals()),
+ * SLURM_RESTART_COUNT (ddp_restart_count()).
  * Failures are always logged to stderr when they concern the job rather than
  * the call (DDP_ENOLAUNCH, DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
  * DDP_EPEER, and any ddp_init() failure).
@@ -287,6 +289,67 @@ void ddp_sampler_set_epoch (ddp_sampler_t *s, uint64_t epoch);
 /* Write this rank's num_samples indices for the current epoch to out (room
  * for n).  Returns 0, or DDP_EINVAL if out is NULL or n < num_samples. */
 int ddp_sampler_indices (const ddp_sampler_t *s, uint64_t *out, size_t n);
+
+/* Write n indices of this rank's list for the current epoch, starting at
+ * position start (0-based, of num_samples): exactly what
+ * ddp_sampler_indices() writes to out[start] .. out[start + n - 1], without
+ * computing the rest.  With B items per rank and step, step k of an epoch
+ * reads positions k * B .. k * B + B - 1, so a run resumed at step k of
+ * epoch e (ddp_sampler_set_epoch (s, e)) sees the same items as one that
+ * was never stopped.  Returns 0, or DDP_EINVAL if s was not set up by
+ * ddp_sampler_init(), start + n > num_samples, or out is NULL with n > 0. */
+int ddp_sampler_indices_from (const ddp_sampler_t *s, uint64_t start,
+                              uint64_t *out, size_t n);
+
+/* ---- Preemption, time limits and requeue ----------------------------- *
+ * Slurm asks a job to end with a signal to every task (SIGTERM on scancel,
+ * preemption and requeue, then SIGKILL after KillWait; the signal of
+ * --signal=SIG@SECONDS before the time limit).  A program installs the
+ * stop signals once, then asks once per training step whether to stop: the
+ * answer is the same on every rank at the same step, so every rank leaves
+ * the loop together and can checkpoint.  See ddp_should_stop(3). */
+
+/* Catch the stop signals: a comma-separated list of names (TERM, SIGUSR1,
+ * usr2: HUP INT QUIT USR1 USR2 ALRM TERM XCPU) or numbers (also real-time
+ * signals), or "none" to put back what the program had.  NULL means
+ * DDP_STOP_SIGNALS when set and not empty, else "TERM,USR1,USR2".  The
+ * handler records the signal and calls the handler the program had
+ * installed before (if any); a second stop signal restores the default
+ * action and re-raises it, ending the process.  May be called before
+ * ddp_init() (to catch a signal that comes during start-up) and again to
+ * change the list.  Not thread-safe with itself.  Returns 0, or DDP_EINVAL
+ * (logged, naming the bad word) for a list with an unknown name, an empty
+ * word, KILL or STOP, or a signal that is no stop signal (SEGV, CHLD, ...);
+ * then nothing changed. */
+int ddp_stop_signals (const char *signals);
+
+/* The first stop signal this process received since ddp_stop_signals(), or
+ * 0 if none.  Only this process's knowledge: use ddp_should_stop() to
+ * decide.  Async-signal-safe; any thread, before init too. */
+int ddp_stop_requested (void);
+
+/* Collective: *stop is true on every rank if any rank received a stop
+ * signal before it entered this call, false on every rank otherwise.  One
+ * allreduce of one 8-byte word.  Every rank must call it at the same points
+ * (e.g. once per step).  Returns 0, DDP_EINVAL (stop is NULL; this rank
+ * still takes part), DDP_ENOINIT, or a collective's error (DDP_ETIMEDOUT,
+ * DDP_EPEER, ...); on failure *stop is false. */
+int ddp_should_stop (bool *stop);
+
+/* Collective: average n doubles over all ranks in place (as ddp_average()
+ * with DDP_FLOAT64) and decide the stop as ddp_should_stop(), in one
+ * allreduce of n + 1 doubles: the stop rides on the loss average a step
+ * makes anyway.  Every rank must pass the same n.  Returns 0, DDP_EINVAL
+ * (stop NULL, or values NULL with n > 0: this rank still takes part, its
+ * values count as 0), DDP_ENOMEM, DDP_ENOINIT, or a collective's error; on
+ * failure *stop is false and values are unchanged. */
+int ddp_average_stop (double *values, size_t n, bool *stop);
+
+/* How many times Slurm has requeued this job: SLURM_RESTART_COUNT, 0 when
+ * unset (a first run, or not under Slurm).  A program resumes from its
+ * checkpoint when this is above 0.  Needs no ddp_init().  Returns the count,
+ * or DDP_EINVAL (logged) when SLURM_RESTART_COUNT is not a whole number. */
+int ddp_restart_count (void);
 
 /* ---- Logging ----------------------------------------------------------- */
 

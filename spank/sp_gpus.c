@@ -85,6 +85,55 @@ int sp_gpus_pick (const char *list, unsigned idx, char *buf, size_t len)
 }
 
 
+/* Resolve auto for a task of IN with NGPUS GPUs, ENOUGH when there is one
+ * per local task: sets *B.  Returns 0, or -1 with the reason in ERR. */
+static int resolve_auto (const struct sp_task_gpus *in, int ngpus, bool enough,
+                         enum sp_backend *b, char *err, size_t errlen)
+{
+    const char *node = in->node ? in->node : "this node";
+    const char *why = in->why ? in->why : "every node can run it";
+    unsigned busiest = in->max_local_tasks > in->local_tasks
+                       ? in->max_local_tasks : in->local_tasks;
+    int node_gpus = in->gpus_on_node >= 0 ? in->gpus_on_node : ngpus;
+    bool nccl = false;
+
+    switch (in->rule) {
+    case SP_AUTO_HOST:
+        break;
+    case SP_AUTO_UNIFORM:
+        nccl = enough && node_gpus >= 0 && (unsigned) node_gpus >= busiest;
+        break;
+    case SP_AUTO_NCCL:
+        if (!enough)
+            return sp_fail (err, errlen, "ddp: --ddp=auto chose nccl for the "
+                            "whole step because %s, but %s has %u local "
+                            "tasks and %d GPUs; use --ddp=host, or request "
+                            "one GPU per task on every node", why, node,
+                            in->local_tasks, ngpus);
+        nccl = true;
+        break;
+    case SP_AUTO_EACH:
+        if (!enough)
+            return sp_fail (err, errlen, "ddp: --ddp=auto needs one backend "
+                            "for the whole step, but %s has %u local tasks "
+                            "and %d GPUs, and %s; request --gpus-per-node or "
+                            "--gpus-per-task, or use --ddp=host", node,
+                            in->local_tasks, ngpus, why);
+        nccl = true;
+        break;
+    default:
+        return sp_fail (err, errlen, "ddp: internal error: bad auto rule");
+    }
+    if (nccl && !in->driver)
+        return sp_fail (err, errlen, "ddp: --ddp=auto chose nccl for the whole "
+                        "step because %s, but %s has no NVIDIA driver (no "
+                        "/proc/driver/nvidia/version, no /dev/nvidiactl), so "
+                        "NCCL cannot run there; use --ddp=host (or --ddp=nccl "
+                        "to insist)", why, node);
+    *b = nccl ? SP_BACKEND_NCCL : SP_BACKEND_HOST;
+    return 0;
+}
+
 int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                     char *err, size_t errlen)
 {
@@ -119,8 +168,9 @@ int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                      ngpus, 64, in->visible);
     if (in->want == SP_BACKEND_NCCL)
         c.backend = SP_BACKEND_NCCL;
-    else if (in->want == SP_BACKEND_AUTO && ngpus > 0 && (enough || !in->bind))
-        c.backend = SP_BACKEND_NCCL;
+    else if (in->want == SP_BACKEND_AUTO
+             && resolve_auto (in, ngpus, enough, &c.backend, err, errlen) < 0)
+        return -1;
     if (in->bind && ngpus > 0 && enough) {
         idx = own_share ? 0 : in->local_rank;
         if (sp_gpus_pick (in->visible, idx, c.gpu, sizeof (c.gpu)) < 0)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "sp_option.h"
+#include "sp_plan.h"
 
 #define SP_GPU_TOKEN_MAX 128
 #define SP_GPU_LIST_MAXLEN 8192
@@ -35,6 +36,12 @@ struct sp_task_gpus {
     unsigned local_tasks;     /* tasks of the step on this node */
     enum sp_backend want;     /* auto, host or nccl */
     bool bind;                /* binding allowed (admin and user) */
+    /* For auto only: */
+    enum sp_auto_rule rule;   /* the step's rule (sp_plan_rule) */
+    unsigned max_local_tasks; /* tasks on the step's busiest node */
+    bool driver;              /* this node has an NVIDIA driver */
+    const char *why;          /* sp_plan_reason(), for messages, or NULL */
+    const char *node;         /* this node's name, for messages, or NULL */
 };
 
 /* The decision: the backend and, when binding, the task's one GPU. */
@@ -49,12 +56,17 @@ struct sp_task_choice {
  * and the node has at least one GPU per local task, Slurm has already given
  * each task its own share (--gpus-per-task, --gpu-bind) and binding picks the
  * share's first GPU; otherwise binding needs one GPU per local task and picks
- * the one at the task's local rank.  auto means nccl when the task can
- * have a GPU of its own (or binding is off and it sees GPUs), host otherwise;
- * nccl without a GPU of its own is an error.  Binding happens whenever it is
- * allowed and possible, for either backend.
+ * the one at the task's local rank.  Binding happens whenever it is allowed
+ * and possible, for either backend.
+ * nccl without a GPU of its own (with binding on) is an error.  auto follows
+ * the step's rule, the same on every node (sp_plan.h): nccl needs a GPU per
+ * local task (bound or not: NCCL cannot run two ranks on one GPU) and an
+ * NVIDIA driver; where the rule says nccl and this node cannot, or the rule
+ * says "nccl where possible, refuse elsewhere" and it is not possible here,
+ * the task is refused rather than given another backend than the rest of
+ * the step.
  * Returns 0 and fills *OUT; on failure -1 with errno EINVAL and a message in
- * ERR (ERRLEN bytes) that names the counts. */
+ * ERR (ERRLEN bytes) that names the counts and what to do. */
 int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                     char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "sp_err.h"
 #include "sp_hostlist.h"
 #include "sp_strint.h"
 
@@ -154,4 +155,27 @@ int sp_hostlist_first (const char *list, char *buf, size_t len)
 long sp_hostlist_count (const char *list)
 {
     return walk (list, NULL, 0);
+}
+
+int sp_hostlist_master (const char *list, unsigned long nnodes, char *host,
+                        size_t len, char *err, size_t errlen)
+{
+    long n;
+
+    if (sp_hostlist_first (list, host, len) < 0) {
+        if (errno == ENOSPC)
+            return sp_fail (err, errlen, "ddp: the first host name of "
+                            "SLURM_STEP_NODELIST is longer than %zu "
+                            "characters: '%.64s...'", len ? len - 1 : 0,
+                            list);
+        return sp_fail (err, errlen, "ddp: SLURM_STEP_NODELIST is not a valid "
+                        "host list: '%.64s'", list ? list : "(null)");
+    }
+    if ((n = sp_hostlist_count (list)) < 0)
+        return sp_fail (err, errlen, "ddp: SLURM_STEP_NODELIST is not a valid "
+                        "host list: '%.64s'", list);
+    if ((unsigned long) n != nnodes)
+        return sp_fail (err, errlen, "ddp: SLURM_STEP_NODELIST names %ld "
+                        "nodes but the step has %lu", n, nnodes);
+    return 0;
 }

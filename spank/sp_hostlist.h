@@ -24,4 +24,12 @@ int sp_hostlist_first (const char *list, char *buf, size_t len);
  * with errno EINVAL (malformed) or EOVERFLOW (more than SP_HOSTLIST_MAXHOSTS). */
 long sp_hostlist_count (const char *list);
 
+/* The host of rank 0 of a step of NNODES nodes whose node list is LIST
+ * (SLURM_STEP_NODELIST): its first host, copied to HOST (LEN bytes).
+ * Returns 0; on failure -1 with errno EINVAL and a message in ERR (ERRLEN
+ * bytes) saying which: LIST is not a valid host list, its first host name
+ * does not fit in LEN, or it names another number of nodes than NNODES. */
+int sp_hostlist_master (const char *list, unsigned long nnodes, char *host,
+                        size_t len, char *err, size_t errlen);
+
 #endif /* SP_HOSTLIST_H */

@@ -1,5 +1,5 @@
-/* sp_option.h - the --ddp[=VALUE] option: its value, and finding it in
- * srun's own argument vector before srun has parsed it.
+/* sp_option.h - the --ddp[=VALUE] option's value (finding it in srun's
+ * own argument vector is sp_argv.h's job).
  *
  * VALUE is a comma-separated list of words: at most one backend (off, auto,
  * host, nccl) and the flag nobind.  No value (or an empty one) means auto.
@@ -43,19 +43,5 @@ int sp_option_parse (const char *value, struct sp_request *req, char *err,
 
 /* True when A and B ask for the same thing. */
 bool sp_request_equal (const struct sp_request *a, const struct sp_request *b);
-
-/* Look for --NAME / --NAME=VALUE among srun's options in ARGV (ARGC words,
- * ARGV[0] is the program), the way srun's getopt_long ("+" mode) would see
- * them: scanning stops at "--" and at the first word that is not an option or
- * an option's argument (that word is the command srun launches, and what
- * follows belongs to it).  A long option without "=" that is not one of
- * srun's options without argument is taken to consume the next word; short
- * options consume the next word when they take an argument in srun.
- * NAME may be abbreviated on the command line to any prefix of at least two
- * characters.  Returns 1 when found (the last occurrence wins; *VALUE points
- * into ARGV, or is NULL for a bare --NAME), 0 when not found, -1 (errno
- * EINVAL) for NULL arguments. */
-int sp_argv_find (int argc, char *const argv[], const char *name,
-                  const char **value);
 
 #endif /* SP_OPTION_H */

@@ -42,3 +42,20 @@ int sp_parse_uint (const char *s, unsigned long long min,
     return sp_parse_uint_n (s, strnlen (s, SP_UINT_MAX_DIGITS + 1), min, max,
                             out);
 }
+
+int sp_parse_uint_at (const char **p, unsigned long long min,
+                      unsigned long long max, unsigned long long *out)
+{
+    size_t n = 0;
+
+    if (!p || !*p) {
+        errno = EINVAL;
+        return -1;
+    }
+    while (n <= SP_UINT_MAX_DIGITS && (*p)[n] >= '0' && (*p)[n] <= '9')
+        n++;
+    if (sp_parse_uint_n (*p, n, min, max, out) < 0)
+        return -1;
+    *p += n;
+    return 0;
+}

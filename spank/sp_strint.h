@@ -20,4 +20,11 @@ int sp_parse_uint_n (const char *s, size_t len, unsigned long long min,
 int sp_parse_uint (const char *s, unsigned long long min,
                    unsigned long long max, unsigned long long *out);
 
+/* Parse the decimal number at *P (its digits, up to the first character
+ * that is not one) into [MIN, MAX] and advance *P past it.  Returns 0, or
+ * -1 with errno EINVAL (NULL, no digit, more than 19 digits) or ERANGE,
+ * and *P and *OUT alone. */
+int sp_parse_uint_at (const char **p, unsigned long long min,
+                      unsigned long long max, unsigned long long *out);
+
 #endif /* SP_STRINT_H */

@@ -21,30 +21,40 @@ rel_repeats () {
     echo "${DDP_STRESS:-$1}"
 }
 
-# rel_slurmd_pid NODE: the pid of this cluster's slurmd for NODE.
+# rel_slurmd_pid NODE: the pid of this cluster's slurmd for NODE (its pid
+# file, checked against the process's command line).
 rel_slurmd_pid () {
-    local p cmd
-    for p in /proc/[0-9]*; do
-        cmd=$( { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-        case "$cmd" in
-            "slurmd -f $DDP_CLUSTER_DIR/etc/slurm.conf -N $1 "*)
-                echo "${p#/proc/}"; return 0 ;;
-        esac
-    done
-    return 1
+    local pid cmd
+    pid=$(cat "$DDP_CLUSTER_DIR/run/slurmd-$1.pid" 2>/dev/null) || return 1
+    cmd=$( { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || return 1
+    case "$cmd" in
+        "slurmd -f $DDP_CLUSTER_DIR/etc/slurm.conf -N $1 "*) echo "$pid" ;;
+        *) return 1 ;;
+    esac
 }
 
 # rel_snapshot: what a run could leave on the nodes: each node's /tmp and
-# /dev/shm as that node's slurmd sees them (private mount namespaces).
+# /dev/shm as that node's slurmd sees them (private mount namespaces), on
+# every node of the cluster, wherever Slurm placed the step.
 rel_snapshot () {
     local node pid
-    for node in n1 n2; do
+    for node in $(ddp_cluster_nodes); do
         pid=$(rel_slurmd_pid "$node") || { echo "$node: no slurmd"; continue; }
         for d in tmp dev/shm; do
             ( cd "/proc/$pid/root/$d" 2>/dev/null && find . -mindepth 1 \
                   -maxdepth 3 2>/dev/null ) | sed "s|^\.|$node:/$d|"
         done
     done | sort
+}
+
+# rel_snapshot_sees NODE: the leftover check works on NODE: a file a step
+# leaves in NODE's /tmp shows in the snapshot (and is removed again).
+rel_snapshot_sees () {
+    rel_snapshot >"snap.$1.before" &&
+    ddp_srun -N1 -n1 -w "$1" touch /tmp/rel-canary &&
+    rel_snapshot >"snap.$1.after" &&
+    ddp_srun -N1 -n1 -w "$1" rm /tmp/rel-canary &&
+    diff "snap.$1.before" "snap.$1.after" | grep -x "> $1:/tmp/rel-canary"
 }
 
 # rel_run_procs DIR: processes (not zombies) whose command line names DIR.
@@ -77,8 +87,11 @@ rel_start () {
     # Each task's output goes to its own files, written by slurmstepd: srun
     # itself may drop the last lines of a task when the step is torn down
     # after a task was killed (seen: a survivor's final stdout line lost).
+    # --kill-on-bad-exit=0: a --ddp step ends as a whole when a task fails
+    # (the plugin's default, tested in t0160); here the survivors must live
+    # on to show what libddp tells them about the failed rank.
     env DDP_TIMEOUT="$REL_TIMEOUT" DDP_VICTIM_RANKS="$victims" \
-        timeout --kill-after=5 90 srun --ddp=host "$@" \
+        timeout --kill-after=5 90 srun --ddp=host --kill-on-bad-exit=0 "$@" \
         --output="$REL_DIR.o.%t" --error="$REL_DIR.e.%t" \
         $REL_WRAP "$DDP_PROGS/ddp_victim" "$mode" "$REL_DIR" >"$REL_DIR.out" 2>"$REL_DIR.err" &
     REL_PID=$!
@@ -188,6 +201,52 @@ rel_check_clean () {
     [ ! -s "$REL_DIR.new" ] || { say "new on the nodes, from other jobs:"; cat "$REL_DIR.new"; }
     find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' >"$REL_DIR.extra"
     [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
+}
+
+# rel_judge VICTIMS [CALL [nocheck]]: the verdict on a run whose VICTIMS
+# were killed: wait for the step and log its output, then check that it
+# ended in time, that every other rank failed CALL (naming VICTIMS unless
+# "nocheck", as rel_check_survivors), and that nothing was left.
+rel_judge () {
+    rel_wait && rel_show && rel_check_bound &&
+    rel_check_survivors "$@" && rel_check_clean
+}
+
+# rel_kill_run NAME MODE VICTIM DELAY CALL [nocheck] [SRUN ARGS...]: the
+# kill -9 scenario: ddp_victim MODE in run directory NAME, under srun with
+# SRUN ARGS (default -N2 -n4), rank VICTIM killed DELAY seconds after it is
+# ready, then rel_judge VICTIM CALL [nocheck].
+rel_kill_run () {
+    local name=$1 mode=$2 victim=$3 delay=$4 call=$5 check=
+    shift 5
+    if [ "${1:-}" = nocheck ]; then check=nocheck; shift; fi
+    [ $# -gt 0 ] || set -- -N2 -n4
+    rel_start "$name" "$mode" "$victim" "$@" &&
+    rel_kill "$victim" "$delay" &&
+    rel_judge "$victim" "$call" $check
+}
+
+# rel_victim I RANK...: the I-th victim (from 1) of a rotation over RANKS.
+rel_victim () {
+    local i=$1
+    shift
+    shift $(( (i - 1) % $# ))
+    echo "$1"
+}
+
+# rel_kill_tests N MODE DELAY CALL WHAT RANK...: N tests (DDP_STRESS=N
+# overrides) named "WHAT, kill -9 rank V (run I of N)", each a
+# rel_kill_run of MODE with the next victim V of a rotation over RANKS.
+rel_kill_tests () {
+    local n mode=$2 delay=$3 call=$4 what=$5 i v
+    n=$(rel_repeats "$1")
+    shift 5
+    for i in $(seq 1 "$n"); do
+        v=$(rel_victim "$i" "$@")
+        test_expect_success "$what, kill -9 rank $v (run $i of $n)" "
+            rel_kill_run $mode.$i $mode $v $delay $call
+        "
+    done
 }
 
 # rel_check_call_time RANKS MIN MAX: each rank of RANKS (comma-separated)

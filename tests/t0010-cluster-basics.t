@@ -3,8 +3,9 @@ test_description='the test cluster runs real multi-node steps, gres and PMIx'
 . "$(dirname "$0")/test-lib.sh"
 ddp_cluster_require
 
+# The shared cluster has more nodes (t0000): -w names the two these expect.
 test_expect_success 'srun -N2 -n4 runs 4 tasks on two nodes' '
-	ddp_srun -N2 -n4 "$DDP_PROGS/rankview" >out &&
+	ddp_srun -N2 -n4 -w "n[1-2]" "$DDP_PROGS/rankview" >out &&
 	cat out &&
 	test $(wc -l <out) = 4 &&
 	grep -q "node=n1 " out &&
@@ -12,7 +13,7 @@ test_expect_success 'srun -N2 -n4 runs 4 tasks on two nodes' '
 	for r in 0 1 2 3; do grep -q "^procid=$r " out || return 1; done
 '
 test_expect_success 'each node has its own /tmp' '
-	ddp_srun -N2 -n2 sh -c "echo \$SLURMD_NODENAME >/tmp/who; sleep 1; cat /tmp/who" >who &&
+	ddp_srun -N2 -n2 -w "n[1-2]" sh -c "echo \$SLURMD_NODENAME >/tmp/who; sleep 1; cat /tmp/who" >who &&
 	sort who >who.sorted &&
 	printf "n1\nn2\n" >who.expected &&
 	test_cmp who.expected who.sorted

@@ -43,11 +43,27 @@ test_expect_success '--mpi=none --ddp=nccl: a clear error, nothing runs' '
 	grep "ddp: --ddp=nccl needs Slurm.s PMIx plugin, but this step uses --mpi=none" mpinone.err &&
 	test ! -e ran
 '
-test_expect_success 'SLURM_MPI_TYPE=pmi2 in the environment with --ddp: the same error' '
+test_expect_success '--mpi=none: the message names the command line' '
+	grep "uses --mpi=none (srun.s command line); drop --mpi" mpinone.err
+'
+test_expect_success 'SLURM_MPI_TYPE=pmi2 in the environment with --ddp: the error names the variable' '
 	test_must_fail env SLURM_MPI_TYPE=pmi2 \
 		timeout 60 srun --ddp=host -N1 true 2>pmi2.err &&
 	cat pmi2.err &&
-	grep "needs Slurm.s PMIx plugin, but this step uses --mpi=pmi2" pmi2.err
+	grep "needs Slurm.s PMIx plugin, but this step uses MPI type pmi2 from SLURM_MPI_TYPE=pmi2 in the environment; unset SLURM_MPI_TYPE or set it to pmix" pmi2.err &&
+	! grep -e "--mpi=pmi2" pmi2.err
+'
+test_expect_success 'a --ddp the command-line scan misses: the error says so, not --mpi' '
+	test_must_fail ddp_srun --lab --ddp=host -N1 true 2>missed.err &&
+	cat missed.err &&
+	grep "uses the cluster.s MpiDefault (none): the plugin did not find --ddp in srun.s command line before srun parsed it (another option took it for its argument)" missed.err &&
+	grep "or add --mpi=pmix" missed.err &&
+	! grep -e "--mpi=none" missed.err
+'
+test_expect_success '... and --mpi=pmix is the way out' '
+	ddp_srun --lab --mpi=pmix --ddp=host -N1 "$DDP_PROGS/rankview" RANK DDP_BACKEND >missed.out &&
+	echo "0: RANK=0 DDP_BACKEND=host" >missed.expected &&
+	test_cmp missed.expected missed.out
 '
 # probe.sh OUT: what a job script runs: one step of pmix_probe, RANK first.
 test_expect_success 'a job script that probes PMIx from a step' '

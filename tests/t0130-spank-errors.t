@@ -51,6 +51,15 @@ test_expect_success 'a bogus inherited option value fails srun too' '
 	cat user.err &&
 	grep "ddp: invalid --ddp value .often." user.err
 '
+test_expect_success '--ddp host (a space, not =): a warning that host is the program' '
+	test_must_fail ddp_srun --ddp host -N1 2>space.err &&
+	cat space.err &&
+	grep "ddp: warning: .--ddp host. runs a program called .host. with --ddp=auto: srun takes the value of --ddp only after .=. (--ddp=host)" space.err
+'
+test_expect_success '... and no warning for a program that is not a --ddp value' '
+	ddp_srun --ddp -N1 true 2>true.err &&
+	! grep "ddp: warning" true.err
+'
 test_expect_success 'unknown plugstack.conf key: the plugin refuses to load, naming it' '
 	with_plugstack bogus=1 &&
 	rm -f ran &&

@@ -47,7 +47,7 @@ test_expect_success 'default=auto: a plain srun gets ddp and PMIx, --ddp=off opt
 '
 test_expect_success 'torch_env=no: only DDP_BACKEND and the binding' '
 	plugstack torch_env=no &&
-	ddp_srun --ddp -N1 -n2 --gres=gpu:2 env >notorch.env &&
+	ddp_srun --ddp=nccl -N1 -n2 --gres=gpu:2 env >notorch.env &&
 	plugstack &&
 	! grep -E "^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|NNODES|MASTER_ADDR|MASTER_PORT)=" notorch.env &&
 	test $(grep -c "^DDP_BACKEND=nccl$" notorch.env) = 2 &&

@@ -4,20 +4,15 @@ against references computed in the test program, on one and two nodes'
 . "$(dirname "$0")/test-lib.sh"
 ddp_cluster_require
 
-CHECK=$DDP_PROGS/ddp_check
 DDP_SRUN_TIMEOUT=180
 
-# run_check NAME NTASKS CHECK-ARGS SRUN-ARGS...: every task must report 0
-# failures.  CHECK-ARGS -q (sizes 0, 1, 7, 1001 and a large 2.2M-element run, chunked
-# through the segment) keeps the file short on a 2-core machine; -N2 -n4
-# runs the full size list.
+# run_check NAME NTASKS CHECK-ARGS SRUN-ARGS...: under srun --mpi=pmix, every
+# task must report 0 failures.  CHECK-ARGS -q (sizes 0, 1, 7, 1001 and a
+# large 2.2M-element run, chunked through the segment) keeps the file short
+# on a 2-core machine; -N2 -n4 runs the full size list.
 run_check () {
 	name=$1 n=$2 args=$3; shift 3
-	ddp_srun --mpi=pmix "$@" "$CHECK" $args >"$name.out" 2>"$name.err"
-	rc=$?
-	cat "$name.out" "$name.err"
-	test $rc = 0 &&
-	test $(grep -c "^ddp_check rank .*/$n .* 0 failed in all" "$name.out") = $n
+	ddp_check_run "$name" "$n" "$args" --mpi=pmix "$@"
 }
 
 test_expect_success '-N1 -n1: every collective, dtype, op and size' '

@@ -41,6 +41,40 @@ test_expect_success '!GPU,NCCL_BUILT' 'one fence: rank 0 failed, the others lear
 	test $(grep -c "^init failed rank=[1-3] rc=-9 " nccl.out) = 3 &&
 	test $(grep -c "rank 0 (host [^)]*) cannot use NCCL: cudaGetDeviceCount" nccl.err) = 4
 '
+# DDP_BACKEND by node: "$1" on node 0's tasks, "$2" on the others ("-": unset).
+by_node () {
+    cat >by_node.sh <<-EOF
+	#!/bin/sh
+	if test "\$SLURM_NODEID" = 0; then v="$1"; else v="$2"; fi
+	if test "\$v" = -; then unset DDP_BACKEND; else DDP_BACKEND=\$v; export DDP_BACKEND; fi
+	exec "$probe"
+	EOF
+    chmod +x by_node.sh
+}
+
+test_expect_success 'DDP_BACKEND host on one node, unset on the other: every rank says so' '
+	by_node host - &&
+	test_must_fail ddp_srun --mpi=pmix -N2 -n3 ./by_node.sh >mix.out 2>mix.err &&
+	cat mix.out mix.err &&
+	test $(grep -c "^init failed rank=[0-2] rc=-14 " mix.out) = 3 &&
+	test $(grep -c "DDP_BACKEND differs between ranks: auto on rank 2, host on ranks 0-1 (unset counts as auto)" mix.err) = 3
+'
+test_expect_success NCCL_BUILT 'host on node 1, nccl on node 2 (the plugin bug): the same, no blob-size error' '
+	by_node host nccl &&
+	test_must_fail ddp_srun --mpi=pmix -N2 -n3 --gres=gpu:1 ./by_node.sh >hn.out 2>hn.err &&
+	cat hn.out hn.err &&
+	test $(grep -c "^init failed rank=[0-2] rc=-14 " hn.out) = 3 &&
+	test $(grep -c "host on ranks 0-1, nccl on rank 2" hn.err) = 3 &&
+	! grep "bootstrap blob" hn.err
+'
+test_expect_success 'a bad DDP_BACKEND on one node: its ranks say EINVAL, the others name them' '
+	by_node - bogus &&
+	test_must_fail ddp_srun --mpi=pmix -N2 -n3 ./by_node.sh >bad.out 2>bad.err &&
+	cat bad.out bad.err &&
+	test $(grep -c "^init failed rank=[01] rc=-9 " bad.out) = 2 &&
+	grep "^init failed rank=2 rc=-1 " bad.out &&
+	test $(grep -c "rank 2 cannot start; rank 2 (host [^)]*): DDP_BACKEND=.bogus. is not one of auto, host, nccl" bad.err) = 2
+'
 test_expect_success '!GPU' 'auto under the plugin (--ddp=auto) on GPU-less nodes: host' '
 	test -f "$DDP_PLUGIN" || { say "# no plugin built"; return 0; }
 	ddp_srun --ddp=auto -N2 -n2 "$probe" >plugin.out &&

@@ -23,6 +23,24 @@ on_mock () {
         DDP_BOOTSTRAP=single LD_PRELOAD="$mock" "$@"
 }
 
+# loop_breaks NAME RC VAR=VALUE...: nccl_probe's loop of 10 allreduces,
+# on the mock set up by the VARs to break at the third call, exits 2 within
+# 10 s: the third call (index 2) failed with RC, and a call after it fails
+# with RC again (sticky), and the communicator was aborted once.  Output
+# in NAME.out and NAME.err.
+loop_breaks () {
+    name=$1 rc=$2
+    shift 2
+    start=$(date +%s)
+    test_expect_code 2 on_mock env "$@" DDP_BACKEND=nccl "$probe" loop 10 \
+        >"$name.out" 2>"$name.err" &&
+    cat "$name.out" "$name.err" &&
+    test $(( $(date +%s) - start )) -le 10 &&
+    grep "^loop failed at 2 rc=$rc " "$name.out" &&
+    grep "^again rc=$rc\$" "$name.out" &&
+    test $(grep -c "mock: ncclCommAbort" "$name.err") = 1
+}
+
 test_expect_success 'nccl_check: every collective, dtype, op and buffer kind' '
 	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_check" --quick >check.out 2>check.err &&
 	test $(grep -c "^ok " check.out) -ge 200 &&
@@ -57,6 +75,19 @@ test_expect_success 'no device: auto is host, nccl fails naming cudaGetDeviceCou
 	grep "^init failed rank=? rc=-13 " nodev2.out &&
 	grep "cannot use NCCL: cudaGetDeviceCount: no CUDA-capable device" nodev2.err
 '
+test_expect_success 'CUDA in name only (no driver, stub, mismatch): auto is host, nccl says why' '
+	for d in none stub mismatch; do
+		on_mock env MOCK_CUDA_DRIVER=$d DDP_BACKEND=auto DDP_DEBUG=1 "$probe" >drv-$d.out 2>drv-$d.err &&
+		grep "^init ok rank=0 size=1 backend=host " drv-$d.out &&
+		grep "auto: host backend: no usable CUDA device: cudaGetDeviceCount: " drv-$d.err &&
+		! grep "mock: ncclComm" drv-$d.err || return 1
+	done &&
+	grep "driver version is insufficient" drv-none.err &&
+	grep "stub library" drv-stub.err &&
+	test_expect_code 1 on_mock env MOCK_CUDA_DRIVER=none DDP_BACKEND=nccl "$probe" >drv.out 2>drv.err &&
+	grep "^init failed rank=? rc=-13 " drv.out &&
+	grep "cannot use NCCL: cudaGetDeviceCount: CUDA driver version is insufficient" drv.err
+'
 test_expect_success 'init that never finishes: DDP_ETIMEDOUT at the deadline, aborted' '
 	start=$(date +%s) &&
 	test_expect_code 1 on_mock env MOCK_NCCL_INIT=hang DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" >ihang.out 2>ihang.err &&
@@ -74,26 +105,14 @@ test_expect_success 'init that fails: DDP_ENCCL with NCCL'"'"'s reason, aborted'
 	grep "communicator init: unhandled system error" ifail.err
 '
 test_expect_success 'a collective that never completes: DDP_ETIMEDOUT, then sticky' '
-	start=$(date +%s) &&
-	test_expect_code 2 on_mock env MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 DDP_BACKEND=nccl "$probe" loop 10 >hang.out 2>hang.err &&
-	cat hang.out hang.err &&
-	test $(( $(date +%s) - start )) -le 10 &&
-	grep "^loop failed at 2 rc=-7 " hang.out &&
-	grep "^again rc=-7$" hang.out &&
+	loop_breaks hang -7 MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 &&
 	grep "^comm after=no$" hang.out &&
 	grep "ncclAllReduce did not complete within DDP_TIMEOUT=2" hang.err &&
-	test $(grep -c "mock: ncclCommAbort" hang.err) = 1 &&
 	! grep "mock: ncclCommFinalize" hang.err
 '
 test_expect_success 'an asynchronous remote error: DDP_EPEER at once, not at the deadline' '
-	start=$(date +%s) &&
-	test_expect_code 2 on_mock env MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 DDP_BACKEND=nccl "$probe" loop 10 >aerr.out 2>aerr.err &&
-	cat aerr.out aerr.err &&
-	test $(( $(date +%s) - start )) -le 10 &&
-	grep "^loop failed at 2 rc=-8 " aerr.out &&
-	grep "^again rc=-8$" aerr.out &&
-	grep "ncclAllReduce: remote process exited" aerr.err &&
-	test $(grep -c "mock: ncclCommAbort" aerr.err) = 1
+	loop_breaks aerr -8 MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 &&
+	grep "ncclAllReduce: remote process exited" aerr.err
 '
 test_expect_success 'a healthy loop finalizes cleanly' '
 	on_mock env DDP_BACKEND=nccl "$probe" loop 100 >okloop.out 2>okloop.err &&

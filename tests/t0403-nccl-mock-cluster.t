@@ -41,4 +41,44 @@ test_expect_success 'under the plugin (--ddp=nccl, one GPU bound per task): the 
 	cat plug.out plug.err &&
 	test $(grep -c "^init failed rank=[01] rc=-7 " plug.out) = 2
 '
+
+# Node 0's tasks see CUDA in name only (no driver), node 1's a GPU.
+cat >gpu_on_node1.sh <<EOF
+#!/bin/sh
+if test "\$SLURM_NODEID" = 0; then MOCK_CUDA_DRIVER=none; export MOCK_CUDA_DRIVER; fi
+exec "$probe"
+EOF
+chmod +x gpu_on_node1.sh
+
+test_expect_success 'auto with a GPU on one node only: host on every rank, rank 0 says why' '
+	ddp_srun --mpi=pmix -N2 -n3 --gres=gpu:1 \
+		env LD_PRELOAD="$mock" DDP_BACKEND=auto ./gpu_on_node1.sh >half.out 2>half.err &&
+	cat half.out half.err &&
+	test $(grep -c "^init ok rank=[0-2] size=3 backend=host comm=no" half.out) = 3 &&
+	test $(grep -c "^allreduce rc=0 sum=6$" half.out) = 3 &&
+	grep "rank 0/3\] warning: auto: the host backend on every rank, because ranks 0-1 of 3 cannot use NCCL (rank 0, host [^:]*: no usable CUDA device: cudaGetDeviceCount: CUDA driver version is insufficient" half.err &&
+	test $(grep -c "warning: auto" half.err) = 1 &&
+	! grep "mock: ncclComm" half.err
+'
+
+# The set-up path at scale: DDP_NCCL_SCALE_RANKS ranks on the two nodes
+# (overcommitted).  128 costs a few seconds here; doc/nccl.md has the runs
+# at a few hundred.
+n=${DDP_NCCL_SCALE_RANKS:-128}
+test_expect_success "set-up at $n ranks (a GPU each, 4 NCCL roots): every rank inits and finalizes" '
+	ddp_srun --mpi=pmix -O -N2 -n$n env LD_PRELOAD="$mock" MOCK_NCCL_PEERS=fake \
+		MOCK_GPU_ID=rank DDP_NCCL_RANKS_PER_ROOT=$(( (n + 3) / 4 )) \
+		DDP_BACKEND=nccl DDP_DEBUG=1 DDP_TIMEOUT=120 "$probe" >scale.out 2>scale.err &&
+	test $(grep -c "^init ok rank=[0-9]* size=$n backend=nccl comm=yes" scale.out) = $n &&
+	test $(grep -c "NCCL [0-9]*, 4 root(s) of $n ranks" scale.err) = $n &&
+	test $(grep -c "mock: ncclCommDestroy" scale.err) = $n &&
+	grep "init: bootstrap" scale.err | sed "s/.*init: //" | sort -g -k17 | tail -n 1
+'
+test_expect_success "$n ranks on 4 GPUs per node: every rank names the shared GPU" '
+	test_must_fail ddp_srun --mpi=pmix -O -N2 -n$n --gres=gpu:4 \
+		env LD_PRELOAD="$mock" DDP_BACKEND=nccl DDP_TIMEOUT=120 "$probe" >sdup.out 2>sdup.err &&
+	test $(grep -c "^init failed rank=[0-9]* rc=-12 " sdup.out) = $n &&
+	test $(grep -c "error: nccl: ranks 0,4,8,12,.* share GPU 0000:10:00.0" sdup.err) = $n &&
+	! grep "mock: ncclComm" sdup.err
+'
 test_done

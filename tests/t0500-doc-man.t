@@ -35,6 +35,27 @@ page_names () {
     sed 's/ *\\-.*//' | tr ',' '\n' | tr -d ' ' | grep -v '^$'
 }
 
+# words FILE: the words of a man page or of a markdown note, lower case, one
+# a line; roff requests, font and character escapes and all punctuation are
+# dropped, so that a sentence reads the same in a page and in a copy of it.
+words () {
+    sed -e '/^\.\\"/d' -e 's/^\.[A-Za-z]* *//' -e 's/\\f[BIRP]//g' \
+        -e 's/\\([a-z][a-z]//g' -e 's/\\-/-/g' "$1" |
+    tr -cs 'A-Za-z0-9_' '\n' | tr 'A-Z' 'a-z' | sed '/^$/d'
+}
+
+# shingles: every run of 12 consecutive words of stdin, one a line, sorted.
+shingles () {
+    awk -v n=12 '{ w[NR % n] = $0 }
+        NR >= n { s = w[(NR + 1) % n]
+                  for (i = NR - n + 2; i <= NR; i++) s = s " " w[i % n]
+                  print s }' | sort -u
+}
+
+# How many 12-word runs a note may share with a page: a quoted message or
+# two, not a paragraph (a hand-kept copy of a page shares hundreds).
+SHARED_MAX=60
+
 test_expect_success 'the page and link lists come from doc/Makefile' '
 	$DOCMAKE print-man-pages >pages.out &&
 	$DOCMAKE print-man3-links >links.out &&
@@ -78,6 +99,34 @@ test_expect_success MAN 'the pages are not hyphenated inside identifiers' '
 			echo "$p: hyphenated"; return 1
 		fi
 	done
+'
+
+# Each page is the one source of what it says: README.md and the notes in
+# doc/ point to it (`man spank-ddp`) instead of keeping a copy by hand.
+test_expect_success 'no markdown file repeats a man page' '
+	for p in $(cat pages); do
+		words "$DOC/$p" | shingles >"$p.runs" || return 1
+	done &&
+	for m in "$DDP_SRC_DIR/README.md" "$DOC"/*.md; do
+		words "$m" | shingles >note.runs &&
+		for p in $(cat pages); do
+			n=$(comm -12 note.runs "$p.runs" | wc -l) &&
+			if test "$n" -gt $SHARED_MAX; then
+				echo "$m repeats $n runs of 12 words of $p:"
+				echo "keep the page, point to it (man ${p%.*})"
+				return 1
+			fi
+		done || return 1
+	done
+'
+
+test_expect_success MAN 'a page rendered and pasted into a note would be caught' '
+	LC_ALL=C.UTF-8 MANWIDTH=66 man -E UTF-8 -l "$DOC/spank-ddp.8" 2>/dev/null |
+		sed -n "/^SECURITY/,/^FILES/p" >copy.md &&
+	test $(wc -l <copy.md) -gt 10 &&
+	words copy.md | shingles >copy.runs &&
+	n=$(comm -12 copy.runs spank-ddp.8.runs | wc -l) &&
+	test "$n" -gt $SHARED_MAX
 '
 
 test_expect_success 'the public headers declare functions (the scan works)' '

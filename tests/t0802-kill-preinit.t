@@ -70,15 +70,9 @@ check_local () {
 
 n=$(rel_repeats 2)
 for i in $(seq 1 "$n"); do
-	v=$(echo "3 1" | cut -d' ' -f$(( (i - 1) % 2 + 1 )))
+	v=$(rel_victim "$i" 3 1)
 	test_expect_success "kill -9 rank $v before init: init fails in time, nothing left (run $i of $n)" '
-		rel_start preinit.$i preinit $v -N2 -n4 &&
-		rel_kill $v 1 &&
-		rel_wait &&
-		rel_show &&
-		rel_check_bound &&
-		rel_check_survivors $v ddp_init nocheck &&
-		rel_check_clean
+		rel_kill_run preinit.$i preinit $v 1 ddp_init nocheck
 	'
 	test_expect_success "kill -9 rank $v before init: every survivor names it (run $i of $n)" '
 		REL_DIR=$PWD/preinit.'$i' &&
@@ -92,11 +86,7 @@ test_expect_success 'without MASTER_PORT (no roll call): init still fails in tim
 	rel_start preinit.local preinit 1 -N2 -n4 &&
 	REL_WRAP= &&
 	rel_kill 1 1 &&
-	rel_wait &&
-	rel_show &&
-	rel_check_bound &&
-	rel_check_survivors 1 ddp_init nocheck &&
-	rel_check_clean
+	rel_judge 1 ddp_init nocheck
 '
 test_expect_success 'without MASTER_PORT: its node names it, the other node names the candidates' '
 	REL_DIR=$PWD/preinit.local &&
@@ -109,11 +99,7 @@ test_expect_success 'kill -9 ranks 1 and 3 (one per node) before init: in time, 
 	rel_start preinit.two preinit 1,3 -N2 -n4 --ntasks-per-node=2 &&
 	rel_kill 1 1 &&
 	rel_kill 3 0 &&
-	rel_wait &&
-	rel_show &&
-	rel_check_bound &&
-	rel_check_survivors 1,3 ddp_init nocheck &&
-	rel_check_clean
+	rel_judge 1,3 ddp_init nocheck
 '
 test_expect_success 'kill -9 ranks 1 and 3 before init: both survivors name both' '
 	REL_DIR=$PWD/preinit.two &&

@@ -1,56 +1,62 @@
-/* bench.h - the measurement loop shared by ddp-bench and mpi-bench.
+/* bench.h - what an implementation gives the measurement loop.
  *
- * One driver (bench.c) times the same loop against two implementations of a
- * small set of collectives: libddp (ddp-bench.c) and MPI (mpi-bench.c).  Each
- * program fills a struct bench_impl and calls bench_main(), so both measure
- * exactly the same way and print the same tables.
+ * One driver (bench.c, with opts.c, check.c and report.c) times the same
+ * loop against two implementations of a small set of collectives: libddp
+ * (ddp-bench.c) and MPI (mpi-bench.c).  Each program is the driver linked
+ * with one file that defines the functions below, so both measure exactly
+ * the same way and print the same tables.
  *
- * Every collective works on FLOAT32 elements (allreduce: SUM); the values the
- * driver puts in the buffers are small integers, so sums are exact and the
- * results can be checked for equality.
+ * Every collective works on FLOAT32 elements (allreduce: SUM); the values
+ * the driver puts in the buffers are small integers, so sums are exact and
+ * the results can be checked for equality (check.h).
  */
 #ifndef DDP_BENCH_H
 #define DDP_BENCH_H
 
 #include <stddef.h>
 
-struct bench_impl {
-    const char *name;   /* "ddp" or "mpi": the first TSV column */
+/* "ddp" or "mpi": the first TSV column and the prefix of messages
+ * ("ddp-bench: ..."). */
+extern const char bench_impl_name[];
 
-    /* Set up the implementation; argc/argv may be used (MPI_Init).
-     * Returns 0 or an implementation error code (non-zero). */
-    int (*init) (int *argc, char ***argv);
-    /* Returns 0 or non-zero. */
-    int (*finalize) (void);
-    /* Kill the job after a failure; may not return. */
-    void (*abort) (int code, const char *msg);
+/* Set up the implementation (timed: this is init's time); argc and argv
+ * may be used (MPI_Init).  Returns 0 or an implementation error code. */
+int bench_impl_init (int *argc, char ***argv);
 
-    /* Identity, valid after init. */
-    int (*rank) (void);
-    int (*size) (void);
-    int (*nnodes) (void);
-    /* Name of the backend/transport in use (for the table header). */
-    const char *(*backend) (void);
+/* Returns 0 or an implementation error code. */
+int bench_impl_finalize (void);
 
-    /* Collectives on count FLOAT32 elements; each returns 0 or non-zero. */
-    int (*barrier) (void);
-    int (*bcast) (float *buf, size_t count, int root);
-    int (*allreduce) (const float *sendbuf, float *recvbuf, size_t count);
-    int (*allgather) (const float *sendbuf, float *recvbuf, size_t count);
-    int (*gather) (const float *sendbuf, float *recvbuf, size_t count,
-                   int root);
-    /* Element-wise MAX of n doubles over all ranks, in place (statistics).
-     * Returns 0 or non-zero. */
-    int (*max_f64) (double *inout, size_t n);
+/* End the whole job after a failure, with msg; may not return. */
+void bench_impl_abort (int code, const char *msg);
 
-    /* A human-readable description of an error code from the above. */
-    const char *(*strerror) (int rc);
-};
+/* This process's rank, the number of ranks and of nodes; valid after init
+ * (and may be collective the first time: call them on every rank). */
+int bench_impl_rank (void);
+int bench_impl_size (void);
+int bench_impl_nnodes (void);
 
-/* Parse the command line, init the implementation (timed), run the
- * requested measurements with correctness checks, print the tables on rank
- * 0, finalize.  Returns the process exit status: 0 when every check passed,
- * 1 on a failed check or a failed call, 2 on a usage error. */
-int bench_main (const struct bench_impl *impl, int argc, char **argv);
+/* The name of the backend or transport in use (for the table's title). */
+const char *bench_impl_backend (void);
+
+/* The collectives on count FLOAT32 elements per rank (bcast and gather:
+ * root 0; bcast in place).  Each returns 0 or an implementation error
+ * code. */
+int bench_impl_barrier (void);
+int bench_impl_bcast (float *buf, size_t count);
+int bench_impl_allreduce (const float *sendbuf, float *recvbuf, size_t count);
+int bench_impl_allgather (const float *sendbuf, float *recvbuf, size_t count);
+int bench_impl_gather (const float *sendbuf, float *recvbuf, size_t count);
+
+/* Element-wise MAX of n doubles over all ranks, in place (statistics).
+ * Returns 0 or an implementation error code. */
+int bench_impl_max_f64 (double *inout, size_t n);
+
+/* A description of an error code from the functions above. */
+const char *bench_impl_strerror (int rc);
+
+/* Bytes this process has sent to processes on other nodes since init, as
+ * the implementation counts them; -1 when it does not count them.  Read
+ * outside the timed calls only. */
+double bench_impl_bytes_sent (void);
 
 #endif /* DDP_BENCH_H */

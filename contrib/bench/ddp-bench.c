@@ -3,9 +3,10 @@
  *   srun --ddp=host -N2 -n2 ddp-bench [--short] [--tsv FILE]
  *   srun --mpi=pmix -N1 -n2 ddp-bench -s 8,1M -o allreduce
  *
- * The loop, the checks and the tables are bench.c's, shared with mpi-bench
- * so the two measure the same way; this file maps them onto libddp.
- * DDP_BACKEND picks the backend as for any libddp program.
+ * The loop, the checks and the tables are the driver's (bench.c), shared
+ * with mpi-bench so the two measure the same way; this file maps bench.h's
+ * functions onto libddp.  DDP_BACKEND picks the backend as for any libddp
+ * program.
  */
 #include "config.h"
 #include <stdlib.h>
@@ -13,63 +14,85 @@
 #include "ddp.h"
 #include "bench.h"
 
-static int b_init (int *argc, char ***argv)
+const char bench_impl_name[] = "ddp";
+
+int bench_impl_init (int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     return ddp_init ();
 }
 
-static void b_abort (int code, const char *msg)
+int bench_impl_finalize (void)
+{
+    return ddp_finalize ();
+}
+
+void bench_impl_abort (int code, const char *msg)
 {
     ddp_abort (code, msg);
 }
 
-static int b_bcast (float *buf, size_t count, int root)
+int bench_impl_rank (void)
 {
-    return ddp_bcast (buf, count, DDP_FLOAT32, root);
+    return ddp_rank ();
 }
 
-static int b_allreduce (const float *sendbuf, float *recvbuf, size_t count)
+int bench_impl_size (void)
+{
+    return ddp_world_size ();
+}
+
+int bench_impl_nnodes (void)
+{
+    return ddp_num_nodes ();
+}
+
+const char *bench_impl_backend (void)
+{
+    return ddp_backend_name ();
+}
+
+int bench_impl_barrier (void)
+{
+    return ddp_barrier ();
+}
+
+int bench_impl_bcast (float *buf, size_t count)
+{
+    return ddp_bcast (buf, count, DDP_FLOAT32, 0);
+}
+
+int bench_impl_allreduce (const float *sendbuf, float *recvbuf, size_t count)
 {
     return ddp_allreduce (sendbuf, recvbuf, count, DDP_FLOAT32, DDP_SUM);
 }
 
-static int b_allgather (const float *sendbuf, float *recvbuf, size_t count)
+int bench_impl_allgather (const float *sendbuf, float *recvbuf, size_t count)
 {
     return ddp_allgather (sendbuf, recvbuf, count, DDP_FLOAT32);
 }
 
-static int b_gather (const float *sendbuf, float *recvbuf, size_t count,
-                     int root)
+int bench_impl_gather (const float *sendbuf, float *recvbuf, size_t count)
 {
-    return ddp_gather (sendbuf, recvbuf, count, DDP_FLOAT32, root);
+    return ddp_gather (sendbuf, recvbuf, count, DDP_FLOAT32, 0);
 }
 
-static int b_max_f64 (double *inout, size_t n)
+int bench_impl_max_f64 (double *inout, size_t n)
 {
     return ddp_allreduce (inout, inout, n, DDP_FLOAT64, DDP_MAX);
 }
 
-static const struct bench_impl impl = {
-    .name = "ddp",
-    .init = b_init,
-    .finalize = ddp_finalize,
-    .abort = b_abort,
-    .rank = ddp_rank,
-    .size = ddp_world_size,
-    .nnodes = ddp_num_nodes,
-    .backend = ddp_backend_name,
-    .barrier = ddp_barrier,
-    .bcast = b_bcast,
-    .allreduce = b_allreduce,
-    .allgather = b_allgather,
-    .gather = b_gather,
-    .max_f64 = b_max_f64,
-    .strerror = ddp_strerror,
-};
-
-int main (int argc, char **argv)
+const char *bench_impl_strerror (int rc)
 {
-    return bench_main (&impl, argc, argv);
+    return ddp_strerror (rc);
+}
+
+/* The hook for libddp's traffic counters: libddp does not count the bytes
+ * it sends yet.  When it does, return this process's count here (bytes
+ * sent to other nodes since ddp_init) and the report gets its "sent per
+ * leader" column. */
+double bench_impl_bytes_sent (void)
+{
+    return -1;
 }

@@ -3,7 +3,9 @@
  * method provides. */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

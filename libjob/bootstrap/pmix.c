@@ -4,7 +4,9 @@
  * pmix_missing.c. */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,17 +235,37 @@ static int pmix_put (struct bootstrap *b, const char *key,
 }
 
 /* Fence completion, kept in static storage: a fence abandoned on timeout
- * may still complete later. */
+ * may still complete later.  PMIx's progress thread signals it, so a rank
+ * waiting for the slowest one sleeps instead of polling: hundreds of ranks
+ * on a node polling would starve the ones still starting, and the server. */
 static struct fence_state {
-    volatile int done;
-    volatile int status;
-} fence_state;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC, set up by fence_once */
+    int done;
+    int status;
+} fence_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t fence_once = PTHREAD_ONCE_INIT;
+
+static void fence_state_init (void)
+{
+    pthread_condattr_t a;
+
+    pthread_condattr_init (&a);
+    pthread_condattr_setclock (&a, CLOCK_MONOTONIC);
+    pthread_cond_init (&fence_state.cond, &a);
+    pthread_condattr_destroy (&a);
+}
 
 static void fence_cb (pmix_status_t status, void *cbdata)
 {
     struct fence_state *fs = cbdata;
+
+    pthread_mutex_lock (&fs->lock);
     fs->status = status;
-    __atomic_store_n (&fs->done, 1, __ATOMIC_RELEASE);
+    fs->done = 1;
+    pthread_cond_broadcast (&fs->cond);
+    pthread_mutex_unlock (&fs->lock);
 }
 
 /* Start the fence (collecting data or not) with the server's own bound. */
@@ -261,7 +283,10 @@ static int fence_start (struct bootstrap *b, bool collect, char *err,
     if (collect)
         PMIX_INFO_LOAD (&info[ninfo++], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
     PMIX_INFO_LOAD (&info[ninfo++], PMIX_TIMEOUT, &tmo, PMIX_INT);
+    pthread_once (&fence_once, fence_state_init);
+    pthread_mutex_lock (&fence_state.lock);
     fence_state.done = 0;
+    pthread_mutex_unlock (&fence_state.lock);
     rc = PMIx_Fence_nb (NULL, 0, info, ninfo, fence_cb, &fence_state);
     PMIX_INFO_DESTRUCT (&info[0]);
     PMIX_INFO_DESTRUCT (&info[1]);
@@ -271,19 +296,36 @@ static int fence_start (struct bootstrap *b, bool collect, char *err,
     return 0;
 }
 
+/* Sleep until fence_cb came or timeout_s passed.  Returns whether it came
+ * (its status in fence_state.status). */
+static bool fence_came (double timeout_s)
+{
+    struct timespec ts;
+    bool done;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)timeout_s;
+    ts.tv_nsec += (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock (&fence_state.lock);
+    while (!fence_state.done
+           && pthread_cond_timedwait (&fence_state.cond, &fence_state.lock,
+                                      &ts) != ETIMEDOUT)
+        ;
+    done = fence_state.done != 0;
+    pthread_mutex_unlock (&fence_state.lock);
+    return done;
+}
+
 /* Wait for the fence: until PMIX_FENCE_SLACK after the server's bound, so
  * that the server's answer, when it gives one, is the one seen. */
 static int fence_wait (struct bootstrap *b, char *err, size_t errlen)
 {
-    double deadline = ddpi_now () + b->timeout_s + PMIX_FENCE_SLACK;
-
-    while (!__atomic_load_n (&fence_state.done, __ATOMIC_ACQUIRE)) {
-        struct timespec ts = { 0, 20000 };
-        if (ddpi_now () > deadline)
-            return DDP_ETIMEDOUT;
-        nanosleep (&ts, NULL);
-    }
-    if (fence_state.status == PMIX_ERR_TIMEOUT)
+    if (!fence_came (b->timeout_s + PMIX_FENCE_SLACK)
+        || fence_state.status == PMIX_ERR_TIMEOUT)
         return DDP_ETIMEDOUT;
     if (fence_state.status != PMIX_SUCCESS)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx fence: %s",

@@ -6,6 +6,7 @@
 #pragma GCC optimize ("O3")
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "reduce.h"
@@ -241,18 +242,6 @@ void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
     }
 }
 
-/* Public (ddp.h), defined here where every part of libddp, and a test
- * that links a backend without the core, finds it. */
-size_t ddp_dtype_size (ddp_dtype_t dtype)
-{
-    static const size_t sizes[DDP_NUM_DTYPES] = {
-        [DDP_INT8] = 1, [DDP_UINT8] = 1, [DDP_INT32] = 4, [DDP_UINT32] = 4,
-        [DDP_INT64] = 8, [DDP_UINT64] = 8, [DDP_FLOAT16] = 2,
-        [DDP_BFLOAT16] = 2, [DDP_FLOAT32] = 4, [DDP_FLOAT64] = 8,
-    };
-    return (unsigned)dtype < DDP_NUM_DTYPES ? sizes[dtype] : 0;
-}
-
 void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op)
 {
@@ -277,6 +266,79 @@ void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
         for (k = 2; k < n; k++)
             ddpi_reduce_op (d, d, (const char *)src[k] + off * es, len, dtype,
                            op);
+    }
+}
+
+ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op)
+{
+    bool half = dtype == DDP_FLOAT16 || dtype == DDP_BFLOAT16;
+    bool rounds = op == DDP_SUM || op == DDP_PROD || op == DDP_AVG;
+    return half && rounds ? DDP_FLOAT32 : dtype;
+}
+
+/* The conversions of a 16-bit float type. */
+static float (*const to_float[2]) (uint16_t) = { ddpi_half_to_float,
+                                                 ddpi_bf16_to_float };
+static uint16_t (*const from_float[2]) (float) = { ddpi_float_to_half,
+                                                   ddpi_float_to_bf16 };
+
+void ddpi_widen (void *dst, const void *src, size_t count, ddp_dtype_t dtype,
+                 ddp_op_t op)
+{
+    float (*conv) (uint16_t) = to_float[dtype == DDP_BFLOAT16];
+    const uint16_t *s = src;
+    float *d = dst;
+
+    if (ddpi_acc_dtype (dtype, op) == dtype) {
+        if (dst != src)
+            memcpy (dst, src, count * ddp_dtype_size (dtype));
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        d[i] = conv (s[i]);
+}
+
+void ddpi_narrow (void *dst, const void *src, size_t count,
+                  ddp_dtype_t dtype, ddp_op_t op)
+{
+    uint16_t (*conv) (float) = from_float[dtype == DDP_BFLOAT16];
+    const float *s = src;
+    uint16_t *d = dst;
+
+    if (ddpi_acc_dtype (dtype, op) == dtype) {
+        if (dst != src)
+            memmove (dst, src, count * ddp_dtype_size (dtype));
+        return;
+    }
+    /* In place, element i (2 bytes at 2i) is written after element i
+     * (4 bytes at 4i) was read, and never over an element still unread. */
+    for (size_t i = 0; i < count; i++)
+        d[i] = conv (s[i]);
+}
+
+void ddpi_reduce_many_acc (void *dst, const void *const *src, int n,
+                           size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), block = 4096, off;
+    float tmp[4096];
+    int k;
+
+    if (at == dtype) {
+        ddpi_reduce_many (dst, src, n, count, dtype, op);
+        return;
+    }
+    if (n < 1)
+        return;
+    for (off = 0; off < count; off += block) {
+        size_t len = count - off < block ? count - off : block;
+        float *d = (float *)dst + off;
+
+        ddpi_widen (d, (const char *)src[0] + off * es, len, dtype, op);
+        for (k = 1; k < n; k++) {
+            ddpi_widen (tmp, (const char *)src[k] + off * es, len, dtype, op);
+            ddpi_reduce_op (d, d, tmp, len, at, op);
+        }
     }
 }
 

@@ -14,6 +14,17 @@
  *   MIN/MAX compare the float values but return the operand's bits unchanged.
  * - AVG: the element-wise SUM, then ddpi_reduce_finish() divides by n (for
  *   16-bit floats: in float, then rounded).
+ * - Accumulation: a collective combining many contributions keeps its
+ *   partial results in the accumulation type of ddpi_acc_dtype(): FLOAT32
+ *   for FLOAT16/BFLOAT16 with SUM, PROD or AVG, so a chain of any length
+ *   rounds to 16 bits once, at the end (ddpi_narrow); the dtype itself
+ *   otherwise (MIN and MAX never round).
+ *
+ * The order of the operands is part of the result (floating point is not
+ * associative; MIN/MAX keep the first operand on ties): every backend
+ * combines the contributions in an order that is a fixed function of the
+ * count, dtype, op and the job's layout, never of arrival times, and says
+ * which (the host backend: host.h, "Reduction order").
  */
 #ifndef DDP_REDUCE_H
 #define DDP_REDUCE_H
@@ -23,8 +34,9 @@
 
 #include "ddp.h"
 
-/* dst[i] = a[i] op b[i] for count elements.  dst may be a (not b unless
- * a == b == dst).  AVG combines as SUM.  dtype and op must be valid. */
+/* dst[i] = a[i] op b[i] for count elements.  dst may be a or b (the same
+ * address, not a partial overlap): each element is read before it is
+ * written.  AVG combines as SUM.  dtype and op must be valid. */
 void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op);
 
@@ -32,6 +44,26 @@ void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
  * order (n >= 1; n == 1 copies).  dst may alias src[0] only. */
 void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op);
+
+/* The type partials of dtype under op are accumulated in (see above). */
+ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op);
+
+/* dst (accumulation type of dtype/op) = src (dtype), count elements:
+ * exact (a copy when the two types are the same).  dst and src must not
+ * overlap unless they are the same buffer of the same type. */
+void ddpi_widen (void *dst, const void *src, size_t count, ddp_dtype_t dtype,
+                 ddp_op_t op);
+
+/* dst (dtype) = src (accumulation type) rounded to nearest-even; dst may
+ * be src (the same address): the elements are narrowed in order. */
+void ddpi_narrow (void *dst, const void *src, size_t count,
+                  ddp_dtype_t dtype, ddp_op_t op);
+
+/* As ddpi_reduce_many() into dst of the accumulation type from n sources
+ * of dtype: dst = ((widen (src[0]) op widen (src[1])) op ...), computed
+ * in the accumulation type.  dst must not overlap a source. */
+void ddpi_reduce_many_acc (void *dst, const void *const *src, int n,
+                           size_t count, ddp_dtype_t dtype, ddp_op_t op);
 
 /* Finish a reduction of nranks contributions in place: for AVG divide every
  * element by nranks; for the other ops do nothing. */

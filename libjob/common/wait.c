@@ -72,6 +72,12 @@ void ddpi_wait_extend (struct ddpi_waiter *w, double seconds)
     w->deadline += seconds;
 }
 
+void ddpi_wait_restart (struct ddpi_waiter *w)
+{
+    if (w->start != 0)
+        w->deadline = ddpi_now () + w->timeout_s;
+}
+
 double ddpi_wait_elapsed (const struct ddpi_waiter *w)
 {
     return w->start == 0 ? 0 : ddpi_now () - w->start;

@@ -30,6 +30,10 @@ int ddpi_wait_step (struct ddpi_waiter *w);
  * -1 once) seconds later; the wait then goes on from where it was. */
 void ddpi_wait_extend (struct ddpi_waiter *w, double seconds);
 
+/* Give a wait that has started a whole timeout again from now (the one it
+ * waits for is making progress). */
+void ddpi_wait_restart (struct ddpi_waiter *w);
+
 /* Seconds waited so far (0 if the wait never left the spin phase). */
 double ddpi_wait_elapsed (const struct ddpi_waiter *w);
 

@@ -1,12 +1,15 @@
 /* backend.h - the internal interface between libddp's core and a backend.
  *
- * The core (core.c) owns the public API: it checks every argument (NULL
- * buffers with count > 0, dtype/op/root range, init state), handles count == 0
- * where no synchronization is promised, converts "sendbuf == recvbuf" into
- * in-place, and then calls the backend chosen by DDP_BACKEND (host, nccl,
- * auto).  A backend therefore sees only valid arguments: dtype < DDP_NUM_DTYPES,
- * op < DDP_NUM_OPS, 0 <= root < world size, non-NULL buffers where count > 0
- * (recvbuf of reduce/gather may be NULL on non-root ranks).
+ * The core (core.c) owns the public API, the NCCL section of ddp.h
+ * included: it checks every argument once for the plain and the _stream
+ * calls (NULL buffers with count > 0, sizes that overflow, dtype/op/root
+ * range, init state), handles count == 0 where no synchronization is
+ * promised, and then calls the backend chosen by DDP_BACKEND (host, nccl,
+ * auto).  A backend therefore sees only valid arguments: dtype <
+ * DDP_NUM_DTYPES, op < DDP_NUM_OPS, 0 <= root < world size, count > 0,
+ * sizes that fit in size_t (count * element size, times the world size for
+ * what a gather's root or an allgather receives), non-NULL buffers (recvbuf
+ * of reduce/gather is NULL on non-root ranks).
  *
  * Every backend function returns 0 or a negative DDP_E* code, and on failure
  * records why with ddpi_error() (ddp_internal.h), naming the rank(s) at fault
@@ -43,6 +46,38 @@ struct ddp_config {
     bool debug;             /* DDP_DEBUG */
 };
 
+/* One collective as the caller described it, after the core's checks. */
+enum ddp_coll_kind {
+    DDP_COLL_BCAST,
+    DDP_COLL_REDUCE,
+    DDP_COLL_ALLREDUCE,
+    DDP_COLL_GATHER,
+    DDP_COLL_ALLGATHER,
+};
+
+struct ddp_coll {
+    enum ddp_coll_kind kind;
+    const void *sendbuf; /* bcast: the buffer (as recvbuf) */
+    void *recvbuf;       /* NULL on non-root ranks of reduce and gather */
+    size_t count;        /* elements per rank, > 0 */
+    ddp_dtype_t dtype;
+    ddp_op_t op;         /* reduce and allreduce only */
+    int root;            /* bcast, reduce and gather only */
+    bool on_stream;      /* a _stream call: enqueue on stream */
+    void *stream;        /* the caller's cudaStream_t when on_stream */
+};
+
+/* The NCCL section of ddp.h, for a backend that runs on CUDA streams.  ctx
+ * is what create() made. */
+struct ddp_gpu_ops {
+    void *(*comm) (void *ctx);   /* the ncclComm_t, NULL once aborted */
+    void *(*stream) (void *ctx); /* the library's cudaStream_t */
+    int (*device) (void *ctx);   /* the CUDA device index in use */
+    /* Wait for everything on the cudaStream_t stream, bounded by the
+     * timeout.  Returns 0 or a DDP_E* code. */
+    int (*synchronize) (void *ctx, void *stream);
+};
+
 struct ddp_backend {
     const char *name;   /* "host", "nccl": what ddp_backend_name() returns */
 
@@ -59,6 +94,12 @@ struct ddp_backend {
     void (*destroy) (void *ctx);
 
     int (*barrier) (void *ctx);
+
+    /* The collectives, either as one function taking the call's description
+     * (coll, which also serves the _stream calls: with !k->on_stream it runs
+     * on the backend's own means and returns when complete), or as the five
+     * functions below it (used when coll is NULL). */
+    int (*coll) (void *ctx, const struct ddp_coll *k);
     int (*bcast) (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
                   int root);
     /* recvbuf is NULL on non-root ranks when the caller passed NULL. */
@@ -76,6 +117,10 @@ struct ddp_backend {
      * by ddp_abort() before the launcher is asked to end the job.  May be
      * NULL. */
     void (*abort) (void *ctx);
+
+    /* NULL, or (NCCL) the NCCL section of ddp.h; such a backend has coll.
+     * Without it the core answers that section with DDP_ENOTSUP. */
+    const struct ddp_gpu_ops *gpu;
 };
 
 /* The host backend (shared memory within a node, TCP between nodes). */

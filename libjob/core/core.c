@@ -1,5 +1,7 @@
 /* core.c - libddp's public entry points: init/finalize, identity, argument
- * checks, and dispatch of the collectives to the backend (backend.h). */
+ * checks, and dispatch of the collectives to the backend (backend.h),
+ * the NCCL section of ddp.h included (DDP_ENOTSUP where the backend has no
+ * GPU operations or libddp was built without NCCL). */
 #include "config.h"
 
 #include <stdint.h>
@@ -10,6 +12,7 @@
 
 #include "backend.h"
 #include "bootstrap.h"
+#include "choice.h"
 #include "ddp_internal.h"
 #ifdef HAVE_NCCL
 #include "nccl_backend.h"
@@ -21,16 +24,6 @@
  * from a shared file system), spread their arrival at ddp_init over
  * minutes, while a collective's peers are all there already. */
 #define INIT_SECONDS_PER_RANK 0.05
-
-/* Backends by name.  "auto" picks the first one whose probe accepts; the
- * NCCL backend goes first in this list once it exists. */
-static const struct ddp_backend *const backends[] = {
-    &ddpi_backend_host,
-#ifdef HAVE_NCCL
-    &ddpi_backend_nccl,
-#endif
-    NULL,
-};
 
 static struct {
     bool init;
@@ -100,32 +93,58 @@ static void set_coll_timeout (struct ddp_config *cfg, struct bootstrap *b)
     bootstrap_set_timeout (b, cfg->timeout_s, cfg->timeout_name);
 }
 
-static int pick_backend (const struct ddp_backend **bep)
+/* This rank's vote for the backend (choice.h): DDP_BACKEND, and for auto
+ * whether CUDA reports a device here (a missing or too old driver, or no
+ * device, counts as none). */
+static void local_vote (struct choice_vote *v)
 {
-    const char *s = getenv ("DDP_BACKEND");
-    int i;
+    char host[64] = "unknown";
 
-    if (!s || !*s || strcmp (s, "auto") == 0) {
-        *bep = backends[0];
+    if (gethostname (host, sizeof (host) - 1) < 0)
+        snprintf (host, sizeof (host), "unknown");
 #ifdef HAVE_NCCL
-        char why[256]; /* NCCL hook: nccl when a GPU is visible */
-        if (nccl_backend_probe (why, sizeof (why)) == 0)
-            *bep = &ddpi_backend_nccl;
-        else
-            ddpi_debug ("auto: host backend: %s", why);
+    choice_local (v, getenv ("DDP_BACKEND"), host, nccl_backend_probe);
+#else
+    choice_local (v, getenv ("DDP_BACKEND"), host, NULL);
 #endif
-        return 0;
-    }
-    for (i = 0; backends[i]; i++)
-        if (strcmp (s, backends[i]->name) == 0) {
-            *bep = backends[i];
-            return 0;
-        }
-    if (strcmp (s, "nccl") == 0)
-        return ddpi_error (DDP_ENOTSUP, "DDP_BACKEND=nccl: this libddp has "
-                           "no NCCL backend");
-    return ddpi_error (DDP_EINVAL, "DDP_BACKEND='%s' is not one of auto, "
-                       "host, nccl", s);
+}
+
+/* One exchange of votes: every rank ends on the same backend, or fails
+ * with the same reason (choice.h).  Returns 0 and sets *bep, or a DDP_E*
+ * code. */
+static int agree_backend (const struct choice_vote *mine,
+                          const struct ddp_backend **bep)
+{
+    char buf[CHOICE_WIRE_MAX], err[256];
+    size_t len = choice_encode (mine, buf);
+    size_t *off = calloc ((size_t)g.size, sizeof (*off));
+    size_t *lens = calloc ((size_t)g.size, sizeof (*lens));
+    struct choice ch = {.code = 0};
+    void *raw = NULL;
+    int rc;
+
+    if (!off || !lens)
+        rc = ddpi_error (DDP_ENOMEM, "init: out of memory");
+    else if ((rc = bootstrap_exchange (g.boot, buf, len, &raw, off, lens, err,
+                                       sizeof (err))) < 0)
+        ddpi_error (rc, "init: choosing the backend: %s", err);
+    else if ((rc = choice_decide (raw, off, lens, g.size, g.rank, &ch)) < 0)
+        ddpi_error (rc, "%s", ch.msg);
+    free (raw);
+    free (off);
+    free (lens);
+    if (rc < 0)
+        return rc;
+    if (ch.warn && g.rank == 0)
+        ddpi_log ("warning: %s", ch.msg);
+    else if (ch.msg[0])
+        ddpi_debug ("%s", ch.msg);
+#ifdef HAVE_NCCL
+    *bep = ch.nccl ? &ddpi_backend_nccl : &ddpi_backend_host;
+#else
+    *bep = &ddpi_backend_host;
+#endif
+    return 0;
 }
 
 static void reset_identity (void)
@@ -146,18 +165,23 @@ static int init_failed (int rc)
 int ddp_init (void)
 {
     const struct bootstrap_info *in;
+    struct choice_vote vote;
     char err[512];
-    double t0 = ddpi_now (), t1, t2, t3;
+    double t0 = ddpi_now (), t1, tc, t2, t3;
     int rc;
 
     if (g.init)
         return 0;
     g.broken = 0;
-    if ((rc = read_config (&g.cfg)) < 0 || (rc = pick_backend (&g.be)) < 0)
+    if ((rc = read_config (&g.cfg)) < 0)
         return init_failed (rc);
+    local_vote (&vote);
     if ((rc = bootstrap_create (&g.boot, g.cfg.timeout_s, err,
-                                sizeof (err))) < 0)
+                                sizeof (err))) < 0) {
+        if (vote.status) /* the first mistake, as without a launcher */
+            return init_failed (ddpi_error (vote.status, "%s", vote.reason));
         return init_failed (ddpi_error (rc, "init: %s", err));
+    }
     in = bootstrap_info (g.boot);
     set_init_timeout (&g.cfg, in->size);
     bootstrap_set_timeout (g.boot, g.cfg.timeout_s, g.cfg.timeout_name);
@@ -169,6 +193,9 @@ int ddp_init (void)
     g.nnodes = in->num_nodes;
     ddpi_log_set_identity (g.rank, g.size);
     t1 = ddpi_now ();
+    if ((rc = agree_backend (&vote, &g.be)) < 0)
+        goto error;
+    tc = ddpi_now ();
     if ((rc = g.be->create (g.boot, &g.cfg, &g.ctx)) < 0)
         goto error;
     t2 = ddpi_now ();
@@ -184,9 +211,10 @@ int ddp_init (void)
                 PACKAGE_VERSION, in->method, in->job_id, g.rank, g.size,
                 g.lrank, g.lsize, g.node, g.nnodes, g.be->name,
                 g.cfg.timeout_s, g.cfg.init_timeout_s);
-    ddpi_debug ("init: bootstrap %.3f ms, backend setup %.3f ms, first "
-                "barrier %.3f ms, total %.3f ms", (t1 - t0) * 1e3,
-                (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3);
+    ddpi_debug ("init: bootstrap %.3f ms, backend choice %.3f ms, backend "
+                "setup %.3f ms, first barrier %.3f ms, total %.3f ms",
+                (t1 - t0) * 1e3, (tc - t1) * 1e3, (t2 - tc) * 1e3,
+                (t3 - t2) * 1e3, (t3 - t0) * 1e3);
     return 0;
 error:
     g.ctx = NULL;
@@ -227,29 +255,6 @@ bool ddp_is_distributed (void) { return g.init && g.size > 1; }
 const char *ddp_backend_name (void)
 {
     return g.init ? g.be->name : "none";
-}
-
-const char *ddp_strerror (int err)
-{
-    switch (err) {
-    case DDP_OK: return "success";
-    case DDP_EINVAL: return "invalid argument";
-    case DDP_ENOINIT: return "libddp is not initialized (call ddp_init)";
-    case DDP_ENOMEM: return "out of memory";
-    case DDP_ENOLAUNCH: return "world size > 1 but no PMIx server "
-                               "(launch with srun --ddp)";
-    case DDP_EPMIX: return "a PMIx call failed";
-    case DDP_ETRANSPORT: return "the host transport failed";
-    case DDP_ETIMEDOUT: return "a peer did not arrive within DDP_TIMEOUT";
-    case DDP_EPEER: return "a peer died or aborted";
-    case DDP_EREMOTE: return "the operation failed on another rank";
-    case DDP_EUSER: return "a user callback failed";
-    case DDP_ENOTSUP: return "not supported";
-    case DDP_ENCCL: return "an NCCL call failed";
-    case DDP_ECUDA: return "a CUDA call failed";
-    case DDP_EMISMATCH: return "ranks disagree";
-    }
-    return "unknown error";
 }
 
 int ddp_abort (int errcode, const char *msg)
@@ -332,85 +337,216 @@ int ddp_barrier (void)
     return done (g.be->barrier (g.ctx));
 }
 
-int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root)
+/* The NCCL section of ddp.h needs a backend with GPU operations. */
+static int check_gpu (const char *fn)
 {
-    static const char fn[] = "ddp_bcast";
+#ifdef HAVE_NCCL
+    int rc = check_common (fn);
+
+    if (rc == 0 && !g.be->gpu)
+        rc = ddpi_error (DDP_ENOTSUP, "%s: the %s backend is in use, not nccl",
+                         fn, g.be->name);
+    return rc;
+#else
+    (void)fn;
+    return ddpi_error (DDP_ENOTSUP, "libddp was built without NCCL"
+                       " (configure found no CUDA/NCCL, or --without-nccl)");
+#endif
+}
+
+static bool has_root (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_BCAST || kind == DDP_COLL_REDUCE
+           || kind == DDP_COLL_GATHER;
+}
+
+/* Only the root of these uses a receive buffer. */
+static bool root_receives (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_GATHER;
+}
+
+/* The argument checks of every collective, plain or _stream, in one place.
+ * Order: send buffer, the receive buffer of a collective without a root,
+ * op, root, the root's receive buffer.  Returns 0 to go on. */
+static int check_args (const char *fn, const struct ddp_coll *k)
+{
+    bool rooted = has_root (k->kind);
+    bool reduces = k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE;
+    bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
+    size_t mult = gathers ? (size_t)g.size : 1;
     int rc;
 
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "buf", buf, count, dtype, 1)) < 0
-        || (rc = check_root (fn, root)) < 0)
+    if ((rc = check_buf (fn, k->kind == DDP_COLL_BCAST ? "buf" : "sendbuf",
+                         k->sendbuf, k->count, k->dtype, 1)) < 0
+        || (!rooted && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count,
+                                        k->dtype, mult)) < 0)
+        || (reduces && (rc = check_op (fn, k->op)) < 0)
+        || (rooted && (rc = check_root (fn, k->root)) < 0)
+        || (root_receives (k->kind) && g.rank == k->root
+            && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count, k->dtype,
+                                mult)) < 0))
         return rc;
-    if (count == 0)
+    return 0;
+}
+
+/* Hand a checked collective to a backend without coll. */
+static int run_each (const struct ddp_coll *k)
+{
+    const struct ddp_backend *be = g.be;
+
+    switch (k->kind) {
+    case DDP_COLL_BCAST:
+        return be->bcast (g.ctx, k->recvbuf, k->count, k->dtype, k->root);
+    case DDP_COLL_REDUCE:
+        return be->reduce (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                           k->op, k->root);
+    case DDP_COLL_ALLREDUCE:
+        return be->allreduce (g.ctx, k->sendbuf, k->recvbuf, k->count,
+                              k->dtype, k->op);
+    case DDP_COLL_GATHER:
+        return be->gather (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                           k->root);
+    case DDP_COLL_ALLGATHER:
+        return be->allgather (g.ctx, k->sendbuf, k->recvbuf, k->count,
+                              k->dtype);
+    }
+    return ddpi_error (DDP_EINVAL, "unknown collective %d", (int)k->kind);
+}
+
+/* Every collective, plain or _stream: check, then run on the backend. */
+static int run (const char *fn, struct ddp_coll *k)
+{
+    int rc;
+
+    if ((rc = k->on_stream ? check_gpu (fn) : check_common (fn)) < 0
+        || (rc = check_args (fn, k)) < 0)
+        return rc;
+    if (k->count == 0)
         return 0;
-    return done (g.be->bcast (g.ctx, buf, count, dtype, root));
+    if (root_receives (k->kind) && g.rank != k->root)
+        k->recvbuf = NULL;
+    return done (g.be->coll ? g.be->coll (g.ctx, k) : run_each (k));
+}
+
+/* The public collectives describe their call; stream is NULL for the core
+ * API, else points at the caller's cudaStream_t. */
+static int coll (const char *fn, enum ddp_coll_kind kind, const void *sendbuf,
+                 void *recvbuf, size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                 int root, void *const *stream)
+{
+    struct ddp_coll k = {.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .count = count, .dtype = dtype, .op = op,
+                         .root = root, .on_stream = stream != NULL,
+                         .stream = stream ? *stream : NULL};
+    return run (fn, &k);
+}
+
+int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root)
+{
+    return coll ("ddp_bcast", DDP_COLL_BCAST, buf, buf, count, dtype, DDP_SUM,
+                 root, NULL);
 }
 
 int ddp_reduce (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    static const char fn[] = "ddp_reduce";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_op (fn, op)) < 0 || (rc = check_root (fn, root)) < 0
-        || (g.rank == root
-            && (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype, 1)) < 0))
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->reduce (g.ctx, sendbuf, g.rank == root ? recvbuf : NULL,
-                               count, dtype, op, root));
+    return coll ("ddp_reduce", DDP_COLL_REDUCE, sendbuf, recvbuf, count, dtype,
+                 op, root, NULL);
 }
 
 int ddp_allreduce (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype, ddp_op_t op)
 {
-    static const char fn[] = "ddp_allreduce";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype, 1)) < 0
-        || (rc = check_op (fn, op)) < 0)
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->allreduce (g.ctx, sendbuf, recvbuf, count, dtype, op));
+    return coll ("ddp_allreduce", DDP_COLL_ALLREDUCE, sendbuf, recvbuf, count,
+                 dtype, op, 0, NULL);
 }
 
 int ddp_gather (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, int root)
 {
-    static const char fn[] = "ddp_gather";
-    int rc;
-
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_root (fn, root)) < 0
-        || (g.rank == root
-            && (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype,
-                                (size_t)g.size)) < 0))
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->gather (g.ctx, sendbuf, g.rank == root ? recvbuf : NULL,
-                               count, dtype, root));
+    return coll ("ddp_gather", DDP_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                 DDP_SUM, root, NULL);
 }
 
 int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype)
 {
-    static const char fn[] = "ddp_allgather";
-    int rc;
+    return coll ("ddp_allgather", DDP_COLL_ALLGATHER, sendbuf, recvbuf, count,
+                 dtype, DDP_SUM, 0, NULL);
+}
 
-    if ((rc = check_common (fn)) < 0
-        || (rc = check_buf (fn, "sendbuf", sendbuf, count, dtype, 1)) < 0
-        || (rc = check_buf (fn, "recvbuf", recvbuf, count, dtype,
-                            (size_t)g.size)) < 0)
-        return rc;
-    if (count == 0)
-        return 0;
-    return done (g.be->allgather (g.ctx, sendbuf, recvbuf, count, dtype));
+/* ---- the NCCL section of ddp.h ----------------------------------------- */
+
+/* The running backend's GPU operations, or NULL. */
+static const struct ddp_gpu_ops *gpu_ops (void)
+{
+    return g.init ? g.be->gpu : NULL;
+}
+
+void *ddp_nccl_comm (void)
+{
+    return gpu_ops () ? gpu_ops ()->comm (g.ctx) : NULL;
+}
+
+void *ddp_cuda_stream (void)
+{
+    return gpu_ops () ? gpu_ops ()->stream (g.ctx) : NULL;
+}
+
+int ddp_cuda_device (void)
+{
+    return gpu_ops () ? gpu_ops ()->device (g.ctx) : -1;
+}
+
+int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
+                      void *stream)
+{
+    return coll ("ddp_bcast_stream", DDP_COLL_BCAST, buf, buf, count, dtype,
+                 DDP_SUM, root, &stream);
+}
+
+int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
+{
+    return coll ("ddp_reduce_stream", DDP_COLL_REDUCE, sendbuf, recvbuf, count,
+                 dtype, op, root, &stream);
+}
+
+int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, ddp_op_t op, void *stream)
+{
+    return coll ("ddp_allreduce_stream", DDP_COLL_ALLREDUCE, sendbuf, recvbuf,
+                 count, dtype, op, 0, &stream);
+}
+
+int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                       ddp_dtype_t dtype, int root, void *stream)
+{
+    return coll ("ddp_gather_stream", DDP_COLL_GATHER, sendbuf, recvbuf, count,
+                 dtype, DDP_SUM, root, &stream);
+}
+
+int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
+                          ddp_dtype_t dtype, void *stream)
+{
+    return coll ("ddp_allgather_stream", DDP_COLL_ALLGATHER, sendbuf, recvbuf,
+                 count, dtype, DDP_SUM, 0, &stream);
+}
+
+int ddp_stream_synchronize (void *stream)
+{
+    int rc = check_gpu ("ddp_stream_synchronize");
+
+    return rc < 0 ? rc : done (g.be->gpu->synchronize (g.ctx, stream));
+}
+
+int ddp_gpu_mem_info (size_t *used, size_t *total)
+{
+#ifdef HAVE_NCCL
+    return nccl_backend_mem_info (used, total);
+#else
+    (void)used, (void)total;
+    return check_gpu ("ddp_gpu_mem_info");
+#endif
 }

@@ -1,42 +1,13 @@
-/* helpers.c - main-process helpers and variable-size data, built only on
- * libddp's public API (ddp_bcast, ddp_allreduce, ddp_gather, ...).
+/* helpers.c - the main-process helpers (run on main, rank 0 first,
+ * compute and broadcast, reduce and broadcast, averaging, gathering named
+ * values and scalars) and variable-size data (bcast/gatherv/allgatherv of
+ * bytes), built only on libddp's public API.
  *
- * The promise of every helper here: a failure on one rank (a callback that
- * fails, a bad argument, an allocation that fails) becomes an error on every
- * rank, carried by the collective that ends the step anyway, so that nobody
- * waits forever and nobody carries on unaware.  The rank that failed returns
- * its own code (DDP_EUSER for a callback, DDP_EINVAL, DDP_ENOMEM); every
- * other rank returns DDP_EREMOTE (with DDP_DEBUG set it also logs which rank
- * failed and how).  A rank that detects a bad argument still takes part in
- * the helper's collectives (with a dummy contribution) rather than returning
- * at once and leaving its peers waiting.
- *
- * How this does better than the Python helpers we replace (../doc/api-map.md):
- * - speechbrain run_on_main: main runs func inside try/finally and reaches the
- *   barrier even if func raised, but the barrier carries no data: the other
- *   ranks run post_func and go on as if the files func should have written
- *   existed.  Here the barrier is an allreduce (MAX) of a status word, so the
- *   others skip post_fn and get DDP_EREMOTE.
- * - axolotl zero_first: if rank 0's block raises, rank 0 never reaches the
- *   barrier the others wait at, and the job hangs until a watchdog (if any)
- *   kills it.  Here rank 0's status is shared before the others run fn; they
- *   do not run it and get DDP_EREMOTE at once.
- * - axolotl compute_and_broadcast / speechbrain ddp_broadcast: an exception
- *   on the source rank leaves the others blocked in the broadcast.  Here the
- *   source's status is exchanged first (compute_and_bcast), or travels in
- *   the header of the broadcast (bcast_bytes).
- * - virtex average_across_processes: one all-reduce per dict key.  Here
- *   ddp_average_named() is one allreduce for all values, and it detects
- *   ranks passing different names (a silent wrong average in virtex).
- * - torch's barrier under these helpers times out after its process-group
- *   timeout while main is still working; here a callback may take any time
- *   (see run_synced()), and only a dead rank ends the wait.
- *
- * Collective count per helper (W = world size), for callbacks shorter than
- * DDP_TIMEOUT/4: run_on_main 1 (+1 with a post_fn), rank0_first 2,
- * compute_and_bcast 2 for results up to BCAST_INLINE bytes (else 4),
- * bcast_bytes 1 (else 3), gatherv 1 when every buffer fits GV_INLINE bytes
- * (else 3 or more), reduce_bcast 3, average_named 1.
+ * A failure on one rank (a callback, a bad argument, an allocation) becomes
+ * an error on every rank, carried by the collective that ends the step: the
+ * rank that failed returns its own code, every other rank DDP_EREMOTE.  How
+ * this compares with the Python helpers it replaces, and what each helper
+ * costs in collectives: doc/api-map.md.
  */
 #include "config.h"
 #include <dlfcn.h>
@@ -52,7 +23,7 @@
 #define BCAST_INLINE 240            /* bytes carried in the bcast header */
 #define GV_INLINE 48                /* bytes carried in the gatherv header */
 #define GV_SCRATCH (64u << 20)      /* receive scratch of a padded gather */
-#define GV_MIN_CHUNK (64u << 10)
+#define GV_MIN_CHUNK 64u            /* bytes per rank and round at least */
 #define NAMED_STACK 64              /* doubles on the stack for average_named */
 #define NAMED_HASH_SLOTS 6          /* 3 16-bit hash pieces and their squares */
 
@@ -71,9 +42,17 @@ static bool debug (void)
     return s && *s && strcmp (s, "0") != 0;
 }
 
-static bool bad_root (int root)
+/* The checks a helper with a root makes before any collective, with the
+ * same answer on every rank: DDP_ENOINIT before ddp_init, DDP_EINVAL for a
+ * root that is not a rank, else 0 with *is_root set. */
+static int check_root (int root, bool *is_root)
 {
-    return root < 0 || root >= ddp_world_size ();
+    if (!initialized ())
+        return DDP_ENOINIT;
+    if (root < 0 || root >= ddp_world_size ())
+        return DDP_EINVAL;
+    *is_root = ddp_rank () == root;
+    return 0;
 }
 
 /* What one rank tells the others at the end of a step (allreduce MAX). */
@@ -452,11 +431,8 @@ int ddp_bcast_bytes (void **buf, size_t *len, int root)
     int st = 0, rc;
     bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
-    is_root = ddp_rank () == root;
+    if ((rc = check_root (root, &is_root)) < 0)
+        return rc;
     if (!buf || !len)
         st = DDP_EINVAL;
     else if (is_root) {
@@ -577,6 +553,8 @@ static int gv_alloc (struct gv *g)
     }
     if (g->max <= GV_INLINE || g->equal)
         return 0;
+    /* world x chunk of scratch: at most GV_SCRATCH (64 bytes a rank when
+     * the world is larger than 1 Mi ranks), never world x a fixed KiB. */
     g->chunk = GV_SCRATCH / (size_t) g->world;
     if (g->chunk < GV_MIN_CHUNK)
         g->chunk = GV_MIN_CHUNK;
@@ -641,18 +619,17 @@ static int gatherv (const void *buf, size_t len, void **out, size_t **lens,
 {
     struct gv g;
     int st = 0, rc;
+    bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (!all && bad_root (root))
-        return DDP_EINVAL;
+    if ((rc = check_root (all ? 0 : root, &is_root)) < 0) /* 0: a rank */
+        return rc;
     memset (&g, 0, sizeof (g));
     g.buf = buf;
     g.len = len;
     g.all = all;
     g.root = root;
     g.world = ddp_world_size ();
-    g.recv = all || ddp_rank () == root;
+    g.recv = all || is_root;
     if (!out || !lens || (!buf && len > 0))
         st = DDP_EINVAL;
     else {
@@ -793,11 +770,8 @@ int ddp_compute_and_bcast (ddp_compute_fn_t fn, void *arg, int root,
     int st = 0, rc;
     bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
-    is_root = ddp_rank () == root;
+    if ((rc = check_root (root, &is_root)) < 0)
+        return rc;
     if (!out || !len)
         st = DDP_EINVAL;
     else {
@@ -1008,12 +982,11 @@ int ddp_gather_scalar (double value, double *out, int root)
 {
     double *recv = out, *scratch = NULL;
     int st = 0, rc;
+    bool is_root;
 
-    if (!initialized ())
-        return DDP_ENOINIT;
-    if (bad_root (root))
-        return DDP_EINVAL;
-    if (ddp_rank () == root && !out) {
+    if ((rc = check_root (root, &is_root)) < 0)
+        return rc;
+    if (is_root && !out) {
         /* Still take part so that the senders are not left waiting. */
         st = DDP_EINVAL;
         if (!(recv = scratch = calloc ((size_t) ddp_world_size (),

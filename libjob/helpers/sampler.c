@@ -18,6 +18,7 @@
  * runs, machines and library versions with the same sampler algorithm.
  */
 #include "config.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "ddp.h"
@@ -123,28 +124,51 @@ void ddp_sampler_set_epoch (ddp_sampler_t *s, uint64_t epoch)
         s->epoch = epoch;
 }
 
-int ddp_sampler_indices (const ddp_sampler_t *s, uint64_t *out, size_t n)
+/* True if s is as ddp_sampler_init() set it up (set_epoch aside). */
+static bool sampler_valid (const ddp_sampler_t *s)
+{
+    return s && s->world_size >= 1 && s->rank >= 0
+           && s->rank < s->world_size && s->dataset_size <= UINT64_MAX / 2
+           && s->num_samples == num_samples (s->dataset_size, s->world_size,
+                                             s->drop_last);
+}
+
+/* Positions start .. start+n-1 of this rank's list for the epoch: entry
+ * rank + i * W of the padded epoch list for position i. */
+static void fill (const ddp_sampler_t *s, uint64_t start, uint64_t *out,
+                  size_t n)
 {
     struct perm p = { 0 };
-    uint64_t w, j;
+    uint64_t w = (uint64_t) s->world_size;
+    uint64_t j = (uint64_t) s->rank + start * w;
 
-    if (!s || s->world_size < 1 || s->rank < 0 || s->rank >= s->world_size
-        || s->dataset_size > UINT64_MAX / 2
-        || s->num_samples != num_samples (s->dataset_size, s->world_size,
-                                          s->drop_last))
-        return DDP_EINVAL;    /* not set up by ddp_sampler_init() */
-    if (s->num_samples > 0 && (!out || n < s->num_samples))
-        return DDP_EINVAL;
-    if (s->num_samples == 0)
-        return 0;
-    w = (uint64_t) s->world_size;
     if (s->shuffle)
         perm_init (&p, s->dataset_size, s->seed, s->epoch);
-    j = (uint64_t) s->rank;
-    for (uint64_t i = 0; i < s->num_samples; i++, j += w) {
+    for (size_t i = 0; i < n; i++, j += w) {
         uint64_t idx = j % s->dataset_size;
         out[i] = s->shuffle ? perm_apply (&p, idx) : idx;
     }
+}
+
+int ddp_sampler_indices (const ddp_sampler_t *s, uint64_t *out, size_t n)
+{
+    if (!sampler_valid (s))
+        return DDP_EINVAL;    /* not set up by ddp_sampler_init() */
+    if (s->num_samples > 0 && (!out || n < s->num_samples))
+        return DDP_EINVAL;
+    fill (s, 0, out, (size_t) s->num_samples);
+    return 0;
+}
+
+int ddp_sampler_indices_from (const ddp_sampler_t *s, uint64_t start,
+                              uint64_t *out, size_t n)
+{
+    if (!sampler_valid (s))
+        return DDP_EINVAL;
+    if (start > s->num_samples || n > s->num_samples - start
+        || (n > 0 && !out))
+        return DDP_EINVAL;
+    fill (s, start, out, n);
     return 0;
 }
 

@@ -1,16 +1,10 @@
-/* host.c - the host backend: collectives over the node segment (shm.c) and
- * the leaders' TCP mesh (tcp.c).  See host.h for the step protocol.
- *
- * Reduction order, the same on every rank: within a node, local rank 0's
- * data, then op with local rank 1's, ...; across nodes, node 0's partial,
- * then op with node 1's, ...  AVG divides once, at the end, by the world
- * size.  Small buffers are reduced by every rank (single node) or by the
- * leader; from SPLIT_MIN bytes each local rank reduces its own share of the
- * elements.  Buffers larger than a slot go through in chunks (steps).
- */
+/* host.c - the host backend: set-up, and the collectives in three phases
+ * over the node segment (shm.c) and the lanes' links (algo.c, tcp.c).
+ * host.h has the design, the reduction order and the memory formula. */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +15,23 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "reduce.h"
+#include "sched.h"
 
 #define BLOB_MAGIC 0x6464702d686f7374ULL    /* "ddp-host" */
 #define SPLIT_MIN (32 * 1024)
+#define LANES_MAX 16        /* ranks that listen, in case they are lanes */
 
 struct host_blob {
     uint64_t magic;
     int32_t pid, node, lrank, lsize, memfd, pad;
     uint64_t host;      /* hash of the machine's boot id */
+    struct host_tune tune;
     struct host_addr addr;
 };
 
 static void host_destroy (void *ctx);
+
+/* ------------------------------------------------------------- set-up */
 
 /* A value identifying this machine (its boot id), so that "nodes" that
  * share one machine (containers, test clusters) are counted together. */
@@ -67,10 +66,90 @@ static unsigned spin_default (int on_machine)
     return ncpu > 0 && on_machine > ncpu ? 0 : 2000;
 }
 
+/* One tuning variable name whose value is s: unset or empty keeps *v; a
+ * bad value is an error. */
+static int tune_var (const char *name, const char *s, long min, long max,
+                     uint32_t *v)
+{
+    long x;
+
+    if (!s || !*s)
+        return 0;
+    if (ddpi_parse_long (s, min, max, &x) < 0)
+        return ddpi_error (DDP_EINVAL, "%s='%s' is not a whole number from "
+                           "%ld to %ld", name, s, min, max);
+    *v = (uint32_t)x;
+    return 0;
+}
+
+/* The defaults were picked by measurement (doc/benchmarks.md). */
+static int read_tune (struct host_tune *t)
+{
+    int rc;
+
+    *t = (struct host_tune){ .lanes = 4, .lane_min = 256 * 1024,
+                             .small_max = 32 * 1024, .ring_min = 1 << 20,
+                             .segment = 256 * 1024 };
+    if ((rc = tune_var ("DDP_LANES", getenv ("DDP_LANES"), 1, LANES_MAX,
+                        &t->lanes)) < 0
+        || (rc = tune_var ("DDP_LANE_MIN", getenv ("DDP_LANE_MIN"), 1,
+                           1L << 30, &t->lane_min)) < 0
+        || (rc = tune_var ("DDP_SMALL_MAX", getenv ("DDP_SMALL_MAX"), 0,
+                           1L << 30, &t->small_max)) < 0
+        || (rc = tune_var ("DDP_RING_MIN", getenv ("DDP_RING_MIN"), 0,
+                           1L << 30, &t->ring_min)) < 0
+        || (rc = tune_var ("DDP_SEGMENT", getenv ("DDP_SEGMENT"), 64,
+                           1L << 30, &t->segment)) < 0)
+        return rc;
+    return 0;
+}
+
+/* Node tables from the blobs; every node has local ranks 0..n-1. */
+static int node_tables (struct host *h, const struct host_blob *blobs)
+{
+    int r, n;
+
+    for (r = 0; r < h->size; r++) {
+        h->rank_node[r] = blobs[r].node;
+        h->rank_lrank[r] = blobs[r].lrank;
+        h->node_size[blobs[r].node]++;
+    }
+    for (n = 0; n < h->nnodes; n++) {
+        if (h->node_size[n] < 1)
+            return ddpi_error (DDP_EMISMATCH, "node %d has no ranks", n);
+        if (!(h->node_ranks[n] = calloc ((size_t)h->node_size[n],
+                                         sizeof (int))))
+            return ddpi_error (DDP_ENOMEM, "out of memory");
+        h->node_size[n] = 0;
+    }
+    for (r = 0; r < h->size; r++) {
+        int nd = blobs[r].node;
+        int first = h->node_size[nd] > 0 ? h->node_ranks[nd][0] : r;
+        if (blobs[r].lrank != h->node_size[nd]
+            || blobs[r].lsize != blobs[first].lsize)
+            return ddpi_error (DDP_EMISMATCH, "local ranks of node %d are not "
+                               "0..%d in rank order", nd, blobs[r].lsize - 1);
+        h->node_ranks[nd][h->node_size[nd]++] = r;
+    }
+    return 0;
+}
+
+/* Is every node's set of ranks consecutive, nodes in order? */
+static bool is_block_layout (struct host *h)
+{
+    int next = 0;
+
+    for (int n = 0; n < h->nnodes; n++)
+        for (int i = 0; i < h->node_size[n]; i++)
+            if (h->node_ranks[n][i] != next++)
+                return false;
+    return true;
+}
+
 static int check_blobs (struct host *h, const char *all, const size_t *off,
                         const size_t *len, struct host_blob *blobs)
 {
-    int r, n;
+    int r, n, rc, minsize = h->size;
 
     for (r = 0; r < h->size; r++) {
         struct host_blob *bl = &blobs[r];
@@ -82,39 +161,49 @@ static int check_blobs (struct host *h, const char *all, const size_t *off,
             || bl->lsize < 1 || bl->lrank < 0 || bl->lrank >= bl->lsize)
             return ddpi_error (DDP_EMISMATCH, "rank %d sent an invalid setup "
                                "blob", r);
-        h->rank_node[r] = bl->node;
-        h->rank_lrank[r] = bl->lrank;
-        if (h->node_size[bl->node]++ == 0)
-            h->node_leader[bl->node] = -1;
-        if (bl->lrank == 0)
-            h->node_leader[bl->node] = r;
     }
-    for (n = 0; n < h->nnodes; n++) {
-        if (h->node_size[n] < 1 || h->node_leader[n] < 0)
-            return ddpi_error (DDP_EMISMATCH, "node %d has no ranks or no "
-                               "local rank 0", n);
-        if (!(h->node_ranks[n] = calloc ((size_t)h->node_size[n], sizeof (int))))
-            return ddpi_error (DDP_ENOMEM, "out of memory");
-        h->node_size[n] = 0;
-    }
-    for (r = 0; r < h->size; r++) {
-        int nd = blobs[r].node;
-        if (blobs[r].lrank != h->node_size[nd]
-            || blobs[r].lsize != blobs[h->node_leader[nd]].lsize)
-            return ddpi_error (DDP_EMISMATCH, "local ranks of node %d are not "
-                               "0..%d in rank order", nd, blobs[r].lsize - 1);
-        h->node_ranks[nd][h->node_size[nd]++] = r;
-    }
+    if ((rc = node_tables (h, blobs)) < 0)
+        return rc;
     for (r = 0; r < h->lsize; r++) {
         if (h->node_ranks[h->node][r] != h->local_ranks[r])
             return ddpi_error (DDP_EMISMATCH, "local peers disagree with the "
                                "launcher");
         h->lpids[r] = blobs[h->local_ranks[r]].pid;
     }
+    for (n = 0; n < h->nnodes; n++)
+        minsize = h->node_size[n] < minsize ? h->node_size[n] : minsize;
+    h->tune = blobs[0].tune;
+    h->lanes = h->nnodes > 1 ? minsize : 1;
+    if (h->lanes > (int)h->tune.lanes)
+        h->lanes = (int)h->tune.lanes;
+    if (h->lanes > LANES_MAX)
+        h->lanes = LANES_MAX;
+    h->block_layout = is_block_layout (h);
+    h->machine = blobs[h->rank].host;
     for (r = 0, n = 0; r < h->size; r++)
-        if (blobs[r].host == blobs[h->rank].host)
+        if (blobs[r].host == h->machine)
             n++;
     h->spin_us = spin_default (n);
+    return 0;
+}
+
+/* The partner nodes and their lanes' addresses. */
+static int setup_partners (struct host *h, const struct host_blob *blobs)
+{
+    int max = sched_partners_max (h->nnodes), nodes[max > 0 ? max : 1];
+
+    h->npart = sched_partners (h->node, h->nnodes, nodes, max);
+    if (!(h->part = calloc ((size_t)h->npart + 1, sizeof (*h->part))))
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    for (int i = 0; i < h->npart; i++) {
+        struct host_partner *p = &h->part[i];
+        p->node = nodes[i];
+        p->machine = blobs[h->node_ranks[p->node][0]].host;
+        if (!(p->addr = calloc ((size_t)h->lanes, sizeof (*p->addr))))
+            return ddpi_error (DDP_ENOMEM, "out of memory");
+        for (int l = 0; l < h->lanes; l++)
+            p->addr[l] = blobs[h->node_ranks[p->node][l]].addr;
+    }
     return 0;
 }
 
@@ -144,36 +233,26 @@ static int alloc_tables (struct host *h, const struct bootstrap_info *in)
     h->pidfds = calloc (ls, sizeof (int));
     h->rank_node = calloc (sz, sizeof (int));
     h->rank_lrank = calloc (sz, sizeof (int));
-    h->node_leader = calloc (nn, sizeof (int));
     h->node_size = calloc (nn, sizeof (int));
     h->node_ranks = calloc (nn, sizeof (int *));
-    h->sock = calloc (nn, sizeof (int));
     if (!h->local_ranks || !h->lpids || !h->pidfds || !h->rank_node
-        || !h->rank_lrank || !h->node_leader || !h->node_size || !h->node_ranks
-        || !h->sock)
+        || !h->rank_lrank || !h->node_size || !h->node_ranks)
         return ddpi_error (DDP_ENOMEM, "out of memory");
     memcpy (h->local_ranks, in->local_ranks, ls * sizeof (int));
     for (size_t i = 0; i < ls; i++)
         h->pidfds[i] = -1;
-    for (size_t i = 0; i < nn; i++)
-        h->sock[i] = -1;
     return 0;
 }
 
-static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
-                        void **ctxp)
+static struct host *host_new (const struct bootstrap_info *in,
+                              const struct ddp_config *cfg)
 {
-    const struct bootstrap_info *in = bootstrap_info (b);
-    struct host_blob blob, *blobs = NULL;
-    struct host_addr *addrs = NULL;
-    size_t *off = NULL, *len = NULL;
-    void *all = NULL;
-    char err[256];
-    struct host *h;
-    int rc, n;
+    struct host *h = calloc (1, sizeof (*h));
 
-    if (!(h = calloc (1, sizeof (*h))))
-        return ddpi_error (DDP_ENOMEM, "out of memory");
+    if (!h) {
+        ddpi_error (DDP_ENOMEM, "out of memory");
+        return NULL;
+    }
     h->rank = in->rank;
     h->size = in->size;
     h->lrank = in->local_rank;
@@ -182,31 +261,83 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
     h->memfd = h->listen_fd = -1;
-    if ((rc = alloc_tables (h, in)) < 0)
-        goto out;
+    h->relay = &host_flood_relay;
+    h->kind = KIND_OTHER;
     if (getrandom (&h->cookie, sizeof (h->cookie), 0) != sizeof (h->cookie))
         h->cookie = (uint64_t)getpid () * 0x9e3779b97f4a7c15ULL
                   ^ (uint64_t)(ddpi_now () * 1e9);
-    memset (&blob, 0, sizeof (blob));
-    blob.magic = BLOB_MAGIC;
-    blob.pid = (int32_t)getpid ();
-    blob.node = h->node;
-    blob.lrank = h->lrank;
-    blob.lsize = h->lsize;
-    blob.memfd = -1;
-    blob.host = machine_id ();
+    return h;
+}
+
+/* This rank's blob, made before the exchange: the segment (local rank 0)
+ * and a listening socket (ranks that may be lanes) come first. */
+static int make_blob (struct host *h, struct host_blob *blob)
+{
+    int rc;
+
+    memset (blob, 0, sizeof (*blob));
+    blob->magic = BLOB_MAGIC;
+    blob->pid = (int32_t)getpid ();
+    blob->node = h->node;
+    blob->lrank = h->lrank;
+    blob->lsize = h->lsize;
+    blob->memfd = -1;
+    blob->host = machine_id ();
+    if ((rc = read_tune (&blob->tune)) < 0)
+        return rc;
+    h->tune = blob->tune;
     if (h->lrank == 0) {
         if ((rc = host_shm_create (h)) < 0)
-            goto out;
-        blob.memfd = h->memfd;
-        if (h->nnodes > 1 && (rc = host_tcp_listen (h, &blob.addr)) < 0)
-            goto out;
+            return rc;
+        blob->memfd = h->memfd;
     }
+    if (h->nnodes > 1 && h->lrank < LANES_MAX
+        && (rc = host_tcp_listen (h, &blob->addr)) < 0)
+        return rc;
+    return 0;
+}
+
+/* After the exchange: attach, link the lanes, wait for the node. */
+static int connect_all (struct host *h, const struct host_blob *blobs)
+{
+    int rc;
+
+    if (h->lrank != 0
+        && (rc = host_shm_attach (h, h->lpids[0],
+                                  blobs[h->local_ranks[0]].memfd)) < 0)
+        return rc;
+    if (h->nnodes > 1 && (rc = setup_partners (h, blobs)) < 0)
+        return rc;
+    if (h->lrank >= h->lanes && h->listen_fd >= 0) {
+        close (h->listen_fd);
+        h->listen_fd = -1;
+    }
+    if (h->nnodes > 1 && h->lrank < h->lanes && (rc = host_tcp_connect (h)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = host_shm_wait_attached (h)) < 0)
+        return rc;
+    return 0;
+}
+
+static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
+                        void **ctxp)
+{
+    const struct bootstrap_info *in = bootstrap_info (b);
+    struct host_blob blob, *blobs = NULL;
+    size_t *off = NULL, *len = NULL;
+    void *all = NULL;
+    char err[256];
+    struct host *h;
+    int rc;
+
+    if (!(h = host_new (in, cfg)))
+        return DDP_ENOMEM;
+    if ((rc = alloc_tables (h, in)) < 0 || (rc = make_blob (h, &blob)) < 0)
+        goto out;
     off = calloc ((size_t)h->size, sizeof (size_t));
     len = calloc ((size_t)h->size, sizeof (size_t));
     blobs = calloc ((size_t)h->size, sizeof (*blobs));
-    addrs = calloc ((size_t)h->nnodes, sizeof (*addrs));
-    if (!off || !len || !blobs || !addrs) {
+    if (!off || !len || !blobs) {
         rc = ddpi_error (DDP_ENOMEM, "out of memory");
         goto out;
     }
@@ -216,32 +347,13 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
         goto out;
     }
     if ((rc = check_blobs (h, all, off, len, blobs)) < 0
-        || (rc = open_pidfds (h)) < 0)
+        || (rc = open_pidfds (h)) < 0 || (rc = connect_all (h, blobs)) < 0)
         goto out;
-    if (h->lrank != 0
-        && (rc = host_shm_attach (h, h->lpids[0],
-                                  blobs[h->local_ranks[0]].memfd)) < 0)
-        goto out;
-    for (n = 0; n < h->nnodes; n++)
-        addrs[n] = blobs[h->node_leader[n]].addr;
-    if (h->lrank == 0 && h->nnodes > 1) {
-        if ((rc = host_tcp_connect (h, addrs)) < 0)
-            goto out;
-        if (!(h->scratch = malloc ((size_t)h->nnodes * h->res_bytes))) {
-            rc = ddpi_error (DDP_ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    if (h->lrank == 0 && (rc = host_shm_wait_attached (h)) < 0)
-        goto out;
-    ddpi_debug ("host: node %d/%d local %d/%d, %zu-byte slots, spin %u us%s",
-                h->node, h->nnodes, h->lrank, h->lsize, h->slot_bytes,
-                h->spin_us, h->nnodes > 1 && h->lrank == 0
-                ? ", leader" : "");
-    if (h->nnodes > 1) {
-        h->leader_addr = addrs;
-        addrs = NULL;
-    }
+    ddpi_debug ("host: node %d/%d local %d/%d, %zu-byte slots, spin %u us, "
+                "%d lane%s%s, %d partner nodes", h->node, h->nnodes, h->lrank,
+                h->lsize, h->slot_bytes, h->spin_us, h->lanes,
+                h->lanes > 1 ? "s" : "", h->lk ? " (one of them)" : "",
+                h->npart);
     *ctxp = h;
     h = NULL;
     rc = 0;
@@ -250,10 +362,57 @@ out:
     free (off);
     free (len);
     free (blobs);
-    free (addrs);
     if (h)
         host_destroy (h);
     return rc;
+}
+
+/* ---------------------------------------------------------- statistics */
+
+static const char *const kind_names[HOST_KINDS] = {
+    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "other",
+};
+
+/* The counters as one line: "rank=R node=N ... allreduce=C,MS,BS,MR,BR". */
+static void stats_line (struct host *h, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf (buf, len, "ddp-stats rank=%d size=%d "
+                                 "node=%d nnodes=%d lrank=%d lsize=%d "
+                                 "lanes=%d lane=%d", h->rank, h->size,
+                                 h->node, h->nnodes, h->lrank, h->lsize,
+                                 h->lanes, h->lk ? h->lrank : -1);
+    for (int k = 0; k < HOST_KINDS && o < len; k++) {
+        const struct host_stats *s = &h->stats[k];
+        o += (size_t)snprintf (buf + o, len - o, " %s=%llu,%llu,%llu,%llu,%llu",
+                               kind_names[k], (unsigned long long)s->calls,
+                               (unsigned long long)s->msgs_sent,
+                               (unsigned long long)s->bytes_sent,
+                               (unsigned long long)s->msgs_recv,
+                               (unsigned long long)s->bytes_recv);
+    }
+}
+
+/* DDP_STATS=PATH: append the counters' line to PATH (one write, so lines
+ * of ranks sharing a file do not mix); DDP_DEBUG: log it. */
+static void stats_report (struct host *h)
+{
+    const char *path = getenv ("DDP_STATS");
+    char line[1024];
+    int fd;
+
+    if (!path && !ddpi_debug_enabled ())
+        return;
+    stats_line (h, line, sizeof (line) - 1);
+    ddpi_debug ("%s", line);
+    if (!path || !*path)
+        return;
+    strcat (line, "\n");
+    fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || write (fd, line, strlen (line)) != (ssize_t)strlen (line))
+        ddpi_log ("DDP_STATS=%s: cannot write the counters: %s", path,
+                  strerror (errno));
+    if (fd >= 0)
+        close (fd);
 }
 
 static void host_destroy (void *ctx)
@@ -263,6 +422,8 @@ static void host_destroy (void *ctx)
 
     if (!h)
         return;
+    if (h->hdr)
+        stats_report (h);
     host_tcp_close (h);
     host_shm_destroy (h);
     for (i = 0; h->pidfds && i < h->lsize; i++)
@@ -270,25 +431,30 @@ static void host_destroy (void *ctx)
             close (h->pidfds[i]);
     for (i = 0; h->node_ranks && i < h->nnodes; i++)
         free (h->node_ranks[i]);
+    for (i = 0; h->part && i < h->npart; i++)
+        free (h->part[i].addr);
+    free (h->part);
     free (h->node_ranks);
     free (h->local_ranks);
     free (h->lpids);
     free (h->pidfds);
     free (h->rank_node);
     free (h->rank_lrank);
-    free (h->node_leader);
     free (h->node_size);
-    free (h->sock);
-    free (h->leader_addr);
-    free (h->scratch);
+    for (i = 0; i < 3; i++)
+        free (h->scratch[i]);
     free (h);
 }
 
-static inline void post (struct host *h, int which, uint64_t s)
+/* ------------------------------------------------------------ steps */
+
+/* Start a collective of kind: counts it, numbers it. */
+static int call_begin (struct host *h, int kind)
 {
-    struct shm_flags *f = &h->flags[h->lrank];
-    atomic_store_explicit (which == 0 ? &f->seq : which == 1 ? &f->red
-                           : &f->fin, s, memory_order_release);
+    h->kind = kind;
+    h->stats[kind].calls++;
+    h->call++;
+    return h->broken;
 }
 
 /* Start step s: wait until the bank it uses is free again. */
@@ -300,36 +466,17 @@ static int step_begin (struct host *h, uint64_t *sp)
     return host_wait_all (h, 0, *sp - 1);
 }
 
-static int host_barrier (void *ctx)
+/* A step with nothing of this rank's in it: enter it and say so. */
+static int step_enter (struct host *h, uint64_t *sp)
 {
-    struct host *h = ctx;
-    uint64_t s = 0;
-    int rc;
+    int rc = step_begin (h, sp);
 
-    if ((rc = step_begin (h, &s)) < 0)
-        return rc;
-    post (h, 0, s);
-    if (h->nnodes == 1)
-        return host_wait_all (h, 0, s);
-    if (h->lrank == 0) {
-        struct iovec *sv[h->nnodes];
-        int sc[h->nnodes];
-        void *rv[h->nnodes];
-        size_t rl[h->nnodes];
-        for (int n = 0; n < h->nnodes; n++) {
-            sv[n] = NULL;
-            sc[n] = 0;
-            rv[n] = NULL;
-            rl[n] = 0;
-        }
-        if ((rc = host_wait_all (h, 0, s)) < 0
-            || (rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
-            return rc;
-        post (h, 2, s);
-        return 0;
-    }
-    return host_wait_flag (h, 0, 2, s);
+    if (rc == 0)
+        host_post (h, 0, *sp);
+    return rc;
 }
+
+/* ------------------------------------------------- one node: in the segment */
 
 /* This rank's share [lo, hi) of n elements when the node splits a step. */
 static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
@@ -338,140 +485,514 @@ static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
     *hi = n * (size_t)(h->lrank + 1) / (size_t)h->lsize;
 }
 
-/* Reduce the node's slots of this step into dst (all n elements, or this
- * rank's share when split); src pointers are the slots at element lo. */
-static void node_reduce (struct host *h, int bank, char *dst, size_t lo,
-                         size_t n, size_t es, ddp_dtype_t dtype, ddp_op_t op)
+/* Reduce the node's slots of this step, elements [lo, lo+n), into dst
+ * (accumulation type). */
+static void node_reduce (struct host *h, int bank, void *dst, size_t lo,
+                         size_t n, ddp_dtype_t dtype, ddp_op_t op)
 {
     const void *src[h->lsize];
+    size_t es = ddp_dtype_size (dtype);
+
     for (int lr = 0; lr < h->lsize; lr++)
         src[lr] = host_slot (h, bank, lr) + lo * es;
-    ddpi_reduce_many (dst, src, h->lsize, n, dtype, op);
+    ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
 }
 
-/* Leaders: exchange the nodes' partials (this node's is send) and combine
- * them in node order into out (NULL: not wanted here; send == out is
- * fine); finish AVG.  A rank alone on its node (it leads it) calls this
- * straight from its buffers: no shared memory to go through, and the wire
- * protocol is the leaders' usual one, so nodes with more ranks take part
- * unchanged. */
-static int leaders_combine (struct host *h, uint64_t s, const char *send,
-                            char *out, size_t n, size_t es,
-                            ddp_dtype_t dtype, ddp_op_t op)
+/* Elements a reduction step on one node takes: they fit a slot, and the
+ * result area holds them in dtype and, after, in the accumulation type. */
+static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
 {
-    size_t bytes = n * es;
-    struct iovec one = { (void *)send, bytes };
-    struct iovec *sv[h->nnodes];
-    int sc[h->nnodes];
-    void *rv[h->nnodes];
-    size_t rl[h->nnodes];
-    const void *src[h->nnodes];
-    char *dst = h->scratch + (size_t)h->node * h->res_bytes;
-    int nd, rc;
+    size_t es = ddp_dtype_size (dtype);
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t need = es + (at != dtype ? ddp_dtype_size (at) : 0);
+    size_t a = h->slot_bytes / es, b = h->res_bytes / need;
 
-    for (nd = 0; nd < h->nnodes; nd++) {
-        sv[nd] = &one;
-        sc[nd] = 1;
-        rv[nd] = h->scratch + (size_t)nd * h->res_bytes;
-        rl[nd] = bytes;
-        src[nd] = nd == h->node ? (const void *)send : rv[nd];
-    }
-    if ((rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
-        return rc;
-    if (!out)
-        return 0;
-    ddpi_reduce_many (dst, src, h->nnodes, n, dtype, op);
-    ddpi_reduce_finish (dst, n, dtype, op, h->size);
-    memcpy (out, dst, bytes);
-    return 0;
+    return a < b ? a : b;
 }
 
-/* One step of (all)reduce: n elements of send into out (NULL: not wanted
- * here). */
-static int reduce_step (struct host *h, const char *send, char *out, size_t n,
-                        size_t es, ddp_dtype_t dtype, ddp_op_t op)
+/* One step of a reduction on one node: n elements of send; out (NULL: not
+ * wanted here) gets the result.  Small steps are reduced by every rank
+ * that wants them, from the slots; larger ones in shares, into the result
+ * area: the result in dtype at its start, each share's accumulation after
+ * it (apart when the types differ, so no share is narrowed over another's
+ * partial). */
+static int node_reduce_step (struct host *h, const char *send, char *out,
+                             size_t n, ddp_dtype_t dtype, ddp_op_t op)
 {
-    size_t bytes = n * es, lo, hi;
-    bool split = bytes >= SPLIT_MIN && h->lsize > 1;
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at), lo, hi;
     uint64_t s = 0;
-    int bank, rc;
-    char *result;
+    int rc, bank;
+    char *res, *acc;
 
     if ((rc = step_begin (h, &s)) < 0)
         return rc;
     bank = (int)(s & 1);
-    result = host_result (h, bank);
-    if (h->lsize == 1)
-        return leaders_combine (h, s, send, out, n, es, dtype, op);
-    memcpy (host_slot (h, bank, h->lrank), send, bytes);
-    post (h, 0, s);
-    if (split) {
-        share (h, n, &lo, &hi);
-        if ((rc = host_wait_all (h, 0, s)) < 0)
-            return rc;
-        node_reduce (h, bank, result + lo * es, lo, hi - lo, es, dtype, op);
-        if (h->nnodes == 1)
-            ddpi_reduce_finish (result + lo * es, hi - lo, dtype, op, h->size);
-        post (h, 1, s);
-        if (h->nnodes == 1 || h->lrank != 0) {
-            if ((rc = host_wait_all (h, 1, s)) < 0
-                || (h->nnodes > 1 && (rc = host_wait_flag (h, 0, 2, s)) < 0))
-                return rc;
-            if (out)
-                memcpy (out, result, bytes);
-            return 0;
-        }
-        if ((rc = host_wait_all (h, 1, s)) < 0)
-            return rc;
-    }
-    else if (h->nnodes == 1) {
+    res = host_result (h, bank);
+    acc = at == dtype ? res : res + n * es;
+    memcpy (host_slot (h, bank, h->lrank), send, n * es);
+    host_post (h, 0, s);
+    if (n * es < SPLIT_MIN || h->lsize == 1) {
+        void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
         if (!out)
             return 0;
+        if (!w)
+            return DDP_ENOMEM;
         if ((rc = host_wait_all (h, 0, s)) < 0)
             return rc;
-        node_reduce (h, bank, out, 0, n, es, dtype, op);
-        ddpi_reduce_finish (out, n, dtype, op, h->size);
+        node_reduce (h, bank, w, 0, n, dtype, op);
+        ddpi_reduce_finish (w, n, at, op, h->size);
+        ddpi_narrow (out, w, n, dtype, op);
         return 0;
     }
-    else if (h->lrank != 0) {
+    share (h, n, &lo, &hi);
+    if ((rc = host_wait_all (h, 0, s)) < 0)
+        return rc;
+    node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
+    ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
+    ddpi_narrow (res + lo * es, acc + lo * aes, hi - lo, dtype, op);
+    host_post (h, 1, s);
+    if ((rc = host_wait_all (h, 1, s)) < 0)
+        return rc;
+    if (out)
+        memcpy (out, res, n * es);
+    return 0;
+}
+
+/* One bcast step on one node: bytes of root's buf to the others. */
+static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
+{
+    uint64_t s = 0;
+    int rc;
+    char *res;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    res = host_result (h, (int)(s & 1));
+    if (h->rank == root)
+        memcpy (res, buf, bytes);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return 0;
+    if ((rc = host_wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
+        return rc;
+    memcpy (buf, res, bytes);
+    return 0;
+}
+
+/* One gather step on one node: bytes of every rank's send into recv at
+ * rank x stride (recv NULL: not wanted here). */
+static int node_gather_step (struct host *h, const char *send, char *recv,
+                             size_t bytes, size_t stride)
+{
+    uint64_t s = 0;
+    int rc, bank;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    memcpy (host_slot (h, bank, h->lrank), send, bytes);
+    host_post (h, 0, s);
+    if (!recv)
+        return 0;
+    if ((rc = host_wait_all (h, 0, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++)
+        memcpy (recv + (size_t)h->local_ranks[lr] * stride,
+                host_slot (h, bank, lr), bytes);
+    return 0;
+}
+
+/* ------------------------------------------ several nodes: the three phases */
+
+/* Lanes for a reduction of bytes: each gets DDP_LANE_MIN bytes at least. */
+static int active_lanes (struct host *h, size_t count, size_t es)
+{
+    size_t k = count * es / (h->tune.lane_min ? h->tune.lane_min : 1);
+
+    if (k > (size_t)h->lanes)
+        k = (size_t)h->lanes;
+    if (k > count)
+        k = count;
+    return k < 1 ? 1 : (int)k;
+}
+
+/* Lane m of La holds elements sched_block (count, La, m); step j of a
+ * phase moves elements [j c, (j+1) c) of it: *lo (of count) and *n. */
+static void piece (size_t count, int La, int m, size_t c, size_t j,
+                   size_t *lo, size_t *n)
+{
+    size_t blo, bhi;
+
+    sched_block (count, La, m, &blo, &bhi);
+    *lo = blo + j * c;
+    *n = *lo >= bhi ? 0 : bhi - *lo < c ? bhi - *lo : c;
+}
+
+/* Steps a phase of c elements per lane and step takes (1 at least). */
+static size_t phase_steps (size_t count, int La, size_t c)
+{
+    size_t lo, hi;
+
+    sched_block (count, La, La - 1, &lo, &hi);
+    return hi - lo > c ? (hi - lo + c - 1) / c : 1;
+}
+
+/* In phase of a reduction: every local rank puts its data through its
+ * slot, lane m's piece at m x c elements; lane l (< La; w its block in
+ * the accumulation type) reduces its piece over the node's slots. */
+static int reduce_in (struct host *h, const char *send, char *w, size_t count,
+                      ddp_dtype_t dtype, ddp_op_t op, int La)
+{
+    size_t es = ddp_dtype_size (dtype);
+    size_t aes = ddp_dtype_size (ddpi_acc_dtype (dtype, op));
+    size_t c = h->slot_bytes / ((size_t)La * es), lo, n;
+    size_t steps = phase_steps (count, La, c);
+    int l = h->lrank < La ? h->lrank : -1, rc;
+    uint64_t s = 0;
+
+    for (size_t j = 0; j < steps; j++) {
+        char *slot;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        slot = host_slot (h, (int)(s & 1), h->lrank);
+        for (int m = 0; m < La; m++) {
+            piece (count, La, m, c, j, &lo, &n);
+            memcpy (slot + (size_t)m * c * es, send + lo * es, n * es);
+        }
+        host_post (h, 0, s);
+        if (l < 0)
+            continue;
+        piece (count, La, l, c, j, &lo, &n);
+        if ((rc = host_wait_all (h, 0, s)) < 0)
+            return rc;
+        node_reduce (h, (int)(s & 1), w + j * c * aes, (size_t)l * c, n,
+                     dtype, op);
+    }
+    return 0;
+}
+
+/* Out phase: lane l (< La) writes its block of the result (mine, dtype)
+ * through the result area, piece by piece; every local rank with a dst
+ * copies every lane's pieces into it (not its own block when that is
+ * where it already lies).  reuse: the first piece goes in the last step of
+ * this call's in phase (nobody reads that bank's result area then). */
+static int result_out (struct host *h, const char *mine, char *dst,
+                       size_t count, size_t es, int La, bool reuse)
+{
+    size_t c = h->res_bytes / ((size_t)La * es), lo, n;
+    size_t steps = phase_steps (count, La, c);
+    int l = h->lrank < La && mine ? h->lrank : -1, rc;
+    uint64_t s = h->seq;
+
+    for (size_t j = 0; j < steps; j++) {
+        char *res;
+        if ((j > 0 || !reuse) && (rc = step_enter (h, &s)) < 0)
+            return rc;
+        res = host_result (h, (int)(s & 1));
+        if (l >= 0) {
+            piece (count, La, l, c, j, &lo, &n);
+            memcpy (res + (size_t)l * c * es, mine + j * c * es, n * es);
+            host_post (h, 2, s);
+        }
+        if (!dst)
+            continue;
+        if ((rc = host_wait_first (h, La, 2, s)) < 0)
+            return rc;
+        for (int m = 0; m < La; m++) {
+            piece (count, La, m, c, j, &lo, &n);
+            if (m != l || dst + lo * es != mine + j * c * es)
+                memcpy (dst + lo * es, res + (size_t)m * c * es, n * es);
+        }
+    }
+    return 0;
+}
+
+/* Lane l's block [*blo, *bhi) of count among La, and its buffers: the work
+ * w (accumulation type: in place in in_place when the types agree, else
+ * scratch 0) and, when out_place is NULL, a result in scratch 2. */
+static int lane_buffers (struct host *h, size_t count, ddp_dtype_t dtype,
+                         ddp_op_t op, int La, char *in_place, char *out_place,
+                         char **w, char **out)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+
+    *w = *out = NULL;
+    if (h->lrank >= La)
+        return 0;
+    sched_block (count, La, h->lrank, &blo, &bhi);
+    *w = in_place && at == dtype ? in_place + blo * es
+       : host_scratch (h, 0, (bhi - blo) * ddp_dtype_size (at));
+    *out = out_place ? out_place + blo * es
+         : host_scratch (h, 2, (bhi - blo) * es);
+    return *w && *out ? 0 : DDP_ENOMEM;
+}
+
+static int allreduce_nodes (struct host *h, const char *send, char *recv,
+                            size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    int La = active_lanes (h, count, es), rc;
+    char *w, *out;
+
+    if ((rc = lane_buffers (h, count, dtype, op, La, recv, recv, &w, &out)) < 0)
+        return rc;
+    if (h->lsize == 1) {
+        ddpi_widen (w, send, count, dtype, op);
+        return algo_allreduce (h, w, recv, count, dtype, op);
+    }
+    if ((rc = reduce_in (h, send, w, count, dtype, op, La)) < 0)
+        return rc;
+    if (w) {
+        sched_block (count, La, h->lrank, &blo, &bhi);
+        if ((rc = algo_allreduce (h, w, out, bhi - blo, dtype, op)) < 0)
+            return rc;
+    }
+    return result_out (h, out, recv, count, es, La, true);
+}
+
+static int reduce_nodes (struct host *h, const char *send, char *recv,
+                         size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                         int root)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    int La = active_lanes (h, count, es), rc, rnode = h->rank_node[root];
+    bool want = h->rank == root;
+    char *w, *out;
+
+    if ((rc = lane_buffers (h, count, dtype, op, La, want ? recv : NULL,
+                            want ? recv : NULL, &w, &out)) < 0)
+        return rc;
+    if (h->lsize == 1) {
+        ddpi_widen (w, send, count, dtype, op);
+        return algo_reduce (h, w, out, count, dtype, op, rnode);
+    }
+    if ((rc = reduce_in (h, send, w, count, dtype, op, La)) < 0)
+        return rc;
+    if (w) {
+        sched_block (count, La, h->lrank, &blo, &bhi);
+        if ((rc = algo_reduce (h, w, out, bhi - blo, dtype, op, rnode)) < 0)
+            return rc;
+    }
+    if (h->node != rnode)
+        return 0;
+    return result_out (h, out, want ? recv : NULL, count, es, La, true);
+}
+
+/* In phase of a bcast: the root (not lane 0) hands buf to lane 0. */
+static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
+{
+    uint64_t s = 0;
+    int rc;
+
+    for (size_t off = 0; off < bytes; off += h->slot_bytes) {
+        size_t n = bytes - off < h->slot_bytes ? bytes - off : h->slot_bytes;
+        char *slot;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        slot = host_slot (h, (int)(s & 1), root_lr);
+        if (h->lrank == root_lr)
+            memcpy (slot, buf + off, n);
+        host_post (h, 0, s);
+        if (h->lrank != 0)
+            continue;
+        if ((rc = host_wait_flag (h, root_lr, 0, s)) < 0)
+            return rc;
+        memcpy (buf + off, slot, n);
+    }
+    return 0;
+}
+
+static int bcast_nodes (struct host *h, char *buf, size_t bytes, int root)
+{
+    int rnode = h->rank_node[root], root_lr = h->rank_lrank[root], rc;
+    bool in = h->node == rnode && root_lr != 0;
+
+    if (h->lsize == 1)
+        return algo_bcast (h, buf, bytes, rnode);
+    if (in && (rc = bcast_in (h, buf, bytes, root_lr)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = algo_bcast (h, buf, bytes, rnode)) < 0)
+        return rc;
+    return result_out (h, h->lrank == 0 ? buf : NULL,
+                       h->rank == root || h->lrank == 0 ? NULL : buf, bytes,
+                       1, 1, in);
+}
+
+/* In phase of a gather: every local rank's bytes through its slot; lane 0
+ * puts local rank lr's at dst + lr x bytes (world: at its rank's place)
+ * and its own send there first. */
+static int gather_in (struct host *h, const char *send, char *dst,
+                      size_t bytes, bool world)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if (h->lrank == 0)
+        memmove (dst + (size_t)(world ? h->rank : 0) * bytes, send, bytes);
+    for (size_t off = 0; off < bytes; off += h->slot_bytes) {
+        size_t n = bytes - off < h->slot_bytes ? bytes - off : h->slot_bytes;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        if (h->lrank != 0)
+            memcpy (host_slot (h, (int)(s & 1), h->lrank), send + off, n);
+        host_post (h, 0, s);
+        if (h->lrank != 0)
+            continue;
+        if ((rc = host_wait_all (h, 0, s)) < 0)
+            return rc;
+        for (int lr = 1; lr < h->lsize; lr++)
+            memcpy (dst + (size_t)(world ? h->local_ranks[lr] : lr) * bytes
+                    + off, host_slot (h, (int)(s & 1), lr), n);
+    }
+    return 0;
+}
+
+/* Bytes [lo, hi) of a gather's output (world order) from tb (algo_gather's
+ * order: nodes from rnode on, each node's ranks in local order) to dst. */
+static int gather_unpack (struct host *h, const char *tb, size_t bytes,
+                          int rnode, char *dst, size_t lo, size_t hi)
+{
+    size_t *noff = calloc ((size_t)h->nnodes, sizeof (size_t)), off = 0;
+
+    if (!noff)
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    for (int j = 0; j < h->nnodes; j++) {
+        noff[j] = off;
+        off += (size_t)h->node_size[sched_mod ((long)rnode + j, h->nnodes)]
+               * bytes;
+    }
+    for (size_t r = lo / bytes; r < (size_t)h->size && r * bytes < hi; r++) {
+        size_t a = r * bytes > lo ? r * bytes : lo;
+        size_t b = (r + 1) * bytes < hi ? (r + 1) * bytes : hi;
+        int rel = sched_mod ((long)h->rank_node[r] - rnode, h->nnodes);
+        const char *src = tb + noff[rel] + (size_t)h->rank_lrank[r] * bytes;
+        memcpy (dst + (a - lo), src + (a - r * bytes), b - a);
+    }
+    free (noff);
+    return 0;
+}
+
+/* Out phase of a gather on the root's node: lane 0 writes the output
+ * (world order) through the result area, the root copies it. */
+static int gather_out (struct host *h, const char *tb, char *recv,
+                       size_t bytes, int rnode)
+{
+    size_t total = (size_t)h->size * bytes;
+    uint64_t s = h->seq;
+    int rc;
+
+    for (size_t off = 0; off < total; off += h->res_bytes) {
+        size_t n = total - off < h->res_bytes ? total - off : h->res_bytes;
+        char *res;
+        if (off > 0 && (rc = step_enter (h, &s)) < 0)
+            return rc;
+        res = host_result (h, (int)(s & 1));
+        if (h->lrank == 0) {
+            if ((rc = gather_unpack (h, tb, bytes, rnode, res, off,
+                                     off + n)) < 0)
+                return rc;
+            host_post (h, 2, s);
+        }
+        if (!recv)
+            continue;
         if ((rc = host_wait_flag (h, 0, 2, s)) < 0)
             return rc;
-        if (out)
-            memcpy (out, result, bytes);
-        return 0;
+        memcpy (recv + off, res, n);
     }
-    else {
-        if ((rc = host_wait_all (h, 0, s)) < 0)
-            return rc;
-        node_reduce (h, bank, result, 0, n, es, dtype, op);
-    }
-    /* The leader of a multi-node job, with the node's partial in result. */
-    if ((rc = leaders_combine (h, s, result, result, n, es, dtype, op)) < 0)
+    return 0;
+}
+
+static int gather_nodes (struct host *h, const char *send, char *recv,
+                         size_t bytes, int root)
+{
+    int rnode = h->rank_node[root], rc;
+    char *tb = NULL;
+
+    if (h->lrank == 0
+        && !(tb = host_scratch (h, 0, algo_gather_bytes (h, bytes, rnode))))
+        return DDP_ENOMEM;
+    if ((rc = gather_in (h, send, tb, bytes, false)) < 0)
         return rc;
-    post (h, 2, s);
-    if (out)
-        memcpy (out, result, bytes);
+    if (h->lrank == 0 && (rc = algo_gather (h, tb, bytes, rnode)) < 0)
+        return rc;
+    if (h->node != rnode)
+        return 0;
+    /* A root that is lane 0 unpacks for itself: no out phase on the node
+     * (every local rank takes the same steps). */
+    if (h->rank_lrank[root] == 0)
+        return h->rank == root ? gather_unpack (h, tb, bytes, rnode, recv, 0,
+                                                (size_t)h->size * bytes)
+                               : 0;
+    return gather_out (h, tb, h->rank == root ? recv : NULL, bytes, rnode);
+}
+
+static int allgather_nodes (struct host *h, const char *send, char *recv,
+                            size_t bytes)
+{
+    int rc;
+
+    if ((rc = gather_in (h, send, recv, bytes, true)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = algo_allgather (h, recv, bytes)) < 0)
+        return rc;
+    if (h->lsize == 1)
+        return 0;
+    return result_out (h, h->lrank == 0 ? recv : NULL,
+                       h->lrank == 0 ? NULL : recv, (size_t)h->size * bytes,
+                       1, 1, true);
+}
+
+/* ------------------------------------------------------------ the calls */
+
+static int host_barrier (void *ctx)
+{
+    struct host *h = ctx;
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = call_begin (h, KIND_BARRIER)) < 0
+        || (rc = step_enter (h, &s)) < 0)
+        return rc;
+    if (h->nnodes == 1)
+        return host_wait_all (h, 0, s);
+    if (h->lrank != 0)
+        return host_wait_flag (h, 0, 2, s);
+    if ((rc = host_wait_all (h, 0, s)) < 0 || (rc = algo_barrier (h)) < 0)
+        return rc;
+    host_post (h, 2, s);
     return 0;
 }
 
 static int reduce_impl (struct host *h, const char *send, char *recv,
                         size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    size_t es = ddp_dtype_size (dtype);
-    size_t chunk = h->slot_bytes / es, off, n;
+    size_t es = ddp_dtype_size (dtype), chunk, n;
     bool want = root < 0 || root == h->rank;
     int rc;
 
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE)) < 0)
+        return rc;
     if (h->size == 1) {
-        if (recv != send)
-            memcpy (recv, send, count * es);
-        ddpi_reduce_finish (recv, count, dtype, op, 1);
+        ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+        void *w = at == dtype ? recv : host_scratch (h, 0,
+                                                     count * ddp_dtype_size (at));
+        if (!w)
+            return DDP_ENOMEM;
+        ddpi_widen (w, send, count, dtype, op);
+        ddpi_reduce_finish (w, count, at, op, 1);
+        ddpi_narrow (recv, w, count, dtype, op);
         return 0;
     }
-    for (off = 0; off < count; off += n) {
+    if (h->nnodes > 1)
+        return root < 0 ? allreduce_nodes (h, send, recv, count, dtype, op)
+                        : reduce_nodes (h, send, recv, count, dtype, op, root);
+    chunk = node_chunk (h, dtype, op);
+    for (size_t off = 0; off < count; off += n) {
         n = count - off < chunk ? count - off : chunk;
-        if ((rc = reduce_step (h, send + off * es, want ? recv + off * es
-                               : NULL, n, es, dtype, op)) < 0)
+        if ((rc = node_reduce_step (h, send + off * es, want ? recv + off * es
+                                    : NULL, n, dtype, op)) < 0)
             return rc;
     }
     return 0;
@@ -489,181 +1010,46 @@ static int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
     return reduce_impl (ctx, sendbuf, recvbuf, count, dtype, op, root);
 }
 
-static int bcast_step (struct host *h, char *buf, size_t bytes, int root)
-{
-    int root_node = h->rank_node[root], root_lr = h->rank_lrank[root];
-    uint64_t s = 0;
-    int bank, rc, nd;
-    char *result;
-
-    if ((rc = step_begin (h, &s)) < 0)
-        return rc;
-    bank = (int)(s & 1);
-    result = host_result (h, bank);
-    if (h->rank == root)
-        memcpy (result, buf, bytes);
-    post (h, 0, s);
-    if (h->node == root_node) {
-        if (h->rank != root) {
-            if ((rc = host_wait_flag (h, root_lr, 0, s)) < 0)
-                return rc;
-            memcpy (buf, result, bytes);
-        }
-        if (h->lrank == 0 && h->nnodes > 1) {
-            struct iovec one = { result, bytes };
-            struct iovec *sv[h->nnodes];
-            int sc[h->nnodes];
-            void *rv[h->nnodes];
-            size_t rl[h->nnodes];
-            for (nd = 0; nd < h->nnodes; nd++) {
-                sv[nd] = &one;
-                sc[nd] = 1;
-                rv[nd] = NULL;
-                rl[nd] = (size_t)-1;
-            }
-            return host_tcp_xchg (h, s, sv, sc, rv, rl);
-        }
-        return 0;
-    }
-    if (h->lrank == 0) {
-        struct iovec *sv[h->nnodes];
-        int sc[h->nnodes];
-        void *rv[h->nnodes];
-        size_t rl[h->nnodes];
-        for (nd = 0; nd < h->nnodes; nd++) {
-            sv[nd] = NULL;
-            sc[nd] = -1;
-            rv[nd] = result;
-            rl[nd] = nd == root_node ? bytes : (size_t)-1;
-        }
-        if ((rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
-            return rc;
-        post (h, 2, s);
-    }
-    else if ((rc = host_wait_flag (h, 0, 2, s)) < 0)
-        return rc;
-    memcpy (buf, result, bytes);
-    return 0;
-}
-
 static int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
                        int root)
 {
     struct host *h = ctx;
-    size_t es = ddp_dtype_size (dtype), bytes = count * es, off, n;
+    size_t bytes = count * ddp_dtype_size (dtype), n;
     int rc;
 
-    if (h->size == 1)
-        return 0;
-    for (off = 0; off < bytes; off += n) {
+    if ((rc = call_begin (h, KIND_BCAST)) < 0 || h->size == 1)
+        return rc;
+    if (h->nnodes > 1)
+        return bcast_nodes (h, buf, bytes, root);
+    for (size_t off = 0; off < bytes; off += n) {
         n = bytes - off < h->res_bytes ? bytes - off : h->res_bytes;
-        if ((rc = bcast_step (h, (char *)buf + off, n, root)) < 0)
+        if ((rc = node_bcast_step (h, (char *)buf + off, n, root)) < 0)
             return rc;
     }
-    return 0;
-}
-
-/* Copy step data of every rank (at result + r * bytes) to recv. */
-static void gather_out (struct host *h, char *recv, const char *result,
-                        size_t bytes, size_t rank_stride)
-{
-    for (int r = 0; r < h->size; r++)
-        memcpy (recv + (size_t)r * rank_stride, result + (size_t)r * bytes,
-                bytes);
-}
-
-static int leaders_gather (struct host *h, uint64_t s, int bank, size_t bytes,
-                           int root)
-{
-    int root_node = root < 0 ? -1 : h->rank_node[root];
-    struct iovec iov[h->lsize];
-    struct iovec *sv[h->nnodes];
-    int sc[h->nnodes];
-    void *rv[h->nnodes];
-    size_t rl[h->nnodes];
-    char *result = host_result (h, bank);
-    int nd, lr, r, rc;
-
-    for (lr = 0; lr < h->lsize; lr++) {
-        iov[lr].iov_base = host_slot (h, bank, lr);
-        iov[lr].iov_len = bytes;
-    }
-    for (nd = 0; nd < h->nnodes; nd++) {
-        bool to = root < 0 || nd == root_node;
-        bool from = root < 0 || h->node == root_node;
-        sv[nd] = iov;
-        sc[nd] = to ? h->lsize : -1;
-        rv[nd] = h->scratch + (size_t)nd * h->res_bytes;
-        rl[nd] = from ? (size_t)h->node_size[nd] * bytes : (size_t)-1;
-    }
-    if ((rc = host_tcp_xchg (h, s, sv, sc, rv, rl)) < 0)
-        return rc;
-    if (root >= 0 && h->node != root_node)
-        return 0;
-    for (r = 0; r < h->size; r++) {
-        int nd2 = h->rank_node[r], l = h->rank_lrank[r];
-        const char *src = nd2 == h->node ? host_slot (h, bank, l)
-                        : h->scratch + (size_t)nd2 * h->res_bytes
-                          + (size_t)l * bytes;
-        memcpy (result + (size_t)r * bytes, src, bytes);
-    }
-    return 0;
-}
-
-static int gather_step (struct host *h, const char *send, char *recv,
-                        size_t bytes, size_t stride, int root)
-{
-    bool want = root < 0 || root == h->rank;
-    uint64_t s = 0;
-    int bank, rc, lr;
-
-    if ((rc = step_begin (h, &s)) < 0)
-        return rc;
-    bank = (int)(s & 1);
-    memcpy (host_slot (h, bank, h->lrank), send, bytes);
-    post (h, 0, s);
-    if (h->nnodes == 1) {
-        if (!want)
-            return 0;
-        if ((rc = host_wait_all (h, 0, s)) < 0)
-            return rc;
-        for (lr = 0; lr < h->lsize; lr++)
-            memcpy (recv + (size_t)h->local_ranks[lr] * stride,
-                    host_slot (h, bank, lr), bytes);
-        return 0;
-    }
-    if (h->lrank == 0) {
-        if ((rc = host_wait_all (h, 0, s)) < 0
-            || (rc = leaders_gather (h, s, bank, bytes, root)) < 0)
-            return rc;
-        post (h, 2, s);
-    }
-    else if (want && (rc = host_wait_flag (h, 0, 2, s)) < 0)
-        return rc;
-    if (want)
-        gather_out (h, recv, host_result (h, bank), bytes, stride);
     return 0;
 }
 
 static int gather_impl (struct host *h, const char *send, char *recv,
                         size_t count, ddp_dtype_t dtype, int root)
 {
-    size_t es = ddp_dtype_size (dtype), bytes = count * es, off, n;
-    size_t chunk = h->slot_bytes;
+    size_t es = ddp_dtype_size (dtype), bytes = count * es, n;
+    size_t chunk = h->slot_bytes - h->slot_bytes % es;
     int rc;
 
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER)) < 0)
+        return rc;
     if (h->size == 1) {
         if (recv && recv != send)
             memmove (recv, send, bytes);
         return 0;
     }
-    if (h->nnodes > 1 && h->res_bytes / (size_t)h->size < chunk)
-        chunk = h->res_bytes / (size_t)h->size;
-    chunk -= chunk % es;
-    for (off = 0; off < bytes; off += n) {
+    if (h->nnodes > 1)
+        return root < 0 ? allgather_nodes (h, send, recv, bytes)
+                        : gather_nodes (h, send, recv, bytes, root);
+    for (size_t off = 0; off < bytes; off += n) {
         n = bytes - off < chunk ? bytes - off : chunk;
-        if ((rc = gather_step (h, send + off, recv ? recv + off : NULL, n,
-                               bytes, root)) < 0)
+        if ((rc = node_gather_step (h, send + off, recv ? recv + off : NULL,
+                                    n, bytes)) < 0)
             return rc;
     }
     return 0;

@@ -1,4 +1,5 @@
-/* shm.c - the node's shared segment and waiting on its flags (host.h). */
+/* shm.c - the node's shared segment, waiting on its flags, and a rank's
+ * scratch buffers (host.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -56,8 +57,7 @@ int host_shm_create (struct host *h)
     if (slot < 65536 && !s)
         slot = 65536;
     h->slot_bytes = align_up (slot, 64);
-    h->res_bytes = align_up (h->slot_bytes > (size_t)h->size * 64
-                             ? h->slot_bytes : (size_t)h->size * 64, 64);
+    h->res_bytes = h->slot_bytes;
     h->map_len = map_size (h);
     h->memfd = (int)syscall (SYS_memfd_create, "ddp-host", 1u /* CLOEXEC */);
     if (h->memfd < 0)
@@ -149,232 +149,8 @@ void host_shm_destroy (struct host *h)
     h->memfd = -1;
 }
 
-double host_grace (struct host *h)
-{
-    return 1.0 + 0.1 * h->cfg->timeout_s;
-}
-
-int host_fault_code (int kind)
-{
-    return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
-         : kind == FAULT_LINK ? DDP_ETRANSPORT : DDP_EPEER;
-}
-
-static const char *kind_str (int kind)
-{
-    switch (kind) {
-    case FAULT_DIED: return "died";
-    case FAULT_ABORTED: return "called ddp_abort";
-    case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
-    case FAULT_LINK: return "lost its node's link";
-    }
-    return "failed";
-}
-
 _Static_assert (sizeof (struct shm_hdr) == 256,
                 "the flags after the header stay cache-line aligned");
-
-/* The fault record's kind, waiting (1 ms at most) for a claimer that is
- * still writing it; FAULT_DIED if it never shows (the common case then). */
-static int record_kind (struct host *h)
-{
-    double end = 0;
-    int kind;
-
-    while ((kind = atomic_load (&h->hdr->fault_kind)) == 0) {
-        double t = ddpi_now ();
-        if (end == 0)
-            end = t + 1e-3;
-        else if (t > end)
-            return FAULT_DIED;
-    }
-    return kind;
-}
-
-/* Is global rank r in the segment's fault list? */
-static bool listed (struct host *h, int r)
-{
-    int nlist = h->hdr->fault_nlist;
-
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    return ddpi_rank_in (h->hdr->fault_list, nlist, r);
-}
-
-/* When the fault list names this node's leader, the first local rank it
- * does not name stands in for the leader in the exchange of lists (the
- * leader holds the links, and it is not there to use them).  Returns that
- * local rank, or -1 when the leader is not listed. */
-static int standin (struct host *h)
-{
-    if (!listed (h, h->local_ranks[0]))
-        return -1;
-    for (int lr = 1; lr < h->lsize; lr++)
-        if (!listed (h, h->local_ranks[lr]))
-            return lr;
-    return -1;
-}
-
-/* How long a stand-in waits for the other leaders' lists: a leader that
- * waits for our node in its exchange gives up there two graces after its
- * own timeout, then gathers lists for one more grace. */
-static double standin_window (struct host *h)
-{
-    return 3 * host_grace (h);
-}
-
-/* A timeout in a job of several nodes: ranks on other nodes may be absent
- * too, and only their leaders know.  The leader (which sent its own list
- * already), or the rank that stands in for an absent one, merges the
- * others' lists; the other local ranks wait for that. */
-static void complete_list (struct host *h)
-{
-    struct ddpi_waiter w;
-    int sub = standin (h);
-    double window = sub < 0 ? host_grace (h) : standin_window (h);
-
-    if (h->lrank != 0 && h->lrank != sub) {
-        ddpi_wait_init (&w, window + 0.5, h->spin_us);
-        while (!atomic_load (&h->hdr->fault_final)
-               && ddpi_wait_step (&w) >= 0)
-            ;
-        return;
-    }
-    if (h->lrank == 0)
-        host_tcp_gather_faults (h, window);
-    else
-        host_tcp_standin_faults (h, window);
-    atomic_store (&h->hdr->fault_final, 1);
-}
-
-void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
-{
-    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
-    int32_t ranks[FAULT_LIST_MAX];
-    int i = 0, j = 0, k = 0, dup = 0, nhave = h->hdr->fault_nlist;
-
-    if (nlist < 1)
-        return;
-    if (n < nlist || n > h->size)   /* from the wire: keep it sane */
-        n = n > h->size ? h->size : nlist;
-    if (nhave < 0 || nhave > FAULT_LIST_MAX)
-        nhave = 0;
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
-    ddpi_sort_ranks (ranks, nlist);
-    while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
-        if (j >= nlist || (i < nhave && have[i] < ranks[j]))
-            out[k++] = have[i++];
-        else if (i >= nhave || ranks[j] < have[i])
-            out[k++] = ranks[j++];
-        else {
-            out[k++] = have[i++];
-            j++;
-            dup++;
-        }
-    }
-    memcpy (have, out, (size_t)k * sizeof (int32_t));
-    h->hdr->fault_nlist = k;
-    h->hdr->fault_n += n - dup;
-    if (h->hdr->fault_n < k)
-        h->hdr->fault_n = k;
-}
-
-/* A record whose list is not (yet) sound names the claimer's first rank. */
-static void check_list (struct host *h)
-{
-    int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
-
-    if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
-        h->hdr->fault_list[0] = atomic_load (&h->hdr->fault_rank) - 1;
-        h->hdr->fault_n = h->hdr->fault_nlist = 1;
-    }
-}
-
-/* Log and keep the fault now in the segment; returns its code. */
-static int report (struct host *h)
-{
-    int kind = record_kind (h);
-    int who = atomic_load (&h->hdr->fault_reporter);
-    int code = host_fault_code (kind);
-    int n, nlist;
-
-    check_list (h);
-    if (h->lrank == 0 && h->nnodes > 1 && !h->fault_sent) {
-        h->fault_sent = true;
-        host_tcp_send_fault (h, h->hdr->fault_list, h->hdr->fault_nlist,
-                             h->hdr->fault_n, kind, who);
-    }
-    if (!h->broken && h->nnodes > 1 && kind == FAULT_TIMEOUT) {
-        complete_list (h);
-        check_list (h);
-    }
-    n = h->hdr->fault_n;
-    nlist = h->hdr->fault_nlist;
-    if (!h->broken) {
-        char tmo[64] = "", list[192], more[48] = "", by[48] = "";
-        h->broken = code;
-        if (kind == FAULT_TIMEOUT)
-            snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
-        if (n > nlist)
-            snprintf (more, sizeof (more), " (%d ranks in all)", n);
-        if (who != h->rank)
-            snprintf (by, sizeof (by), " (noticed by rank %d)", who);
-        ddpi_error (code, "rank%s %s%s %s%s%s", n > 1 ? "s" : "",
-                    ddpi_format_ranks (list, sizeof (list),
-                                       h->hdr->fault_list, nlist),
-                    more, kind_str (kind), tmo, by);
-    }
-    return h->broken;
-}
-
-int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter)
-{
-    int32_t zero = 0;
-    int i;
-
-    if (!atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
-                                         ranks[0] + 1))
-        return 0;
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    for (i = 0; i < nlist; i++)
-        h->hdr->fault_list[i] = ranks[i];
-    ddpi_sort_ranks (h->hdr->fault_list, nlist);
-    h->hdr->fault_nlist = nlist;
-    h->hdr->fault_n = n > nlist ? n : nlist;
-    atomic_store (&h->hdr->fault_reporter, reporter);
-    atomic_store (&h->hdr->fault_kind, kind);   /* last: the record is whole */
-    return 1;
-}
-
-int host_fault_set (struct host *h, const int *ranks, int n, int kind)
-{
-    char list[192];
-
-    if (!h->hdr) {
-        h->broken = host_fault_code (kind);
-        return ddpi_error (h->broken, "rank%s %s %s", n > 1 ? "s" : "",
-                           ddpi_format_ranks (list, sizeof (list), ranks, n),
-                           kind_str (kind));
-    }
-    host_fault_claim (h, ranks, n, n, kind, h->rank);
-    return report (h);
-}
-
-int host_fault (struct host *h, int bad_rank, int kind)
-{
-    return host_fault_set (h, &bad_rank, 1, kind);
-}
-
-int host_check_fault (struct host *h)
-{
-    if (atomic_load_explicit (&h->hdr->fault_rank, memory_order_relaxed) == 0)
-        return 0;
-    return report (h);
-}
 
 /* The local index of a local rank whose process is gone, or -1. */
 static int gone_peer (struct host *h)
@@ -413,11 +189,39 @@ int host_check_peers (struct host *h)
     return lr < 0 ? 0 : host_fault (h, h->local_ranks[lr], FAULT_DIED);
 }
 
-static inline uint64_t load_flag (struct host *h, int lr, int which)
+static inline _Atomic uint64_t *flag (struct host *h, int lr, int which)
 {
     struct shm_flags *f = &h->flags[lr];
-    _Atomic uint64_t *p = which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
-    return atomic_load_explicit (p, memory_order_acquire);
+    return which == 0 ? &f->seq : which == 1 ? &f->red : &f->fin;
+}
+
+static inline uint64_t load_flag (struct host *h, int lr, int which)
+{
+    return atomic_load_explicit (flag (h, lr, which), memory_order_acquire);
+}
+
+void host_post (struct host *h, int which, uint64_t s)
+{
+    atomic_store_explicit (flag (h, h->lrank, which), s, memory_order_release);
+}
+
+/* Every ~2 ms of a wait: a lane takes FAULT frames off its links, and a
+ * wait for a result restarts its clock while the rank it waits for makes
+ * progress with other nodes (*beat: the last value seen). */
+static void wait_check (struct host *h, struct ddpi_waiter *w, int lr,
+                        int which, uint64_t *beat)
+{
+    uint64_t b;
+
+    if (h->lk && h->relay && h->relay->poll)
+        h->relay->poll (h);
+    if (which == 0)
+        return;
+    b = atomic_load_explicit (&h->flags[lr].beat, memory_order_relaxed);
+    if (b != *beat) {
+        *beat = b;
+        ddpi_wait_restart (w);
+    }
 }
 
 /* An arrival wait on local rank lr timed out: record every local rank that
@@ -444,6 +248,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
 {
     struct ddpi_waiter w;
     bool extended = false;
+    uint64_t beat = atomic_load (&h->flags[lr].beat);
     int rc, gone;
 
     if (load_flag (h, lr, which) >= s)
@@ -467,6 +272,8 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
         }
         if (rc < 0)
             return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+        if (rc == 1)
+            wait_check (h, &w, lr, which, &beat);
         if (rc == 1 && (gone = gone_peer (h)) >= 0) {
             /* A rank may set the flag and exit at once, its last collective
              * done: read after its exit was seen, the flag tells a peer that
@@ -480,15 +287,36 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
     return 0;
 }
 
-int host_wait_all (struct host *h, int which, uint64_t s)
+int host_wait_first (struct host *h, int n, int which, uint64_t s)
 {
     int lr, rc;
 
-    for (lr = 0; lr < h->lsize; lr++) {
+    for (lr = 0; lr < n && lr < h->lsize; lr++) {
         if (lr == h->lrank)
             continue;
         if ((rc = host_wait_flag (h, lr, which, s)) < 0)
             return rc;
     }
     return 0;
+}
+
+int host_wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_wait_first (h, h->lsize, which, s);
+}
+
+void *host_scratch (struct host *h, int i, size_t len)
+{
+    void *p;
+
+    if (len <= h->scratch_len[i])
+        return h->scratch[i];
+    if (!(p = malloc (len ? len : 1))) {
+        ddpi_error (DDP_ENOMEM, "out of memory (%zu bytes of scratch)", len);
+        return NULL;
+    }
+    free (h->scratch[i]);
+    h->scratch[i] = p;
+    h->scratch_len[i] = len;
+    return p;
 }

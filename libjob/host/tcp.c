@@ -1,4 +1,6 @@
-/* tcp.c - TCP links between node leaders (host.h). */
+/* tcp.c - links between the lanes of partner nodes (host.h): connecting
+ * at init, framed messages, rounds of sends and receives on epoll, FAULT
+ * frames. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -8,48 +10,49 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
 #include "host.h"
 #include "net.h"
+#include "sched.h"
+#include "tcp.h"
 
-#define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo" */
-#define STANDIN_MAGIC 0x6464702d7374616eULL /* "ddp-stan" */
-#define FRAME_DATA 0x44415441u              /* "DATA" */
-#define FRAME_FAULT 0x4641554cu             /* "FAUL" */
+#define IOV_BATCH 64        /* iovecs per sendmsg/recvmsg */
+#define EVENTS 64           /* epoll events per wait (more come next time) */
 
-struct hello {
-    uint64_t magic;
-    uint64_t cookie;    /* the acceptor's cookie, proving we mean it */
-    uint32_t node;      /* the connector's node */
-    uint32_t pad;
+/* One link: a connection to this lane on a partner node. */
+struct link {
+    int fd;
+    int node;               /* the partner node */
+    int peer;               /* the global rank at the other end */
+    uint32_t ev;            /* events registered with epoll */
+    struct frame in;        /* a header read outside of an op */
+    size_t in_hdr;          /* its bytes so far */
+    bool parked;            /* a data header waits for the op to take it */
+    bool closed;            /* the peer closed it (or it failed) */
+    bool mid;               /* a frame is partly sent: nothing may follow */
+    int rx, tx;             /* the active receive / send op, or -1 */
+    bool tx_blocked;        /* that send waits for room */
 };
 
-struct frame {
-    uint32_t type;
-    int32_t arg;        /* FAULT: the rank at fault */
-    uint64_t seq;       /* DATA: the step; FAULT: the kind */
-    uint64_t len;       /* DATA: payload bytes; FAULT: who noticed */
+struct host_links {
+    int ep;
+    int n;
+    struct link *l;         /* one per partner, ascending nodes */
 };
 
-struct host_peer_io {
-    struct frame out, in;
-    size_t out_done;    /* bytes of frame + payload sent */
-    size_t in_hdr;      /* bytes of the frame header received */
-    size_t in_done;     /* bytes of payload received */
-    bool send, recv;    /* still to do in this exchange */
-    bool mid;           /* a frame is partly sent: nothing may follow it */
-};
+/* ---------------------------------------------------------------- setup */
 
 /* Addresses to advertise: DDP_HOST_ADDR, else the IPv4 addresses of the
- * interfaces that are up, loopback last (a peer on another machine would
- * reach itself there; the cookie check rejects that). */
+ * interfaces that are up, loopback last (a peer on another machine never
+ * tries it). */
 static int local_addrs (struct host_addr *a)
 {
     const char *env = getenv ("DDP_HOST_ADDR");
@@ -85,154 +88,676 @@ static int local_addrs (struct host_addr *a)
     return 0;
 }
 
+/* Descriptors a lane may hold at once: its links, the fault relay's
+ * connections to every lane of every partner and back, and slack. */
+static rlim_t fds_needed (struct host *h)
+{
+    rlim_t np = (rlim_t)sched_partners_max (h->nnodes);
+    return np * (2 + (rlim_t)h->tune.lanes) + 64;
+}
+
+/* Raise the soft limit on descriptors to what a lane needs (up to the hard
+ * limit).  Returns 0, or DDP_ETRANSPORT saying which limit to raise. */
+static int fd_limit (struct host *h)
+{
+    struct rlimit rl;
+    rlim_t need = fds_needed (h);
+
+    if (getrlimit (RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return ddpi_error (DDP_ETRANSPORT, "this rank needs %lu file "
+                           "descriptors for its links to %d nodes but the "
+                           "hard limit (ulimit -Hn) is %lu: raise it",
+                           (unsigned long)need, h->nnodes,
+                           (unsigned long)rl.rlim_max);
+    rl.rlim_cur = need;
+    if (setrlimit (RLIMIT_NOFILE, &rl) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "raising the file descriptor "
+                           "limit to %lu: %s", (unsigned long)need,
+                           strerror (errno));
+    return 0;
+}
+
+/* A socket call failed for lack of descriptors? Then say which limit. */
+static int sock_error (const char *what)
+{
+    if (errno == EMFILE || errno == ENFILE)
+        return ddpi_error (DDP_ETRANSPORT, "%s: out of file descriptors "
+                           "(%s): raise ulimit -n", what, strerror (errno));
+    return ddpi_error (DDP_ETRANSPORT, "%s: %s", what, strerror (errno));
+}
+
 int host_tcp_listen (struct host *h, struct host_addr *a)
 {
     struct sockaddr_in sin;
     socklen_t len = sizeof (sin);
-    int one = 1, rc;
+    int one = 1, rc, backlog;
 
     memset (a, 0, sizeof (*a));
-    if ((rc = local_addrs (a)) < 0)
+    if ((rc = fd_limit (h)) < 0 || (rc = local_addrs (a)) < 0)
         return rc;
     h->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (h->listen_fd < 0)
-        return ddpi_error (DDP_ETRANSPORT, "socket: %s", strerror (errno));
+        return sock_error ("socket");
     setsockopt (h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
     memset (&sin, 0, sizeof (sin));
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = getenv ("DDP_HOST_ADDR") ? a->ip[0] : INADDR_ANY;
+    /* What can arrive at once: the partners below (links), and after a
+     * fault the speakers of every partner trying each lane. */
+    backlog = (int)fds_needed (h);
     if (bind (h->listen_fd, (struct sockaddr *)&sin, sizeof (sin)) < 0
-        || listen (h->listen_fd, h->nnodes + 8) < 0
+        || listen (h->listen_fd, backlog) < 0
         || getsockname (h->listen_fd, (struct sockaddr *)&sin, &len) < 0)
-        return ddpi_error (DDP_ETRANSPORT, "listen: %s", strerror (errno));
+        return sock_error ("listen");
     a->port = sin.sin_port;
     a->cookie = h->cookie;
     return 0;
 }
 
-static void tune (int fd)
+int host_tcp_listen_fd (struct host *h)
+{
+    return h->listen_fd;
+}
+
+static void tune_socket (int fd)
 {
     int one = 1;
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
 }
 
-/* Connect to node n's leader, trying its addresses in order. */
-static int connect_one (struct host *h, int n, const struct host_addr *a,
-                        double deadline)
+/* How far address ip is from this machine, for trying near ones first:
+ * 0 loopback of a peer on this machine, 1 on a subnet of one of our
+ * interfaces, 2 other, -1 never (loopback of another machine). */
+static int addr_rank (uint32_t ip, bool same_machine,
+                      const struct ifaddrs *ifs)
 {
-    uint32_t i;
+    bool lo = (ntohl (ip) >> 24) == 127;
 
-    for (i = 0; i < a->n && i < HOST_MAX_ADDRS; i++) {
-        struct sockaddr_in sin;
-        struct hello hi = { HELLO_MAGIC, a->cookie, (uint32_t)h->node, 0 };
-        char ok = 0;
-        int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (fd < 0)
-            return ddpi_error (DDP_ETRANSPORT, "socket: %s", strerror (errno));
-        memset (&sin, 0, sizeof (sin));
-        sin.sin_family = AF_INET;
-        sin.sin_addr.s_addr = a->ip[i];
-        sin.sin_port = a->port;
-        if (connect (fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
-            && ddpi_set_nonblock (fd) == 0
-            && ddpi_io_full (fd, &hi, sizeof (hi), true, deadline) == 0
-            && ddpi_io_full (fd, &ok, 1, false, deadline) == 0 && ok == 'K') {
-            tune (fd);
-            h->sock[n] = fd;
-            return 0;
-        }
-        close (fd);
+    if (lo)
+        return same_machine ? 0 : -1;
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        uint32_t a, m;
+        if (!i->ifa_addr || !i->ifa_netmask
+            || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        m = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+        if ((a & m) == (ip & m) && (ntohl (a) >> 24) != 127)
+            return 1;
     }
-    return ddpi_error (DDP_ETRANSPORT, "cannot connect to node %d's leader "
-                       "(rank %d) at any of its %u addresses", n,
-                       h->node_leader[n], a->n);
+    return 2;
 }
 
-/* Accept until every higher node's leader has connected. */
-static int accept_higher (struct host *h, double deadline)
+void host_tcp_order_addrs (struct host_addr *a, bool same_machine)
 {
-    int want = h->nnodes - 1 - h->node;
+    struct ifaddrs *ifs = NULL;
+    struct host_addr out = *a;
+    uint32_t n = 0;
 
-    while (want > 0) {
-        struct pollfd p = { h->listen_fd, POLLIN, 0 };
-        struct hello hi;
-        double left = deadline - ddpi_now ();
-        int fd;
+    if (getifaddrs (&ifs) < 0)
+        ifs = NULL;
+    for (int want = 0; want <= 2; want++)
+        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
+            if (addr_rank (a->ip[i], same_machine, ifs) == want)
+                out.ip[n++] = a->ip[i];
+    if (ifs)
+        freeifaddrs (ifs);
+    out.n = n;
+    *a = out;
+}
 
-        if (left <= 0)
-            return ddpi_error (DDP_ETIMEDOUT, "%d node leaders did not "
-                               "connect within %g s", want, h->cfg->timeout_s);
-        if (poll (&p, 1, (int)(left * 1000) + 1) <= 0)
-            continue;
-        fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai)
+{
+    for (; *ai < a->n && *ai < HOST_MAX_ADDRS; (*ai)++) {
+        struct sockaddr_in sin;
+        int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                         0);
         if (fd < 0)
-            continue;
-        if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 5) < 0
-            || hi.magic != HELLO_MAGIC || hi.cookie != h->cookie
-            || hi.node <= (uint32_t)h->node || hi.node >= (uint32_t)h->nnodes
-            || h->sock[hi.node] >= 0
-            || ddpi_io_full (fd, "K", 1, true, deadline) < 0) {
-            close (fd);     /* a stranger, or a duplicate */
-            continue;
-        }
-        tune (fd);
-        h->sock[hi.node] = fd;
-        want--;
+            return -1;
+        memset (&sin, 0, sizeof (sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = a->ip[*ai];
+        sin.sin_port = a->port;
+        if (connect (fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
+            || errno == EINPROGRESS)
+            return fd;
+        close (fd);
+    }
+    return -1;
+}
+
+/* A connection being made at init. */
+struct pend {
+    int fd;
+    int link;           /* outgoing: the link; incoming: -1 until known */
+    uint32_t ai;        /* outgoing: the address being tried */
+    double since;       /* when this attempt started */
+    int state;          /* 0 connecting, 1 hello sent, 2 incoming */
+    size_t got;         /* incoming: hello bytes so far */
+    struct hello hi;
+};
+
+static int ep_add (int ep, int fd, uint32_t ev, uint64_t data)
+{
+    struct epoll_event e = { .events = ev, .data.u64 = data };
+    return epoll_ctl (ep, EPOLL_CTL_ADD, fd, &e);
+}
+
+static int ep_mod (int ep, int fd, uint32_t ev, uint64_t data)
+{
+    struct epoll_event e = { .events = ev, .data.u64 = data };
+    return epoll_ctl (ep, EPOLL_CTL_MOD, fd, &e);
+}
+
+/* The ordered addresses of partner link i's lane (h->lrank). */
+static struct host_addr link_addr (struct host *h, int i)
+{
+    struct host_addr a = h->part[i].addr[h->lrank];
+    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
+    return a;
+}
+
+/* Start (or restart at the next address) the outgoing connection of p;
+ * returns 0, or -1 when no address is left. */
+static int pend_start (struct host *h, int ep, struct pend *p, int idx)
+{
+    struct host_addr a = link_addr (h, p->link);
+
+    if ((p->fd = host_tcp_connect_start (&a, &p->ai)) < 0)
+        return -1;
+    p->state = 0;
+    p->since = ddpi_now ();
+    if (ep_add (ep, p->fd, EPOLLOUT, (uint64_t)idx) < 0) {
+        close (p->fd);
+        p->fd = -1;
+        return -1;
     }
     return 0;
 }
 
-int host_tcp_connect (struct host *h, const struct host_addr *addrs)
+/* Give up p's attempt and try its next address. */
+static int pend_next (struct host *h, int ep, struct pend *p, int idx)
+{
+    close (p->fd);
+    p->fd = -1;
+    p->ai++;
+    return pend_start (h, ep, p, idx);
+}
+
+/* The link a hello asks for, or -1: a partner below us, our lane, our
+ * cookie, not connected yet. */
+static int hello_link (struct host *h, const struct hello *hi)
+{
+    int i;
+
+    if (hi->magic != HELLO_MAGIC || hi->cookie != h->cookie
+        || hi->lane != (uint32_t)h->lrank || hi->node >= (uint32_t)h->node)
+        return -1;
+    i = host_tcp_link (h, (int)hi->node);
+    return i >= 0 && h->lk->l[i].fd < 0 ? i : -1;
+}
+
+/* Outgoing p's socket is ready: finish the connect and send the hello,
+ * or read the acceptor's 'K'.  Returns 1 when the link is made, 0 to go
+ * on, -1 when this address failed. */
+static int pend_out (struct host *h, struct pend *p, uint32_t ev)
+{
+    struct hello hi = { HELLO_MAGIC, h->part[p->link].addr[h->lrank].cookie,
+                        (uint32_t)h->node, (uint32_t)h->lrank };
+    socklen_t el = sizeof (int);
+    int err = 0;
+    char ok = 0;
+
+    if (p->state == 0) {
+        if (getsockopt (p->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
+            || (ev & (EPOLLERR | EPOLLHUP)))
+            return -1;
+        if (send (p->fd, &hi, sizeof (hi), MSG_NOSIGNAL) != (ssize_t)sizeof (hi))
+            return -1;
+        p->state = 1;
+        return 0;
+    }
+    if (recv (p->fd, &ok, 1, MSG_DONTWAIT) != 1)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    return ok == 'K' ? 1 : -1;
+}
+
+/* Incoming p: read its hello.  Returns the link it makes, -2 to go on,
+ * -1 to drop it (a stranger, a duplicate). */
+static int pend_in (struct host *h, struct pend *p)
+{
+    ssize_t r = recv (p->fd, (char *)&p->hi + p->got, sizeof (p->hi) - p->got,
+                      MSG_DONTWAIT);
+    int i;
+
+    if (r <= 0)
+        return r < 0 && (errno == EAGAIN || errno == EINTR) ? -2 : -1;
+    p->got += (size_t)r;
+    if (p->got < sizeof (p->hi))
+        return -2;
+    if ((i = hello_link (h, &p->hi)) < 0 || send (p->fd, "K", 1, MSG_NOSIGNAL) != 1)
+        return -1;
+    return i;
+}
+
+/* The link is made on fd: keep it (watched once every link is made). */
+static void link_made (struct host *h, int i, int fd)
+{
+    tune_socket (fd);
+    h->lk->l[i].fd = fd;
+}
+
+/* Every link made: watch them for input, on the links' own epoll. */
+static int links_watch (struct host *h)
+{
+    if ((h->lk->ep = epoll_create1 (EPOLL_CLOEXEC)) < 0)
+        return sock_error ("epoll_create1");
+    for (int i = 0; i < h->lk->n; i++) {
+        h->lk->l[i].ev = EPOLLIN;
+        if (ep_add (h->lk->ep, h->lk->l[i].fd, EPOLLIN, (uint64_t)i) < 0)
+            return sock_error ("epoll_ctl");
+    }
+    return 0;
+}
+
+/* Nodes not linked yet, for the error. */
+static int missing_error (struct host *h, int code, double t)
+{
+    int list[FAULT_LIST_MAX], n = 0;
+    char buf[192];
+
+    for (int i = 0; i < h->lk->n && n < FAULT_LIST_MAX; i++)
+        if (h->lk->l[i].fd < 0)
+            list[n++] = h->lk->l[i].node;
+    return ddpi_error (code, "lane %d could not link to node%s %s within %g "
+                       "s (%s)%s", h->lrank, n > 1 ? "s" : "",
+                       ddpi_format_ranks (buf, sizeof (buf), list, n), t,
+                       h->cfg->timeout_name ? h->cfg->timeout_name
+                                            : "DDP_TIMEOUT",
+                       code == DDP_ETRANSPORT ? ": no address of theirs "
+                       "answered (DDP_HOST_ADDR picks one)" : "");
+}
+
+/* How long one connect attempt may hang before the next address is tried:
+ * an equal share of the time left among the addresses left, 1 s at
+ * least. */
+static double attempt_limit (double left, uint32_t addrs_left)
+{
+    double t = left / (addrs_left ? addrs_left : 1);
+    return t > 1.0 ? t : 1.0;
+}
+
+static int links_alloc (struct host *h)
+{
+    struct host_links *lk = calloc (1, sizeof (*lk));
+
+    if (!lk || !(lk->l = calloc ((size_t)(h->npart ? h->npart : 1),
+                                 sizeof (*lk->l)))) {
+        free (lk);
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    }
+    h->lk = lk;
+    lk->n = h->npart;
+    lk->ep = -1;
+    for (int i = 0; i < lk->n; i++) {
+        lk->l[i] = (struct link){ .fd = -1, .node = h->part[i].node,
+                                  .rx = -1, .tx = -1 };
+        lk->l[i].peer = h->node_ranks[lk->l[i].node][h->lrank];
+    }
+    return 0;
+}
+
+/* The connect loop's state. */
+struct mesh {
+    struct pend *p;     /* outgoing first (one per higher partner) */
+    int np, cap;
+    int want;           /* links still to make */
+    int ep;
+};
+
+/* Make the link of one finished pending connection; returns 0. */
+static int mesh_done (struct host *h, struct mesh *m, struct pend *p, int i)
+{
+    epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+    link_made (h, i, p->fd);
+    p->fd = -1;
+    m->want--;
+    return 0;
+}
+
+/* One event on a pending connection or the listening socket. */
+static int mesh_event (struct host *h, struct mesh *m, int idx, uint32_t ev)
+{
+    struct pend *p;
+    int rc;
+
+    if (idx == m->cap) {    /* the listening socket */
+        int fd = accept4 (h->listen_fd, NULL, NULL,
+                          SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int slot;
+        if (fd < 0)
+            return errno == EMFILE || errno == ENFILE ? sock_error ("accept")
+                                                      : 0;
+        for (slot = 0; slot < m->cap && m->p[slot].fd >= 0; slot++)
+            ;
+        if (slot == m->cap || ep_add (m->ep, fd, EPOLLIN, (uint64_t)slot) < 0) {
+            close (fd);
+            return 0;
+        }
+        m->p[slot] = (struct pend){ .fd = fd, .link = -1, .state = 2 };
+        return 0;
+    }
+    p = &m->p[idx];
+    if (p->fd < 0)
+        return 0;
+    if (p->state == 2) {
+        if ((rc = pend_in (h, p)) == -2)
+            return 0;
+        if (rc < 0) {
+            epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+            close (p->fd);
+            p->fd = -1;
+            return 0;
+        }
+        return mesh_done (h, m, p, rc);
+    }
+    if ((rc = pend_out (h, p, ev)) == 0) {
+        if (p->state == 1)
+            ep_mod (m->ep, p->fd, EPOLLIN, (uint64_t)idx);
+        return 0;
+    }
+    if (rc > 0)
+        return mesh_done (h, m, p, p->link);
+    pend_next (h, m->ep, p, idx);   /* -1 fd: none left; timeout tells */
+    return 0;
+}
+
+/* Attempts that hang get the next address. */
+static void mesh_expire (struct host *h, struct mesh *m, double deadline)
+{
+    double t = ddpi_now ();
+
+    for (int i = 0; i < m->cap; i++) {
+        struct pend *p = &m->p[i];
+        if (p->fd < 0 || p->link < 0)
+            continue;
+        if (t - p->since > attempt_limit (deadline - p->since,
+                                          h->part[p->link].addr[h->lrank].n
+                                          - p->ai))
+            pend_next (h, m->ep, p, i);
+    }
+}
+
+int host_tcp_connect (struct host *h)
 {
     double deadline = ddpi_now () + h->cfg->timeout_s;
-    int n, rc;
+    struct epoll_event ev[EVENTS];
+    struct mesh m = { .ep = -1 };
+    int rc, i, out = 0;
 
-    if (!(h->io = calloc ((size_t)h->nnodes, sizeof (*h->io))))
+    if ((rc = links_alloc (h)) < 0)
+        return rc;
+    m.cap = 2 * h->npart + 8;
+    if (!(m.p = calloc ((size_t)m.cap, sizeof (*m.p))))
         return ddpi_error (DDP_ENOMEM, "out of memory");
-    for (n = 0; n < h->node; n++)
-        if ((rc = connect_one (h, n, &addrs[n], deadline)) < 0)
-            return rc;
-    return accept_higher (h, deadline);
+    if ((m.ep = epoll_create1 (EPOLL_CLOEXEC)) < 0) {
+        free (m.p);
+        return sock_error ("epoll_create1");
+    }
+    m.want = h->npart;
+    for (i = 0; i < m.cap; i++)
+        m.p[i].fd = -1;
+    rc = ep_add (m.ep, h->listen_fd, EPOLLIN, (uint64_t)m.cap) < 0
+         ? sock_error ("epoll_ctl") : 0;
+    for (i = 0; rc == 0 && i < h->npart; i++) {
+        if (h->part[i].node < h->node)
+            continue;   /* it connects to us */
+        m.p[out] = (struct pend){ .fd = -1, .link = i };
+        pend_start (h, m.ep, &m.p[out], out);
+        out++;
+    }
+    while (rc == 0 && m.want > 0) {
+        double left = deadline - ddpi_now ();
+        int n;
+        if (left <= 0) {
+            rc = missing_error (h, DDP_ETIMEDOUT, h->cfg->timeout_s);
+            break;
+        }
+        n = epoll_wait (m.ep, ev, EVENTS, (int)(left * 1000) + 1);
+        for (int k = 0; rc == 0 && k < n; k++)
+            rc = mesh_event (h, &m, (int)ev[k].data.u64, ev[k].events);
+        mesh_expire (h, &m, deadline);
+    }
+    for (i = 0; i < m.cap; i++)
+        if (m.p[i].fd >= 0)
+            close (m.p[i].fd);
+    free (m.p);
+    close (m.ep);
+    return rc < 0 ? rc : links_watch (h);
 }
 
 void host_tcp_close (struct host *h)
 {
-    int n;
-
     if (h->listen_fd >= 0)
         close (h->listen_fd);
     h->listen_fd = -1;
-    for (n = 0; h->sock && n < h->nnodes; n++) {
-        if (h->sock[n] >= 0)
-            close (h->sock[n]);
-        h->sock[n] = -1;
-    }
-    free (h->io);
-    h->io = NULL;
+    if (!h->lk)
+        return;
+    for (int i = 0; i < h->lk->n; i++)
+        if (h->lk->l[i].fd >= 0)
+            close (h->lk->l[i].fd);
+    if (h->lk->ep >= 0)
+        close (h->lk->ep);
+    free (h->lk->l);
+    free (h->lk);
+    h->lk = NULL;
 }
 
-/* A FAULT frame: arg is the first rank at fault, seq packs the kind (bits
- * 0-15), how many ranks follow the frame as int32 (16-31) and how many there
- * are in all (32-63); len is who noticed. */
-#define FAULT_SEQ(kind, nlist, n) \
-    ((uint64_t)(kind) | (uint64_t)(nlist) << 16 | (uint64_t)(n) << 32)
-#define FAULT_SEQ_KIND(seq) ((int)((seq) & 0xffff))
-#define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
-#define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
+int host_tcp_link (struct host *h, int node)
+{
+    int lo = 0, hi = h->npart - 1;
 
-/* A FAULT frame with its list, as one send() puts it on the wire. */
-struct fault_msg {
-    struct frame f;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (h->part[mid].node == node)
+            return mid;
+        if (h->part[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+int host_tcp_peer (struct host *h, int i)
+{
+    return h->lk->l[i].peer;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+/* Ranks from a wire are untrusted: one out of range becomes the peer. */
+static void clamp_ranks (struct host *h, int peer, int32_t *list, int nlist)
+{
+    for (int i = 0; i < nlist; i++)
+        if (list[i] < 0 || list[i] >= h->size)
+            list[i] = peer;
+}
+
+int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
+                     int32_t *list, bool *whole)
+{
+    int nlist = FAULT_SEQ_NLIST (f->seq);
+
+    *whole = nlist >= 0 && nlist <= FAULT_LIST_MAX
+             && (nlist == 0
+                 || ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t),
+                                  false, ddpi_now () + 0.1) == 0);
+    if (!*whole)
+        nlist = 0;
+    clamp_ranks (h, peer, list, nlist);
+    return nlist;
+}
+
+/* A FAULT frame arrived on link i (its header in l->in): claim its record
+ * (the first claim stands; the list may be empty: a timeout between
+ * nodes, its first rank the fallback). */
+static void fault_in (struct host *h, int i)
+{
+    struct link *l = &h->lk->l[i];
+    struct frame *f = &l->in;
     int32_t list[FAULT_LIST_MAX];
-};
+    int kind = FAULT_SEQ_KIND (f->seq), nlist, fallback;
+    int reporter = f->len < (uint64_t)h->size ? (int)f->len : l->peer;
+    bool whole;
 
-/* Fill m for ranks (nlist listed of n); returns the bytes to send. */
-static size_t fault_msg_fill (struct fault_msg *m, const int *ranks,
-                              int nlist, int n, int kind, int reporter)
+    if (kind < FAULT_DIED || kind > FAULT_LINK)
+        kind = FAULT_DIED;
+    nlist = host_frame_list (h, l->fd, l->peer, f, list, &whole);
+    fallback = f->arg >= 0 && f->arg < h->size ? f->arg : l->peer;
+    if (nlist > 0)
+        host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
+                          reporter);
+    else
+        host_fault_claim (h, &fallback, 0, 0, kind, reporter);
+    l->in_hdr = 0;
+}
+
+/* Read more of link i's header into l->in without blocking.  Returns 1 when
+ * it is whole, 0 when more is to come, -1 when the link closed. */
+static int read_header (struct link *l)
+{
+    ssize_t r;
+
+    if (l->in_hdr == sizeof (l->in))
+        return 1;
+    r = recv (l->fd, (char *)&l->in + l->in_hdr, sizeof (l->in) - l->in_hdr,
+              MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK
+                   && errno != EINTR))
+        return -1;
+    if (r > 0)
+        l->in_hdr += (size_t)r;
+    return l->in_hdr == sizeof (l->in);
+}
+
+/* Link i is readable and no op receives on it: read what header there
+ * is; a FAULT frame is claimed, a data frame parked, a close noted (the
+ * peer may simply have finished: only an op that needs the link makes it
+ * a fault). */
+static void drain (struct host *h, int i)
+{
+    struct link *l = &h->lk->l[i];
+    int r;
+
+    if (l->fd < 0 || l->closed || l->parked || l->rx >= 0)
+        return;
+    if ((r = read_header (l)) < 0) {
+        l->closed = true;
+        return;
+    }
+    if (r == 0)
+        return;
+    if (l->in.type == FRAME_FAULT)
+        fault_in (h, i);
+    else
+        l->parked = true;
+}
+
+/* The events link i should be watched for. */
+static uint32_t wanted (const struct link *l)
+{
+    uint32_t ev = 0;
+
+    if (l->fd < 0 || l->closed)
+        return 0;
+    if (!l->parked || l->rx >= 0)
+        ev |= EPOLLIN;
+    if (l->tx >= 0 && l->tx_blocked)
+        ev |= EPOLLOUT;
+    return ev;
+}
+
+static void update_events (struct host *h)
+{
+    for (int i = 0; i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        uint32_t ev = wanted (l);
+        if (ev == l->ev || l->fd < 0)
+            continue;
+        ep_mod (h->lk->ep, l->fd, ev, (uint64_t)i);
+        l->ev = ev;
+    }
+}
+
+/* Wait up to ms for an event; drain the links nobody receives on. */
+static void wait_events (struct host *h, int ms)
+{
+    struct epoll_event ev[EVENTS];
+    int n;
+
+    update_events (h);
+    n = epoll_wait (h->lk->ep, ev, EVENTS, ms);
+    for (int k = 0; k < n; k++) {
+        int i = (int)ev[k].data.u64;
+        if (i >= 0 && i < h->lk->n && h->lk->l[i].rx < 0)
+            drain (h, i);
+    }
+}
+
+/* The peer behind link i is gone in the middle of an exchange with it.
+ * It may have left because it failed on something else, and said so: a
+ * FAULT frame may still be on this link or arrive on another (from a node
+ * it told).  Give that a moment (0.1 s) before naming the peer dead. */
+static int link_lost (struct host *h, int i, const char *what)
+{
+    struct link *l = &h->lk->l[i];
+    double end = ddpi_now () + 0.1;
+
+    ddpi_debug ("link to node %d (rank %d): %s", l->node, l->peer, what);
+    if (l->fd >= 0 && l->rx < 0 && read_header (l) == 1
+        && l->in.type == FRAME_FAULT)
+        fault_in (h, i);
+    while (!atomic_load (&h->hdr->fault_rank) && ddpi_now () < end)
+        wait_events (h, 10);
+    if (atomic_load (&h->hdr->fault_rank))
+        return host_check_fault (h);
+    return host_fault (h, l->peer, FAULT_DIED);
+}
+
+void host_tcp_poll (struct host *h)
+{
+    if (h->lk)
+        wait_events (h, 0);
+}
+
+void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
+                          int kind, int reporter)
+{
+    struct fault_msg msg;
+    size_t len = host_fault_msg_fill (&msg, ranks, nlist, n, kind, reporter);
+
+    for (int i = 0; h->lk && i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        if (l->fd < 0 || l->closed)
+            continue;
+        /* In the middle of a frame the fault cannot be framed: cut the link
+         * instead (the peer sees EOF and fails at once). */
+        if (l->mid || send (l->fd, &msg, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                      != (ssize_t)len)
+            shutdown (l->fd, SHUT_RDWR);
+    }
+}
+
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
+                            int n, int kind, int reporter)
 {
     if (nlist > FAULT_LIST_MAX)
         nlist = FAULT_LIST_MAX;
+    if (nlist < 0)
+        nlist = 0;
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)reporter };
     for (int i = 0; i < nlist; i++)
@@ -240,517 +765,271 @@ static size_t fault_msg_fill (struct fault_msg *m, const int *ranks,
     return sizeof (m->f) + (size_t)nlist * sizeof (int32_t);
 }
 
-void host_tcp_send_fault (struct host *h, const int *ranks, int nlist, int n,
-                          int kind, int reporter)
-{
-    struct fault_msg msg;
-    size_t len = fault_msg_fill (&msg, ranks, nlist, n, kind, reporter);
+/* ---------------------------------------------------------------- rounds */
 
-    for (int i = 0; h->sock && i < h->nnodes; i++) {
-        if (h->sock[i] < 0)
-            continue;
-        /* In the middle of a frame the fault cannot be framed: cut the link
-         * instead (the peer sees EOF and fails at once). */
-        if ((h->io && h->io[i].mid)
-            || send (h->sock[i], &msg, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-               != (ssize_t)len)
-            shutdown (h->sock[i], SHUT_RDWR);
+/* iovecs of op o from its current position, at most IOV_BATCH; a leading
+ * piece hdr/hlen goes first when given.  Returns how many. */
+static int op_iov (const struct host_op *o, struct iovec *v, void *hdr,
+                   size_t hlen)
+{
+    int k = 0;
+    size_t off = o->voff;
+
+    if (hlen)
+        v[k++] = (struct iovec){ hdr, hlen };
+    for (int i = o->vi; i < o->iovcnt && k < IOV_BATCH; i++) {
+        if (o->iov[i].iov_len > off)
+            v[k++] = (struct iovec){ (char *)o->iov[i].iov_base + off,
+                                     o->iov[i].iov_len - off };
+        off = 0;
     }
+    return k;
 }
 
-/* Ranks from node n's wire are untrusted: one out of range becomes n's
- * leader. */
-static void clamp_ranks (struct host *h, int n, int32_t *list, int nlist)
+/* Move op o's position r bytes on. */
+static void op_advance (struct host_op *o, size_t r)
 {
-    for (int i = 0; i < nlist; i++)
-        if (list[i] < 0 || list[i] >= h->size)
-            list[i] = h->node_leader[n];
-}
-
-/* The ranks the FAULT frame f from node n names, into list: the nlist
- * ranks that follow it on fd (sent with it in one send(), so they are
- * there or about to be: 100 ms at most), or the frame's first rank when
- * they do not come (*whole is then false).  Numbers from the wire are
- * untrusted: a rank out of range becomes n's leader.  Returns how many. */
-static int fault_frame_ranks (struct host *h, int fd, int n,
-                              const struct frame *f, int32_t *list,
-                              bool *whole)
-{
-    int nlist = FAULT_SEQ_NLIST (f->seq);
-
-    *whole = nlist >= 1 && nlist <= FAULT_LIST_MAX
-             && ddpi_io_full (fd, list, (size_t)nlist * sizeof (int32_t),
-                              false, ddpi_now () + 0.1) == 0;
-    if (!*whole) {
-        nlist = 1;
-        list[0] = f->arg;
-    }
-    clamp_ranks (h, n, list, nlist);
-    return nlist;
-}
-
-/* The lists one sends in one message: a leader's list to a stand-in of
- * node n, a stand-in's to a leader.  Reads the frame (within 0.2 s) and
- * its list from fd; returns how many ranks, or -1 unless both came. */
-static int fault_msg_in (struct host *h, int fd, int n, int32_t *list,
-                         int *total)
-{
-    struct frame f;
-    bool whole;
-    int nlist;
-
-    if (ddpi_io_full (fd, &f, sizeof (f), false, ddpi_now () + 0.2) < 0
-        || f.type != FRAME_FAULT)
-        return -1;
-    nlist = fault_frame_ranks (h, fd, n, &f, list, &whole);
-    *total = FAULT_SEQ_N (f.seq);
-    return whole ? nlist : -1;
-}
-
-/* The segment's fault list as a message (the record is claimed). */
-static size_t own_fault_msg (struct host *h, struct fault_msg *m)
-{
-    int nlist = h->hdr->fault_nlist;
-
-    if (nlist < 1 || nlist > FAULT_LIST_MAX)
-        return 0;
-    return fault_msg_fill (m, h->hdr->fault_list, nlist, h->hdr->fault_n,
-                           atomic_load (&h->hdr->fault_kind),
-                           atomic_load (&h->hdr->fault_reporter));
-}
-
-/* A leader gathering lists: a stand-in for another node's absent leader
- * knocks at the listening socket.  Take its list, answer with ours.
- * Returns its node, or -1 for a stranger (dropped). */
-static int standin_accept (struct host *h)
-{
-    struct hello hi;
-    struct fault_msg m;
-    int32_t list[FAULT_LIST_MAX];
-    int fd, nlist, total, node = -1;
-    size_t len;
-
-    fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0)
-        return -1;
-    if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.2) == 0
-        && hi.magic == STANDIN_MAGIC && hi.cookie == h->cookie
-        && hi.node < (uint32_t)h->nnodes && hi.node != (uint32_t)h->node
-        && (nlist = fault_msg_in (h, fd, (int)hi.node, list, &total)) > 0) {
-        node = (int)hi.node;
-        host_fault_merge (h, list, nlist, total);
-        if ((len = own_fault_msg (h, &m)) > 0)
-            send (fd, &m, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    }
-    close (fd);
-    return node;
-}
-
-void host_tcp_gather_faults (struct host *h, double window)
-{
-    struct pollfd pfd[64];
-    int map[64];
-    double end = ddpi_now () + window;
-    bool *heard = calloc ((size_t)h->nnodes, sizeof (bool));
-    int n, np, left;
-
-    if (!heard || !h->io || !h->sock) {
-        free (heard);
-        return;
-    }
-    for (n = 0; n < h->nnodes; n++) {
-        struct host_peer_io *io = &h->io[n];
-        heard[n] = n == h->node || h->sock[n] < 0;
-        if (!heard[n] && !io->recv)
-            io->in_hdr = 0;     /* no frame under way from n: a new one */
-        else if (!heard[n] && io->in_hdr == sizeof (io->in))
-            heard[n] = true;    /* its data is arriving: it is complete */
-    }
-    for (;;) {
-        left = np = 0;
-        for (n = 0; n < h->nnodes; n++) {
-            if (heard[n])
-                continue;
-            left++;
-            if (np < 63) {
-                pfd[np] = (struct pollfd){ h->sock[n], POLLIN, 0 };
-                map[np++] = n;
-            }
-        }
-        if (!left || ddpi_now () > end)
-            break;
-        if (h->listen_fd >= 0) {
-            pfd[np] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
-            map[np++] = -1;
-        }
-        if (poll (pfd, (nfds_t)np, 10) <= 0)
-            continue;
-        for (int i = 0; i < np; i++) {
-            struct host_peer_io *io;
-            struct frame *f;
-            int32_t list[FAULT_LIST_MAX];
-            int nlist;
-            bool whole;
-            ssize_t r;
-
-            if (!pfd[i].revents)
-                continue;
-            if (map[i] < 0) {
-                if ((n = standin_accept (h)) >= 0)
-                    heard[n] = true;
-                continue;
-            }
-            io = &h->io[map[i]];
-            f = &io->in;
-            r = recv (h->sock[map[i]], (char *)f + io->in_hdr,
-                      sizeof (*f) - io->in_hdr, MSG_DONTWAIT);
-            if (r <= 0) {
-                if (r == 0 || (errno != EAGAIN && errno != EINTR))
-                    heard[map[i]] = true;   /* link gone: nothing to hear */
-                continue;
-            }
-            io->in_hdr += (size_t)r;
-            if (io->in_hdr < sizeof (*f))
-                continue;
-            heard[map[i]] = true;   /* a frame: a FAULT, or data */
-            if (f->type != FRAME_FAULT)
-                continue;
-            nlist = fault_frame_ranks (h, h->sock[map[i]], map[i], f, list,
-                                      &whole);
-            if (whole)
-                host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
-        }
-    }
-    /* A node nobody spoke for: neither its leader nor a stand-in (which
-     * any of its ranks that arrived would be) nor its data came, so none
-     * of its ranks arrived.  Name them all, not just its leader. */
-    for (n = 0; n < h->nnodes; n++)
-        if (!heard[n])
-            host_fault_merge (h, h->node_ranks[n], h->node_size[n],
-                              h->node_size[n]);
-    free (heard);
-}
-
-/* Another node's leader, as a stand-in reaches it. */
-struct standin_peer {
-    int fd;         /* -1: done with this node */
-    uint32_t ai;    /* the address being tried */
-    bool sent;      /* our list is sent; its answer is awaited */
-};
-
-/* Start a non-blocking connect to node n's leader at its address p->ai or,
- * failing that, a later one; p->fd stays -1 when none is left. */
-static void standin_connect (struct host *h, int n, struct standin_peer *p)
-{
-    const struct host_addr *a = &h->leader_addr[n];
-
-    p->fd = -1;
-    for (; p->ai < a->n && p->ai < HOST_MAX_ADDRS; p->ai++) {
-        struct sockaddr_in sin;
-        memset (&sin, 0, sizeof (sin));
-        sin.sin_family = AF_INET;
-        sin.sin_addr.s_addr = a->ip[p->ai];
-        sin.sin_port = a->port;
-        p->fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                        0);
-        if (p->fd < 0)
-            return;
-        if (connect (p->fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
-            || errno == EINPROGRESS)
-            return;
-        close (p->fd);
-        p->fd = -1;
-    }
-}
-
-/* p's socket is ready: finish the connect and send our list, or read the
- * answer and merge it.  Moves on to the next address when the connect
- * failed; closes p->fd when done with node n. */
-static void standin_step (struct host *h, int n, struct standin_peer *p,
-                          short revents)
-{
-    char out[sizeof (struct hello) + sizeof (struct fault_msg)];
-    struct hello hi = { STANDIN_MAGIC, h->leader_addr[n].cookie,
-                        (uint32_t)h->node, 0 };
-    struct fault_msg m;
-    int32_t list[FAULT_LIST_MAX];
-    int err = 0, nlist, total;
-    socklen_t el = sizeof (err);
-    size_t len;
-
-    if (p->sent) {
-        if ((nlist = fault_msg_in (h, p->fd, n, list, &total)) > 0)
-            host_fault_merge (h, list, nlist, total);
-    }
-    else if (getsockopt (p->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
-             || (revents & (POLLERR | POLLHUP))) {
-        close (p->fd);
-        p->ai++;
-        standin_connect (h, n, p);
-        return;
-    }
-    else if ((len = own_fault_msg (h, &m)) > 0) {
-        memcpy (out, &hi, sizeof (hi));
-        memcpy (out + sizeof (hi), &m, len);
-        len += sizeof (hi);
-        if (send (p->fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-            == (ssize_t)len) {
-            p->sent = true;
+    o->done += r;
+    while (r > 0 && o->vi < o->iovcnt) {
+        size_t left = o->iov[o->vi].iov_len - o->voff;
+        if (r < left) {
+            o->voff += r;
             return;
         }
+        r -= left;
+        o->vi++;
+        o->voff = 0;
     }
-    close (p->fd);
-    p->fd = -1;
+    while (o->vi < o->iovcnt && o->iov[o->vi].iov_len == 0)
+        o->vi++;
 }
 
-void host_tcp_standin_faults (struct host *h, double window)
+static void op_finish (struct host *h, struct host_op *o)
 {
-    struct standin_peer *peer;
-    struct pollfd pfd[64];
-    int map[64];
-    double end = ddpi_now () + window;
-    int n, np;
+    struct host_stats *st = &h->stats[h->kind];
+    struct link *l = &h->lk->l[o->link];
 
-    if (!h->leader_addr
-        || !(peer = calloc ((size_t)h->nnodes, sizeof (*peer))))
-        return;
-    for (n = 0; n < h->nnodes; n++) {
-        peer[n].fd = -1;
-        if (n != h->node)
-            standin_connect (h, n, &peer[n]);
+    o->fin = true;
+    if (o->send) {
+        st->msgs_sent++;
+        st->bytes_sent += o->len;
+        l->tx = -1;
+        l->tx_blocked = false;
+        l->mid = false;
     }
-    while (ddpi_now () < end) {
-        for (n = 0, np = 0; n < h->nnodes && np < 64; n++) {
-            if (peer[n].fd < 0)
-                continue;
-            pfd[np] = (struct pollfd){ peer[n].fd,
-                                       peer[n].sent ? POLLIN : POLLOUT, 0 };
-            map[np++] = n;
-        }
-        if (np == 0)
-            break;
-        if (poll (pfd, (nfds_t)np, 10) <= 0)
-            continue;
-        for (int i = 0; i < np; i++)
-            if (pfd[i].revents)
-                standin_step (h, map[i], &peer[map[i]], pfd[i].revents);
+    else {
+        st->msgs_recv++;
+        st->bytes_recv += o->len;
+        l->rx = -1;
     }
-    for (n = 0; n < h->nnodes; n++)
-        if (peer[n].fd >= 0)
-            close (peer[n].fd);
-    free (peer);
 }
 
-/* The peer behind node n's link is gone: blame its leader. */
-static int link_lost (struct host *h, int n, const char *what)
+/* Send more of op o (its frame header first).  Returns 1 on progress, 0
+ * when blocked, <0. */
+static int pump_send (struct host *h, struct host_op *o)
 {
-    ddpi_debug ("link to node %d: %s", n, what);
-    return host_fault (h, h->node_leader[n], FAULT_DIED);
-}
-
-/* Try to send more to node n.  Returns 1 on progress, 0 if blocked, <0. */
-static int pump_send (struct host *h, int n, struct iovec *v, int cnt)
-{
-    struct host_peer_io *io = &h->io[n];
-    struct iovec iov[18];
+    struct link *l = &h->lk->l[o->link];
+    struct frame f = { FRAME_DATA, (int32_t)o->tag, h->call, o->len };
+    size_t hleft = sizeof (f) - o->hdone;
+    struct iovec v[IOV_BATCH + 1];
     struct msghdr m;
-    size_t skip = io->out_done, total = sizeof (io->out);
-    int k = 0, i;
     ssize_t r;
 
-    if (skip < sizeof (io->out)) {
-        iov[k].iov_base = (char *)&io->out + skip;
-        iov[k++].iov_len = sizeof (io->out) - skip;
-        skip = 0;
-    }
-    else
-        skip -= sizeof (io->out);
-    for (i = 0; i < cnt; i++)
-        total += v[i].iov_len;
-    for (i = 0; i < cnt && k < 18; i++) {
-        if (skip >= v[i].iov_len) {
-            skip -= v[i].iov_len;
-            continue;
-        }
-        iov[k].iov_base = (char *)v[i].iov_base + skip;
-        iov[k++].iov_len = v[i].iov_len - skip;
-        skip = 0;
-    }
+    if (l->closed || l->fd < 0)
+        return link_lost (h, o->link, "closed");
     memset (&m, 0, sizeof (m));
-    m.msg_iov = iov;
-    m.msg_iovlen = (size_t)k;
-    r = sendmsg (h->sock[n], &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    m.msg_iov = v;
+    m.msg_iovlen = (size_t)op_iov (o, v, (char *)&f + o->hdone, hleft);
+    r = sendmsg (l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            l->tx_blocked = true;
             return 0;
-        return link_lost (h, n, strerror (errno));
+        }
+        return link_lost (h, o->link, strerror (errno));
     }
-    io->out_done += (size_t)r;
-    io->mid = io->out_done < total;
-    if (!io->mid)
-        io->send = false;
+    l->tx_blocked = false;
+    l->mid = true;
+    if ((size_t)r < hleft) {
+        o->hdone += (size_t)r;
+        return 1;
+    }
+    o->hdone = sizeof (f);
+    op_advance (o, (size_t)r - hleft);
+    if (o->done == o->len)
+        op_finish (h, o);
     return 1;
 }
 
-static int frame_in (struct host *h, int n, uint64_t s, size_t want)
+/* The header of link i's frame is in: is it the one op o waits for?
+ * Returns 0, or the fault's code (a FAULT frame, or a mismatch: the
+ * collectives were called in a different order). */
+static int check_header (struct host *h, struct host_op *o)
 {
-    struct frame *f = &h->io[n].in;
+    struct link *l = &h->lk->l[o->link];
+    struct frame *f = &l->in;
 
+    l->parked = false;
     if (f->type == FRAME_FAULT) {
-        int32_t list[FAULT_LIST_MAX];
-        int kind = FAULT_SEQ_KIND (f->seq), nlist;
-        int reporter = f->len < (uint64_t)h->size ? (int)f->len
-                                                  : h->node_leader[n];
-        bool whole;
-
-        /* Untrusted numbers from the wire: keep them in range. */
-        if (kind < FAULT_DIED || kind > FAULT_LINK)
-            kind = FAULT_DIED;
-        nlist = fault_frame_ranks (h, h->sock[n], n, f, list, &whole);
-        host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
-                          reporter);
-        h->fault_sent = true;   /* the sender told everyone */
+        fault_in (h, o->link);
         return host_check_fault (h);
     }
-    if (f->type != FRAME_DATA || f->seq != s || f->len != want) {
-        ddpi_error (DDP_ETRANSPORT, "node %d sent step %llu (%llu bytes), "
-                    "expected step %llu (%zu bytes): collectives called in "
-                    "a different order?", n, (unsigned long long)f->seq,
-                    (unsigned long long)f->len, (unsigned long long)s, want);
-        return host_fault (h, h->node_leader[n], FAULT_LINK);
+    if (f->type != FRAME_DATA || f->seq != h->call
+        || f->arg != (int32_t)o->tag || f->len != o->len) {
+        ddpi_error (DDP_ETRANSPORT, "node %d (rank %d) sent call %llu part "
+                    "%d (%llu bytes), expected call %llu part %u (%zu "
+                    "bytes): collectives called in a different order?",
+                    l->node, l->peer, (unsigned long long)f->seq, (int)f->arg,
+                    (unsigned long long)f->len, (unsigned long long)h->call,
+                    o->tag, o->len);
+        return host_fault (h, l->peer, FAULT_LINK);
     }
+    l->in_hdr = 0;
+    o->hdr = true;
     return 0;
 }
 
-/* Try to receive more from node n.  Returns 1 on progress, 0 if blocked. */
-static int pump_recv (struct host *h, int n, uint64_t s, void *buf,
-                      size_t want)
+/* Receive more of op o.  Returns 1 on progress, 0 when blocked, <0. */
+static int pump_recv (struct host *h, struct host_op *o)
 {
-    struct host_peer_io *io = &h->io[n];
+    struct link *l = &h->lk->l[o->link];
+    struct iovec v[IOV_BATCH];
+    struct msghdr m;
+    size_t before = o->done, first;
     ssize_t r;
-    int rc;
+    int rc, k;
 
-    if (io->in_hdr < sizeof (io->in)) {
-        r = recv (h->sock[n], (char *)&io->in + io->in_hdr,
-                  sizeof (io->in) - io->in_hdr, MSG_DONTWAIT);
-        if (r == 0)
-            return link_lost (h, n, "closed");
-        if (r < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
-                 ? 0 : link_lost (h, n, strerror (errno));
-        io->in_hdr += (size_t)r;
-        if (io->in_hdr < sizeof (io->in))
-            return 1;
-        if ((rc = frame_in (h, n, s, want)) < 0)
+    if (!o->hdr) {
+        if (l->fd < 0 || (l->closed && l->in_hdr < sizeof (l->in)))
+            return link_lost (h, o->link, "closed");
+        if ((rc = read_header (l)) < 0)
+            return link_lost (h, o->link, "closed");
+        if (rc == 0)
+            return 0;
+        if ((rc = check_header (h, o)) < 0)
             return rc;
-        if (want == 0) {
-            io->recv = false;
+        if (o->len == 0) {
+            op_finish (h, o);
             return 1;
         }
     }
-    r = recv (h->sock[n], (char *)buf + io->in_done, want - io->in_done,
-              MSG_DONTWAIT);
+    memset (&m, 0, sizeof (m));
+    m.msg_iov = v;
+    m.msg_iovlen = (size_t)op_iov (o, v, NULL, 0);
+    r = recvmsg (l->fd, &m, MSG_DONTWAIT);
     if (r == 0)
-        return link_lost (h, n, "closed");
+        return link_lost (h, o->link, "closed");
     if (r < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
-             ? 0 : link_lost (h, n, strerror (errno));
-    io->in_done += (size_t)r;
-    if (io->in_done == want)
-        io->recv = false;
+             ? 0 : link_lost (h, o->link, strerror (errno));
+    op_advance (o, (size_t)r);
+    if (o->on_seg && (k = sched_segments_done (o->len, o->seg, before,
+                                               o->done, &first)) > 0) {
+        size_t lo = first * o->seg, hi = (first + (size_t)k) * o->seg;
+        o->on_seg (o->arg, lo, (hi < o->len ? hi : o->len) - lo);
+    }
+    if (o->done == o->len)
+        op_finish (h, o);
     return 1;
 }
 
-/* The leaders' exchange timed out: blame the leader of every node whose
- * part is still missing (a node whose data is late is one whose ranks did
- * not all arrive). */
-static int late_nodes_fault (struct host *h)
+/* Make op i the active one of its link and direction if none is. */
+static bool op_active (struct host *h, struct host_op *ops, int i)
 {
-    int list[FAULT_LIST_MAX];
-    int n, nlist = 0, total = 0;
+    struct link *l = &h->lk->l[ops[i].link];
+    int *slot = ops[i].send ? &l->tx : &l->rx;
 
-    for (n = 0; n < h->nnodes; n++) {
-        if (n == h->node || !(h->io[n].recv || h->io[n].send))
-            continue;
-        if (nlist < FAULT_LIST_MAX)
-            list[nlist++] = h->node_leader[n];
-        total++;
-    }
-    if (total == 0)
-        return ddpi_error (DDP_ETIMEDOUT, "leaders' exchange timed out");
-    host_fault_claim (h, list, nlist, total, FAULT_TIMEOUT, h->rank);
+    if (*slot < 0)
+        *slot = i;
+    return *slot == i;
+}
+
+/* Nothing moved for too long: claim a timeout with an empty list; the
+ * nodes' lists will say who is absent (the partner waited for may itself
+ * be waiting).  The fallback name is the first peer still awaited. */
+static int stalled (struct host *h, struct host_op *ops, int nops)
+{
+    int who = -1;
+
+    for (int i = 0; i < nops && who < 0; i++)
+        if (!ops[i].fin && !ops[i].send)
+            who = h->lk->l[ops[i].link].peer;
+    for (int i = 0; i < nops && who < 0; i++)
+        if (!ops[i].fin)
+            who = h->lk->l[ops[i].link].peer;
+    host_fault_claim (h, &who, 0, 0, FAULT_TIMEOUT, h->rank);
     return host_check_fault (h);
 }
 
-int host_tcp_xchg (struct host *h, uint64_t s, struct iovec **sendv,
-                   int *sendc, void **recv, size_t *recv_len)
+static void ops_release (struct host *h, struct host_op *ops, int nops)
 {
-    struct pollfd pfd[64];
-    double deadline = 0, start = 0, t;
-    int n, rc, pending;
+    for (int i = 0; i < nops; i++) {
+        struct link *l = &h->lk->l[ops[i].link];
+        if (l->rx == i)
+            l->rx = -1;
+        if (l->tx == i)
+            l->tx = -1;
+    }
+}
 
-    for (n = 0; n < h->nnodes; n++) {
-        struct host_peer_io *io = &h->io[n];
-        size_t len = 0;
-        int i;
-        io->send = io->recv = false;
-        if (n == h->node)
+/* One pass over the ops: returns the progress made, or <0; *pending gets
+ * how many are left. */
+static int pump_all (struct host *h, struct host_op *ops, int nops,
+                     int *pending)
+{
+    int progress = 0, rc;
+
+    *pending = 0;
+    for (int i = 0; i < nops; i++) {
+        if (ops[i].fin)
             continue;
-        if (sendc[n] >= 0) {
-            for (i = 0; i < sendc[n]; i++)
-                len += sendv[n][i].iov_len;
-            io->out = (struct frame){ FRAME_DATA, 0, s, len };
-            io->out_done = 0;
-            io->send = true;
-        }
-        if (recv_len[n] != (size_t)-1) {
-            io->in_hdr = io->in_done = 0;
-            io->recv = true;
-        }
+        (*pending)++;
+        if (!op_active (h, ops, i))
+            continue;
+        rc = ops[i].send ? pump_send (h, &ops[i]) : pump_recv (h, &ops[i]);
+        if (rc < 0)
+            return rc;
+        progress += rc;
+        if (ops[i].fin)
+            (*pending)--;
+    }
+    return progress;
+}
+
+int host_tcp_run (struct host *h, struct host_op *ops, int nops)
+{
+    double limit = h->cfg->timeout_s + 2 * host_grace (h);
+    double last = 0, t;
+    int rc = 0, pending;
+
+    for (int i = 0; i < nops; i++) {
+        ops[i].done = ops[i].voff = ops[i].hdone = 0;
+        ops[i].vi = 0;
+        ops[i].hdr = ops[i].fin = false;
+        op_advance (&ops[i], 0);    /* past empty iovecs */
     }
     for (;;) {
-        int progress = 0, np = 0;
-        pending = 0;
-        for (n = 0; n < h->nnodes; n++) {
-            struct host_peer_io *io = &h->io[n];
-            if (io->send) {
-                if ((rc = pump_send (h, n, sendv[n], sendc[n])) < 0)
-                    return rc;
-                progress += rc;
-            }
-            if (io->recv) {
-                if ((rc = pump_recv (h, n, s, recv[n], recv_len[n])) < 0)
-                    return rc;
-                progress += rc;
-            }
-            if (io->send || io->recv) {
-                pending++;
-                if (np < 64) {
-                    pfd[np].fd = h->sock[n];
-                    pfd[np].events = (short)((io->send ? POLLOUT : 0)
-                                             | (io->recv ? POLLIN : 0));
-                    pfd[np].revents = 0;
-                    np++;
-                }
-            }
-        }
-        if (!pending)
-            return 0;
-        if (progress)
-            continue;
-        if ((rc = host_check_fault (h)) < 0)
-            return rc;
+        if ((rc = pump_all (h, ops, nops, &pending)) < 0 || pending == 0)
+            break;
         t = ddpi_now ();
-        if (deadline == 0) {
-            start = t;
-            deadline = t + h->cfg->timeout_s + 2 * host_grace (h);
-        }
-        else if (t > deadline)
-            return late_nodes_fault (h);
-        /* Busy-poll the sockets for as long as a shared-memory wait would
-         * spin (a wakeup from poll costs several microseconds). */
-        if (t - start < h->spin_us * 1e-6)
+        if (rc > 0 || last == 0) {
+            if (rc > 0)
+                host_beat (h);
+            last = t;
             continue;
-        poll (pfd, (nfds_t)np, 20);
+        }
+        if ((rc = host_check_fault (h)) < 0)
+            break;
+        if (t - last > limit) {
+            rc = stalled (h, ops, nops);
+            break;
+        }
+        /* Busy-poll for as long as a shared-memory wait would spin (a
+         * wakeup from epoll costs several microseconds). */
+        if (t - last < h->spin_us * 1e-6)
+            continue;
+        wait_events (h, 20);
     }
+    ops_release (h, ops, nops);
+    return rc < 0 ? rc : 0;
 }

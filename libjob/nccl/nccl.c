@@ -7,7 +7,9 @@
  * DDP_TIMEOUT deadline.  Collectives enqueue on a stream and wait for it by
  * polling, so an NCCL asynchronous error or a missing peer becomes an error
  * return (after ncclCommAbort) instead of a hang.  Host buffers are staged
- * through a device scratch buffer.
+ * through a device scratch buffer.  The core checks every argument and owns
+ * the NCCL section of ddp.h; this file supplies its operations (op_coll for
+ * the plain and _stream collectives, gpu_ops for the rest).
  */
 #include "config.h"
 
@@ -16,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -28,9 +29,14 @@
 #include "bootstrap.h"
 #include "nccl_backend.h"
 #include "nccl_util.h"
+#include "wait.h"
 
 #define SCRATCH_ALIGN 256
 #define FINALIZE_TIMEOUT 5.0 /* seconds, at most, for ncclCommFinalize */
+/* Waits spin this long, then yield, then nap longer as they go on
+ * (wait.h): a GPU collective usually completes within the spin, and a long
+ * one (or a communicator init at scale) does not keep a core busy. */
+#define SPIN_US 1000
 
 struct nccl_ctx {
     int rank;
@@ -45,9 +51,6 @@ struct nccl_ctx {
     size_t scratch_size;
     int broken;          /* 0, or the DDP_E* code that aborted comm */
 };
-
-/* The running backend's context, for the public accessors below. */
-static struct nccl_ctx *active;
 
 /* ---- errors and waiting ------------------------------------------------ */
 
@@ -104,27 +107,16 @@ static int broken_error (struct nccl_ctx *c)
                       " an earlier error (%s)", ddp_strerror (c->broken));
 }
 
-/* Pause between polls once a wait has lasted longer than a millisecond, so
- * a long wait does not burn a core. */
-static void poll_pause (double waited)
-{
-    struct timespec ts = {0, 20000};
-
-    if (waited > 1e-3)
-        nanosleep (&ts, NULL);
-}
-
 /* r is the result of a call on a non-blocking communicator: wait while it
  * is ncclInProgress.  Returns 0 or a DDP_E* code (communicator aborted). */
 static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
-    double start = ddpi_now ();
+    struct ddpi_waiter w;
 
+    ddpi_wait_init (&w, bound (c), SPIN_US);
     while (r == ncclInProgress) {
-        double now = ddpi_now ();
-        if (now - start > bound (c))
+        if (ddpi_wait_step (&w) < 0)
             return timed_out (c, what);
-        poll_pause (now - start);
         if (ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
             r = ncclInternalError;
     }
@@ -132,31 +124,29 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 }
 
 /* Wait for everything on stream s, watching NCCL's asynchronous error state
- * and the deadline.  Returns 0 or a DDP_E* code (communicator aborted). */
+ * (every few milliseconds) and the deadline.  Returns 0 or a DDP_E* code
+ * (communicator aborted). */
 static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 {
-    double start = ddpi_now ();
-    unsigned long polls = 0;
+    struct ddpi_waiter w;
+    cudaError_t e;
 
-    for (;;) {
-        cudaError_t e = cudaStreamQuery (s);
-        if (e == cudaSuccess)
-            return 0;
-        if (e != cudaErrorNotReady) {
-            cuda_error (e, what);
-            return comm_break (c, DDP_ECUDA);
-        }
-        if ((++polls & 31) == 0) {
-            ncclResult_t ar = ncclSuccess;
-            double now = ddpi_now ();
-            if (c->comm && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
-                && ar != ncclSuccess && ar != ncclInProgress)
-                return nccl_fail (c, ar, what);
-            if (now - start > bound (c))
-                return timed_out (c, what);
-            poll_pause (now - start);
-        }
+    ddpi_wait_init (&w, bound (c), SPIN_US);
+    while ((e = cudaStreamQuery (s)) == cudaErrorNotReady) {
+        ncclResult_t ar = ncclSuccess;
+        int step = ddpi_wait_step (&w);
+        if (step < 0)
+            return timed_out (c, what);
+        if (step == 1 && c->comm
+            && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
+            && ar != ncclSuccess && ar != ncclInProgress)
+            return nccl_fail (c, ar, what);
     }
+    if (e != cudaSuccess) {
+        cuda_error (e, what);
+        return comm_break (c, DDP_ECUDA);
+    }
+    return 0;
 }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -215,10 +205,8 @@ static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
 
 /* ---- one collective ---------------------------------------------------- */
 
-enum coll_kind { C_BCAST, C_REDUCE, C_ALLREDUCE, C_GATHER, C_ALLGATHER };
-
 struct coll {
-    enum coll_kind kind;
+    enum ddp_coll_kind kind;
     const char *name;
     const void *sendbuf; /* user's send buffer (bcast: buf) */
     void *recvbuf;       /* user's receive buffer, NULL where unused */
@@ -237,28 +225,28 @@ static void coll_sizes (struct nccl_ctx *c, struct coll *k, size_t es)
     bool root = c->rank == k->root;
 
     switch (k->kind) {
-        case C_BCAST:
+        case DDP_COLL_BCAST:
             k->send_bytes = root ? b : 0;
             k->recv_bytes = root ? 0 : b;
             break;
-        case C_REDUCE:
+        case DDP_COLL_REDUCE:
             k->send_bytes = b;
             k->recv_bytes = root ? b : 0;
             break;
-        case C_ALLREDUCE:
+        case DDP_COLL_ALLREDUCE:
             k->send_bytes = b;
             k->recv_bytes = b;
             break;
-        case C_GATHER:
+        case DDP_COLL_GATHER:
             k->send_bytes = b;
             k->recv_bytes = root ? b * (size_t)c->size : 0;
             break;
-        case C_ALLGATHER:
+        case DDP_COLL_ALLGATHER:
             k->send_bytes = b;
             k->recv_bytes = b * (size_t)c->size;
             break;
     }
-    if (k->recv_bytes == 0 && k->kind != C_BCAST)
+    if (k->recv_bytes == 0 && k->kind != DDP_COLL_BCAST)
         k->recvbuf = NULL;
 }
 
@@ -276,17 +264,17 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     ncclResult_t r;
 
     switch (k->kind) {
-        case C_BCAST:
+        case DDP_COLL_BCAST:
             return ncclBroadcast (dr, dr, k->count, k->dt, k->root, c->comm,
                                   s);
-        case C_REDUCE:
+        case DDP_COLL_REDUCE:
             return ncclReduce (ds, dr, k->count, k->dt, k->op, k->root,
                                c->comm, s);
-        case C_ALLREDUCE:
+        case DDP_COLL_ALLREDUCE:
             return ncclAllReduce (ds, dr, k->count, k->dt, k->op, c->comm, s);
-        case C_ALLGATHER:
+        case DDP_COLL_ALLGATHER:
             return ncclAllGather (ds, dr, k->count, k->dt, c->comm, s);
-        case C_GATHER:
+        case DDP_COLL_GATHER:
             break;
     }
     /* Gather: NCCL has none; the root receives from every peer. */
@@ -320,7 +308,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
 {
     /* One scratch region serves both sides of an in-place (all)reduce. */
     bool inplace = k->sendbuf == k->recvbuf
-                   && (k->kind == C_REDUCE || k->kind == C_ALLREDUCE);
+                   && (k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE);
     bool send_scratch = k->send_bytes && !sdev;
     bool recv_scratch = k->recv_bytes && !rdev;
     size_t soff = 0, roff = 0, need = 0;
@@ -329,12 +317,12 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
 
     /* NCCL's in-place gather layout is sendbuf == recvbuf + rank * count;
      * any other overlap of the two is staged apart. */
-    if ((k->kind == C_GATHER || k->kind == C_ALLGATHER) && !send_scratch
+    if ((k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER) && !send_scratch
         && overlap (k->sendbuf, k->send_bytes, k->recvbuf, k->recv_bytes)
         && (!recv_scratch && (const char *)k->sendbuf
             != (char *)k->recvbuf + (size_t)c->rank * k->send_bytes))
         send_scratch = true;
-    if (k->kind == C_BCAST) {
+    if (k->kind == DDP_COLL_BCAST) {
         send_scratch = recv_scratch = !sdev && (k->send_bytes || k->recv_bytes);
         inplace = true;
     }
@@ -352,7 +340,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
         return rc;
     *ds = send_scratch ? (char *)c->scratch + soff : k->sendbuf;
     *dr = recv_scratch ? (char *)c->scratch + roff : k->recvbuf;
-    if (k->kind == C_BCAST)
+    if (k->kind == DDP_COLL_BCAST)
         *dr = send_scratch ? c->scratch : k->recvbuf;
     if (send_scratch && k->send_bytes) {
         e = cudaMemcpyAsync ((void *)*ds, k->sendbuf, k->send_bytes,
@@ -376,12 +364,10 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
 
     if (c->broken)
         return broken_error (c);
-    if (k->count == 0)
-        return 0;
     if ((rc = classify (c, k->sendbuf, &sdev)) < 0
         || (rc = classify (c, k->recvbuf, &rdev)) < 0)
         return rc;
-    if (k->kind == C_BCAST)
+    if (k->kind == DDP_COLL_BCAST)
         rdev = sdev;
     if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
         return rc;
@@ -417,14 +403,6 @@ static int coll_types (struct coll *k, ddp_dtype_t dtype, ddp_op_t op,
     return 0;
 }
 
-/* Size k for dtype and run it. */
-static int coll_exec (struct nccl_ctx *c, struct coll *k, ddp_dtype_t dtype,
-                      cudaStream_t s, bool wait)
-{
-    coll_sizes (c, k, ddp_dtype_size (dtype));
-    return coll_run (c, k, s, wait);
-}
-
 /* ---- backend operations ------------------------------------------------ */
 
 static int op_barrier (void *ctx)
@@ -442,94 +420,31 @@ static int op_barrier (void *ctx)
     return stream_wait (c, c->stream, "barrier");
 }
 
-static int do_bcast (struct nccl_ctx *c, void *buf, size_t count,
-                     ddp_dtype_t dtype, int root, cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_BCAST, .name = "ncclBroadcast",
-                     .sendbuf = buf, .recvbuf = buf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
+/* What each collective is called in messages. */
+static const char *const coll_names[] = {
+    [DDP_COLL_BCAST] = "ncclBroadcast",
+    [DDP_COLL_REDUCE] = "ncclReduce",
+    [DDP_COLL_ALLREDUCE] = "ncclAllReduce",
+    [DDP_COLL_GATHER] = "gather (ncclSend/ncclRecv)",
+    [DDP_COLL_ALLGATHER] = "ncclAllGather",
+};
 
-static int do_reduce (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root,
-                      cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_REDUCE, .name = "ncclReduce",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, op, true);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_allreduce (struct nccl_ctx *c, const void *sendbuf,
-                         void *recvbuf, size_t count, ddp_dtype_t dtype,
-                         ddp_op_t op, cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_ALLREDUCE, .name = "ncclAllReduce",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
-    int rc = coll_types (&k, dtype, op, true);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_gather (struct nccl_ctx *c, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, int root,
-                      cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_GATHER, .name = "gather (ncclSend/ncclRecv)",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                     .root = root};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int do_allgather (struct nccl_ctx *c, const void *sendbuf,
-                         void *recvbuf, size_t count, ddp_dtype_t dtype,
-                         cudaStream_t s, bool wait)
-{
-    struct coll k = {.kind = C_ALLGATHER, .name = "ncclAllGather",
-                     .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count};
-    int rc = coll_types (&k, dtype, DDP_SUM, false);
-    return rc < 0 ? rc : coll_exec (c, &k, dtype, s, wait);
-}
-
-static int op_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
-                     int root)
+/* Every collective, for the core API (on the library's stream, waiting) and
+ * the _stream calls (on the caller's stream). */
+static int op_coll (void *ctx, const struct ddp_coll *d)
 {
     struct nccl_ctx *c = ctx;
-    return do_bcast (c, buf, count, dtype, root, c->stream, true);
-}
+    struct coll k = {.kind = d->kind, .name = coll_names[d->kind],
+                     .sendbuf = d->sendbuf, .recvbuf = d->recvbuf,
+                     .count = d->count, .root = d->root};
+    bool with_op = d->kind == DDP_COLL_REDUCE || d->kind == DDP_COLL_ALLREDUCE;
+    int rc;
 
-static int op_reduce (void *ctx, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
-{
-    struct nccl_ctx *c = ctx;
-    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, c->stream,
-                      true);
-}
-
-static int op_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, ddp_dtype_t dtype, ddp_op_t op)
-{
-    struct nccl_ctx *c = ctx;
-    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, c->stream,
-                         true);
-}
-
-static int op_gather (void *ctx, const void *sendbuf, void *recvbuf,
-                      size_t count, ddp_dtype_t dtype, int root)
-{
-    struct nccl_ctx *c = ctx;
-    return do_gather (c, sendbuf, recvbuf, count, dtype, root, c->stream,
-                      true);
-}
-
-static int op_allgather (void *ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, ddp_dtype_t dtype)
-{
-    struct nccl_ctx *c = ctx;
-    return do_allgather (c, sendbuf, recvbuf, count, dtype, c->stream, true);
+    if ((rc = coll_types (&k, d->dtype, d->op, with_op)) < 0)
+        return rc;
+    coll_sizes (c, &k, ddp_dtype_size (d->dtype));
+    return coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
+                     !d->on_stream);
 }
 
 static void op_abort (void *ctx)
@@ -546,8 +461,6 @@ static void ctx_free (struct nccl_ctx *c)
 {
     if (!c)
         return;
-    if (active == c)
-        active = NULL;
     if (c->device >= 0)
         cudaSetDevice (c->device);
     if (c->comm) {
@@ -682,8 +595,14 @@ static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
                               " %s)", all[0].nccl_version, all[0].host,
                               all[r].nccl_version, r, all[r].host);
     }
-    if (nccl_find_duplicate_gpu (all, c->size, msg, sizeof (msg)))
+    switch (nccl_find_duplicate_gpu (all, c->size, msg, sizeof (msg))) {
+    case 0:
+        break;
+    case 1:
         return ddpi_error (DDP_ENCCL, "nccl: %s", msg);
+    default:
+        return ddpi_error (DDP_ENOMEM, "nccl: %s", msg);
+    }
     for (int i = 0; i < nroots; i++) {
         int r = nccl_root_rank (i, c->size, nroots);
         if (r < 0 || !all[r].has_id)
@@ -694,41 +613,42 @@ static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
     return 0;
 }
 
-/* The one fence: publish me, decode every rank's blob into *allp. */
-static int exchange (struct nccl_ctx *c, struct bootstrap *b,
-                     const struct nccl_blob *me, struct nccl_blob **allp)
+/* The one fence: publish me and return every rank's blob, decoded (free
+ * it), or NULL with the DDP_E* code in *rc. */
+static struct nccl_blob *exchange (struct nccl_ctx *c, struct bootstrap *b,
+                                   const struct nccl_blob *me, int *rc)
 {
     char err[256];
     void *raw = NULL;
     size_t *off = calloc ((size_t)c->size, sizeof (*off));
     size_t *len = calloc ((size_t)c->size, sizeof (*len));
     struct nccl_blob *all = calloc ((size_t)c->size, sizeof (*all));
-    int rc = 0;
+    struct nccl_blob *done = NULL;
 
     if (!off || !len || !all) {
-        rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+        *rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
         goto out;
     }
-    rc = bootstrap_exchange (b, me, sizeof (*me), &raw, off, len, err,
-                             sizeof (err));
-    if (rc < 0) {
-        ddpi_error (rc, "nccl: bootstrap exchange: %s", err);
+    *rc = bootstrap_exchange (b, me, sizeof (*me), &raw, off, len, err,
+                              sizeof (err));
+    if (*rc < 0) {
+        ddpi_error (*rc, "nccl: bootstrap exchange: %s", err);
         goto out;
     }
     for (int r = 0; r < c->size; r++)
         if (nccl_blob_decode ((char *)raw + off[r], len[r], &all[r], err,
                               sizeof (err)) < 0) {
-            rc = ddpi_error (DDP_EMISMATCH, "nccl: rank %d: %s", r, err);
+            *rc = ddpi_error (DDP_EMISMATCH, "nccl: rank %d: %s", r, err);
             goto out;
         }
-    *allp = all;
+    done = all;
     all = NULL;
 out:
     free (raw);
     free (off);
     free (len);
     free (all);
-    return rc;
+    return done;
 }
 
 /* Create the communicator without blocking and poll it to the deadline. */
@@ -804,7 +724,7 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     me.ranks_per_root = rpr;
     local_setup (c, bi, nroots, &me);
     t1 = ddpi_now ();
-    if ((rc = exchange (c, b, &me, &all)) < 0)
+    if (!(all = exchange (c, b, &me, &rc)))
         goto error;
     t2 = ddpi_now ();
     if (!(ids = calloc (nroots > 0 ? (size_t)nroots : 1, sizeof (*ids)))) {
@@ -828,7 +748,6 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
                t2 - t1, t3 - t2, t4 - t3, t4 - t0);
     free (all);
     free (ids);
-    active = c;
     *ctxp = c;
     return 0;
 error:
@@ -840,17 +759,44 @@ error:
     return rc;
 }
 
+/* ---- the NCCL section of ddp.h, through the core ------------------------ */
+
+static void *gpu_comm (void *ctx)
+{
+    struct nccl_ctx *c = ctx;
+    return c->broken ? NULL : (void *)c->comm;
+}
+
+static void *gpu_stream (void *ctx)
+{
+    return (void *)((struct nccl_ctx *)ctx)->stream;
+}
+
+static int gpu_device (void *ctx)
+{
+    return ((struct nccl_ctx *)ctx)->device;
+}
+
+static int gpu_synchronize (void *ctx, void *stream)
+{
+    struct nccl_ctx *c = ctx;
+
+    if (c->broken)
+        return broken_error (c);
+    return stream_wait (c, (cudaStream_t)stream, "ddp_stream_synchronize");
+}
+
+static const struct ddp_gpu_ops gpu_ops = {
+    .comm = gpu_comm,
+    .stream = gpu_stream,
+    .device = gpu_device,
+    .synchronize = gpu_synchronize,
+};
+
 const struct ddp_backend ddpi_backend_nccl = {
-    .name = "nccl",
-    .create = op_create,
-    .destroy = op_destroy,
-    .barrier = op_barrier,
-    .bcast = op_bcast,
-    .reduce = op_reduce,
-    .allreduce = op_allreduce,
-    .gather = op_gather,
-    .allgather = op_allgather,
-    .abort = op_abort,
+    .name = "nccl", .create = op_create, .destroy = op_destroy,
+    .barrier = op_barrier, .coll = op_coll, .abort = op_abort,
+    .gpu = &gpu_ops,
 };
 
 int nccl_backend_probe (char *why, size_t whylen)
@@ -871,133 +817,7 @@ int nccl_backend_probe (char *why, size_t whylen)
     return 0;
 }
 
-/* ---- public NCCL-section API (ddp.h) ----------------------------------- */
-
-/* The running context, or a DDP_E* code in *rc. */
-static struct nccl_ctx *need_active (int *rc)
-{
-    if (active) {
-        *rc = 0;
-        return active;
-    }
-    if (strcmp (ddp_backend_name (), "none") == 0)
-        *rc = ddpi_error (DDP_ENOINIT, "nccl: ddp_init() has not been called");
-    else
-        *rc = ddpi_error (DDP_ENOTSUP, "nccl: the %s backend is in use, not"
-                         " nccl", ddp_backend_name ());
-    return NULL;
-}
-
-/* The argument checks of the core API, for the stream variants.  op < 0:
- * no op; root < 0: no root (pass has_root). */
-static int check_args (struct nccl_ctx *c, const void *a, const void *b,
-                       size_t count, ddp_dtype_t dtype, bool has_op,
-                       ddp_op_t op, bool has_root, int root)
-{
-    if ((int)dtype < 0 || dtype >= DDP_NUM_DTYPES)
-        return ddpi_error (DDP_EINVAL, "unknown dtype %d", (int)dtype);
-    if (has_op && ((int)op < 0 || op >= DDP_NUM_OPS))
-        return ddpi_error (DDP_EINVAL, "unknown op %d", (int)op);
-    if (has_root && (root < 0 || root >= c->size))
-        return ddpi_error (DDP_EINVAL, "root %d out of range [0, %d)", root,
-                          c->size);
-    if (count > 0 && (!a || !b))
-        return ddpi_error (DDP_EINVAL, "NULL buffer with count %zu", count);
-    return 0;
-}
-
-void *ddp_nccl_comm (void)
-{
-    return active && !active->broken ? (void *)active->comm : NULL;
-}
-
-void *ddp_cuda_stream (void)
-{
-    return active ? (void *)active->stream : NULL;
-}
-
-int ddp_cuda_device (void)
-{
-    return active ? active->device : -1;
-}
-
-int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
-                      void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, buf, buf, count, dtype, false, DDP_SUM,
-                                true, root)) < 0)
-        return rc;
-    return do_bcast (c, buf, count, dtype, root, stream, false);
-}
-
-int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
-                       ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf,
-                                c->rank == root ? recvbuf : sendbuf, count,
-                                dtype, true, op, true, root)) < 0)
-        return rc;
-    return do_reduce (c, sendbuf, recvbuf, count, dtype, op, root, stream,
-                      false);
-}
-
-int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
-                          ddp_dtype_t dtype, ddp_op_t op, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, true, op,
-                                false, 0)) < 0)
-        return rc;
-    return do_allreduce (c, sendbuf, recvbuf, count, dtype, op, stream,
-                         false);
-}
-
-int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
-                       ddp_dtype_t dtype, int root, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf,
-                                c->rank == root ? recvbuf : sendbuf, count,
-                                dtype, false, DDP_SUM, true, root)) < 0)
-        return rc;
-    return do_gather (c, sendbuf, recvbuf, count, dtype, root, stream, false);
-}
-
-int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
-                          ddp_dtype_t dtype, void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c || (rc = check_args (c, sendbuf, recvbuf, count, dtype, false,
-                                DDP_SUM, false, 0)) < 0)
-        return rc;
-    return do_allgather (c, sendbuf, recvbuf, count, dtype, stream, false);
-}
-
-int ddp_stream_synchronize (void *stream)
-{
-    int rc;
-    struct nccl_ctx *c = need_active (&rc);
-
-    if (!c)
-        return rc;
-    if (c->broken)
-        return broken_error (c);
-    return stream_wait (c, stream, "ddp_stream_synchronize");
-}
-
-int ddp_gpu_mem_info (size_t *used, size_t *total)
+int nccl_backend_mem_info (size_t *used, size_t *total)
 {
     size_t f = 0, t = 0;
     int n = 0;

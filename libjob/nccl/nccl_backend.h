@@ -24,4 +24,10 @@ extern const struct ddp_backend ddpi_backend_nccl;
  * not create a CUDA context.  `auto` picks the host backend when it fails. */
 int nccl_backend_probe (char *why, size_t whylen);
 
+/* ddp_gpu_mem_info() of ddp.h: cudaMemGetInfo on the current device (used =
+ * total - free, all processes).  Needs no communicator.  Returns 0, or
+ * DDP_ENOTSUP without a CUDA device, DDP_ECUDA when the query fails; the
+ * outputs are set only on success. */
+int nccl_backend_mem_info (size_t *used, size_t *total);
+
 #endif /* DDP_NCCL_BACKEND_H */

@@ -1,7 +1,9 @@
 /* nccl_util.c - the pure parts of the NCCL backend (see nccl_util.h). */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nccl_util.h"
@@ -177,45 +179,123 @@ static void append_rank (char *msg, size_t msglen, size_t *off, int rank,
         *off += (size_t)n;
 }
 
-bool nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
-                              size_t msglen)
-{
-    char ubuf[48];
-    size_t off;
+/* A rank's GPU identity, for sorting. */
+struct gpu_key {
+    const struct nccl_blob *b;
+    int rank;
+};
 
-    for (int i = 0; i < n; i++) {
-        int j;
-        for (j = i + 1; j < n; j++)
-            if (same_gpu (&blobs[i], &blobs[j]))
-                break;
-        if (j == n)
-            continue;
-        /* blobs[i] is the first rank of a shared GPU: list all its ranks. */
-        off = 0;
-        if (msglen > 0) {
-            int k = snprintf (msg, msglen, "ranks ");
-            off = k > 0 ? (size_t)k : 0;
-        }
-        append_rank (msg, msglen, &off, i, true);
-        for (; j < n; j++)
-            if (same_gpu (&blobs[i], &blobs[j]))
-                append_rank (msg, msglen, &off, j, false);
-        if (off < msglen)
-            snprintf (msg + off, msglen - off,
-                      " on host %s share GPU %s%s%s%s (NCCL needs one GPU per"
-                      " rank: give each task its own GPU, e.g."
-                      " --gpus-per-task=1)",
-                      blobs[i].host,
-                      blobs[i].busid[0] ? blobs[i].busid : "(unknown bus id)",
-                      uuid_known (blobs[i].uuid) ? " (" : "",
-                      uuid_known (blobs[i].uuid)
-                          ? nccl_format_uuid (blobs[i].uuid, ubuf,
-                                              sizeof (ubuf))
-                          : "",
-                      uuid_known (blobs[i].uuid) ? ")" : "");
-        return true;
+static int cmp_rank (const struct gpu_key *x, const struct gpu_key *y)
+{
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Order by host, then UUID (by_uuid) or bus id. */
+static int cmp_key (const struct gpu_key *x, const struct gpu_key *y,
+                    bool by_uuid)
+{
+    int c = strcmp (x->b->host, y->b->host);
+
+    if (c == 0 && by_uuid)
+        c = memcmp (x->b->uuid, y->b->uuid, sizeof (x->b->uuid));
+    else if (c == 0)
+        c = strcmp (x->b->busid, y->b->busid);
+    return c;
+}
+
+static int cmp_uuid_rank (const void *a, const void *b)
+{
+    int c = cmp_key (a, b, true);
+    return c ? c : cmp_rank (a, b);
+}
+
+static int cmp_busid_rank (const void *a, const void *b)
+{
+    int c = cmp_key (a, b, false);
+    return c ? c : cmp_rank (a, b);
+}
+
+/* Put the ranks that have a UUID (by_uuid) or else a bus id into k, sorted
+ * by host, that identity and rank.  Returns how many. */
+static int sorted_keys (const struct nccl_blob *blobs, int n, bool by_uuid,
+                        struct gpu_key *k)
+{
+    int m = 0;
+
+    for (int r = 0; r < n; r++)
+        if (by_uuid ? uuid_known (blobs[r].uuid) : blobs[r].busid[0] != '\0')
+            k[m++] = (struct gpu_key){&blobs[r], r};
+    qsort (k, (size_t)m, sizeof (*k), by_uuid ? cmp_uuid_rank : cmp_busid_rank);
+    return m;
+}
+
+/* The lowest rank of k[0..m-1] (sorted by sorted_keys) that shares its GPU
+ * with another, or INT_MAX.  by_uuid: ranks of one host and UUID share.
+ * Else ranks of one host and bus id share when one of the two has no UUID
+ * (same_gpu's rule), so a run of them counts if it holds such a rank. */
+static int lowest_in_runs (const struct gpu_key *k, int m, bool by_uuid)
+{
+    int best = INT_MAX;
+
+    for (int i = 0, j; i < m; i = j) {
+        bool unknown = !uuid_known (k[i].b->uuid);
+        for (j = i + 1; j < m && cmp_key (&k[i], &k[j], by_uuid) == 0; j++)
+            unknown = unknown || !uuid_known (k[j].b->uuid);
+        if (j - i > 1 && (by_uuid || unknown) && k[i].rank < best)
+            best = k[i].rank; /* the run is in rank order */
     }
-    return false;
+    return best;
+}
+
+/* "ranks F,J,... on host H share GPU ..." for first, the lowest rank of a
+ * shared GPU, and every later rank on that GPU. */
+static void describe_shared (const struct nccl_blob *blobs, int n, int first,
+                             char *msg, size_t msglen)
+{
+    const struct nccl_blob *f = &blobs[first];
+    char ubuf[48];
+    size_t off = 0;
+
+    if (msglen > 0) {
+        int k = snprintf (msg, msglen, "ranks ");
+        off = k > 0 ? (size_t)k : 0;
+    }
+    append_rank (msg, msglen, &off, first, true);
+    for (int j = first + 1; j < n; j++)
+        if (same_gpu (f, &blobs[j]))
+            append_rank (msg, msglen, &off, j, false);
+    if (off < msglen)
+        snprintf (msg + off, msglen - off,
+                  " on host %s share GPU %s%s%s%s (NCCL needs one GPU per"
+                  " rank: give each task its own GPU, e.g."
+                  " --gpus-per-task=1)", f->host,
+                  f->busid[0] ? f->busid : "(unknown bus id)",
+                  uuid_known (f->uuid) ? " (" : "",
+                  uuid_known (f->uuid)
+                      ? nccl_format_uuid (f->uuid, ubuf, sizeof (ubuf)) : "",
+                  uuid_known (f->uuid) ? ")" : "");
+}
+
+int nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
+                             size_t msglen)
+{
+    struct gpu_key *k;
+    int by_uuid, by_busid;
+
+    if (n < 2)
+        return 0;
+    if (!(k = malloc ((size_t)n * sizeof (*k)))) {
+        snprintf (msg, msglen, "out of memory checking %d GPUs", n);
+        return -1;
+    }
+    by_uuid = lowest_in_runs (k, sorted_keys (blobs, n, true, k), true);
+    by_busid = lowest_in_runs (k, sorted_keys (blobs, n, false, k), false);
+    free (k);
+    if (by_uuid == INT_MAX && by_busid == INT_MAX)
+        return 0;
+    describe_shared (blobs, n, by_uuid < by_busid ? by_uuid : by_busid, msg,
+                     msglen);
+    return 1;
 }
 
 char *nccl_format_uuid (const uint8_t uuid[16], char *buf, size_t len)

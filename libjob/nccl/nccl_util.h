@@ -82,11 +82,14 @@ int nccl_blob_decode (const void *p, size_t len, struct nccl_blob *out,
                       char *err, size_t errlen);
 
 /* Two or more ranks on one GPU (same host and UUID, or the same host and
- * PCI bus id when a UUID is unknown).  Returns false when every rank has its
- * own GPU; else true with a message naming the ranks, host and GPU in msg
- * (e.g. "ranks 0,2 on host n1 share GPU 0000:3b:00.0"). */
-bool nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
-                              size_t msglen);
+ * PCI bus id when a UUID is unknown), among blobs[0..n-1] (blob r is rank
+ * r's).  Returns 0 when every rank has its own GPU; 1 with a message naming
+ * the lowest rank that shares a GPU, every other rank on that GPU, the host
+ * and the GPU in msg (e.g. "ranks 0,2 on host n1 share GPU 0000:3b:00.0");
+ * -1 (and why in msg) when out of memory.  O(n log n) time (two sorts of
+ * n keys), n * 16 bytes of memory. */
+int nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
+                             size_t msglen);
 
 /* Format a UUID as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" into buf
  * (at least 41 bytes).  Returns buf. */

@@ -3,18 +3,12 @@
 #include <errno.h>
 #include "sp_conf.h"
 #include "tap.h"
+#include "words.h"
 
-/* Parse the NULL-terminated arguments; returns the rc, fills *C and ERR. */
-static int parse (struct sp_conf *c, char *err, size_t len, ...)
+/* Parse the arguments AV; returns the rc, fills *C and ERR. */
+static int parse (struct sp_conf *c, char *err, size_t len, char **av)
 {
-    char *av[16];
-    int ac = 0;
-    va_list ap;
-    va_start (ap, len);
-    while (ac < 15 && (av[ac] = va_arg (ap, char *)))
-        ac++;
-    va_end (ap);
-    return sp_conf_parse (ac, av, c, err, len);
+    return sp_conf_parse (nwords (av), av, c, err, len);
 }
 
 static bool untouched (const struct sp_conf *c)
@@ -33,14 +27,14 @@ static void poison (struct sp_conf *c)
     c->torch_env = false;
 }
 
-static void bad (const char *arg, const char *want_in_msg)
+static void bad (char *arg, const char *want_in_msg)
 {
     struct sp_conf c;
     char err[256] = "";
     int rc;
     poison (&c);
     errno = 0;
-    rc = parse (&c, err, sizeof (err), arg, NULL);
+    rc = parse (&c, err, sizeof (err), WORDS (arg));
     ok (rc == -1 && errno == EINVAL && untouched (&c)
         && strncmp (err, "ddp: ", 5) == 0 && strstr (err, want_in_msg),
         "'%s' is refused, message names '%s'", arg, want_in_msg);
@@ -56,20 +50,20 @@ int main (void)
     bool b = false;
 
     poison (&c);
-    ok (parse (&c, err, sizeof (err), NULL) == 0
+    ok (parse (&c, err, sizeof (err), NO_WORDS) == 0
         && c.default_backend == SP_BACKEND_OFF && c.bind && c.torch_env
         && c.port_lo == 29500 && c.port_hi == 29999,
         "no arguments: default=off bind=gpu port_range=29500-29999 "
         "torch_env=yes");
-    ok (parse (&c, err, sizeof (err), "default=nccl", "bind=none",
-               "port_range=40000-40010", "torch_env=no", NULL) == 0
+    ok (parse (&c, err, sizeof (err), WORDS ("default=nccl", "bind=none",
+               "port_range=40000-40010", "torch_env=no")) == 0
         && c.default_backend == SP_BACKEND_NCCL && !c.bind && !c.torch_env
         && c.port_lo == 40000 && c.port_hi == 40010, "every key is applied");
-    ok (parse (&c, err, sizeof (err), "default=auto", "bind=gpu",
-               "torch_env=true", NULL) == 0
+    ok (parse (&c, err, sizeof (err), WORDS ("default=auto", "bind=gpu",
+               "torch_env=true")) == 0
         && c.default_backend == SP_BACKEND_AUTO && c.bind && c.torch_env,
         "default=auto bind=gpu torch_env=true");
-    ok (parse (&c, err, sizeof (err), "default=host", NULL) == 0
+    ok (parse (&c, err, sizeof (err), WORDS ("default=host")) == 0
         && c.default_backend == SP_BACKEND_HOST && c.port_lo == 29500,
         "unset keys keep their defaults");
 
@@ -90,11 +84,11 @@ int main (void)
     bad ("port_range=1-2-3", "key 'port_range'");
     bad ("torch_env=maybe", "key 'torch_env'");
     poison (&c);
-    ok (parse (&c, err, sizeof (err), "bind=gpu", "bind=none", NULL) == -1
+    ok (parse (&c, err, sizeof (err), WORDS ("bind=gpu", "bind=none")) == -1
         && untouched (&c) && strstr (err, "'bind' given twice"),
         "a key given twice is refused");
     poison (&c);
-    ok (parse (&c, err, sizeof (err), "default=host", "oops=1", NULL) == -1
+    ok (parse (&c, err, sizeof (err), WORDS ("default=host", "oops=1")) == -1
         && untouched (&c), "a bad key after good ones changes nothing");
     {
         char longarg[300];

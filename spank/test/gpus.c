@@ -59,11 +59,33 @@ static void test_lists (void)
         "pick into NULL is EINVAL");
 }
 
+/* A task on a node with an NVIDIA driver; auto follows the uniform rule
+ * with this node the busiest of the step. */
 static struct sp_task_gpus task (const char *visible, int on_node,
                                  unsigned lrank, unsigned ltasks,
                                  enum sp_backend want, bool bind)
 {
-    struct sp_task_gpus t = { visible, on_node, lrank, ltasks, want, bind };
+    struct sp_task_gpus t = { .visible = visible, .gpus_on_node = on_node,
+                              .local_rank = lrank, .local_tasks = ltasks,
+                              .want = want, .bind = bind,
+                              .rule = SP_AUTO_UNIFORM, .driver = true };
+    return t;
+}
+
+/* The same task under --ddp=auto with RULE, BUSIEST tasks on the step's
+ * busiest node, DRIVER or not, on node n7. */
+static struct sp_task_gpus auto_task (const char *visible, int on_node,
+                                      unsigned lrank, unsigned ltasks,
+                                      enum sp_auto_rule rule,
+                                      unsigned busiest, bool driver)
+{
+    struct sp_task_gpus t = task (visible, on_node, lrank, ltasks,
+                                  SP_BACKEND_AUTO, true);
+    t.rule = rule;
+    t.max_local_tasks = busiest;
+    t.driver = driver;
+    t.node = "n7";
+    t.why = "the reason";
     return t;
 }
 
@@ -137,8 +159,11 @@ static void test_choose (void)
     choose_ok (task ("0,1", 2, 1, 2, N, false), N, NULL, "nccl, binding off");
     choose_ok (task ("0,1", 2, 2, 3, N, false), N, NULL,
                "nccl, binding off, more tasks than GPUs: user's choice");
-    choose_ok (task ("0,1", 2, 2, 3, A, false), N, NULL,
-               "auto, binding off, GPUs visible: nccl");
+    choose_ok (task ("0,1", 2, 2, 3, A, false), H, NULL,
+               "auto, binding off, more tasks than GPUs: host (NCCL needs a "
+               "GPU per rank)");
+    choose_ok (task ("0,1", 2, 1, 2, A, false), N, NULL,
+               "auto, binding off, a GPU per task: nccl, unbound");
     /* Garbage in. */
     choose_bad (task ("0,,1", 2, 0, 2, A, true), "not a valid GPU list",
                 "a malformed CUDA_VISIBLE_DEVICES");
@@ -154,9 +179,97 @@ static void test_choose (void)
     }
 }
 
+/* A task on node n7 (see auto_task) under --ddp=auto, and what it gets:
+ * BACKEND and GPU (NULL: unbound), or, when REFUSED is set, a refusal
+ * whose message has it. */
+struct auto_case {
+    const char *visible;
+    int on_node;
+    unsigned lrank, ltasks;
+    enum sp_auto_rule rule;
+    unsigned busiest;
+    bool driver;
+    enum sp_backend backend;
+    const char *gpu;
+    const char *refused;
+    const char *what;
+};
+
+#define H SP_BACKEND_HOST
+#define N SP_BACKEND_NCCL
+static const struct auto_case auto_cases[] = {
+    /* uniform (the job's GPUs): this node's count against the busiest */
+    { "0", 1, 0, 1, SP_AUTO_UNIFORM, 2, true, H, "0", NULL, "uniform, 1 GPU "
+      "for 1 task here and 2 on the busiest node: host" },
+    { "0,1", 2, 0, 1, SP_AUTO_UNIFORM, 2, true, N, "0", NULL, "uniform, 2 "
+      "GPUs, 2 tasks on the busiest node: nccl" },
+    { "0", 1, 0, 1, SP_AUTO_UNIFORM, 0, true, N, "0", NULL,
+      "uniform, busiest unknown (0): this node counts" },
+    { NULL, -1, 0, 2, SP_AUTO_UNIFORM, 2, false, H, NULL, NULL, "uniform, no "
+      "GPUs, no driver: host" },
+    { "0,1", 2, 1, 2, SP_AUTO_UNIFORM, 2, false, H, NULL,
+      "n7 has no NVIDIA driver", "uniform, enough GPUs, no driver" },
+    /* nccl for the whole step: this node must be able to */
+    { "0,1", 2, 1, 2, SP_AUTO_NCCL, 2, true, N, "1", NULL, "step nccl, "
+      "enough here" },
+    { "1", 2, 1, 2, SP_AUTO_NCCL, 2, true, N, "1", NULL, "step nccl, a "
+      "per-task share here" },
+    { "0", 1, 1, 2, SP_AUTO_NCCL, 2, true, H, NULL, "chose nccl for the "
+      "whole step because the reason, but n7 has 2 local tasks and 1 GPUs",
+      "step nccl, too few GPUs here" },
+    { "0,1", 2, 0, 2, SP_AUTO_NCCL, 2, false, H, NULL, "no NVIDIA driver",
+      "step nccl, no driver here" },
+    /* host for the whole step, GPUs still bound */
+    { "0,1", 2, 1, 2, SP_AUTO_HOST, 3, true, H, "1", NULL,
+      "step host, enough GPUs here: bound anyway" },
+    { "0,1", 2, 1, 2, SP_AUTO_HOST, 3, false, H, "1", NULL, "step host, no "
+      "driver: no matter" },
+    /* each node: nccl where possible, refusal elsewhere */
+    { "0,1", 2, 0, 2, SP_AUTO_EACH, 4, true, N, "0", NULL, "each, enough" },
+    { "0", 1, 0, 2, SP_AUTO_EACH, 2, true, H, NULL, "needs one backend for "
+      "the whole step, but n7 has 2 local tasks and 1 GPUs, and the reason",
+      "each, too few here" },
+    { NULL, -1, 0, 1, SP_AUTO_EACH, 1, true, H, NULL, "0 GPUs",
+      "each, none here" },
+    { "0", 1, 0, 1, SP_AUTO_EACH, 1, false, H, NULL, "no NVIDIA driver",
+      "each, enough but no driver" },
+    { "0", 1, 0, 1, (enum sp_auto_rule) 42, 1, true, H, NULL,
+      "internal error", "an unknown rule" },
+};
+#undef H
+#undef N
+
+/* --ddp=auto: one backend for the whole step, or a refusal (sp_plan.h). */
+static void test_auto (void)
+{
+    const struct auto_case *c;
+    struct sp_task_gpus t;
+    size_t i;
+
+    for (i = 0; i < sizeof (auto_cases) / sizeof (auto_cases[0]); i++) {
+        c = &auto_cases[i];
+        t = auto_task (c->visible, c->on_node, c->lrank, c->ltasks, c->rule,
+                       c->busiest, c->driver);
+        if (c->refused)
+            choose_bad (t, c->refused, c->what);
+        else
+            choose_ok (t, c->backend, c->gpu, c->what);
+    }
+    /* Explicit nccl is the user's choice: no driver check. */
+    t = task ("0,1", 2, 0, 2, SP_BACKEND_NCCL, true);
+    t.driver = false;
+    choose_ok (t, SP_BACKEND_NCCL, "0", "--ddp=nccl without a driver: nccl");
+    /* Defaults in messages. */
+    t = auto_task ("0", 1, 0, 2, SP_AUTO_NCCL, 2, true);
+    t.node = NULL;
+    t.why = NULL;
+    choose_bad (t, "but this node has 2 local tasks", "no node name");
+}
+
 int main (void)
 {
     test_lists ();
     test_choose ();
+    test_auto ();
     return done_testing ();
 }

@@ -74,6 +74,29 @@ int main (void)
     errno = 0;
     ok (sp_hostlist_first ("n1", NULL, 10) == -1 && errno == EINVAL,
         "a NULL buffer is EINVAL");
+    {
+        char host[16], err[256], name[300];
+        ok (sp_hostlist_master ("n[3-4]", 2, host, sizeof (host), err,
+                                sizeof (err)) == 0 && !strcmp (host, "n3"),
+            "master of n[3-4], 2 nodes: n3");
+        ok (sp_hostlist_master ("n[3-4]", 1, host, sizeof (host), err,
+                                sizeof (err)) == -1
+            && strstr (err, "names 2 nodes but the step has 1"),
+            "master with the wrong node count says so");
+        ok (sp_hostlist_master ("n[3-", 1, host, sizeof (host), err,
+                                sizeof (err)) == -1
+            && strstr (err, "is not a valid host list"),
+            "master of a malformed list says so");
+        memset (name, 'a', 299);
+        name[299] = '\0';
+        ok (sp_hostlist_master (name, 1, host, sizeof (host), err,
+                                sizeof (err)) == -1
+            && strstr (err, "first host name of SLURM_STEP_NODELIST is longer "
+                            "than 15 characters"),
+            "a first host name too long for the buffer says so, not "
+            "'not a valid host list'");
+        diag ("%s", err);
+    }
     huge = malloc (SP_HOSTLIST_MAXLEN + 2);
     if (huge) {
         memset (huge, 'a', SP_HOSTLIST_MAXLEN + 1);

@@ -1,5 +1,4 @@
-/* option.c - the --ddp value and its detection in srun's argv
- * (spank/sp_option.c). */
+/* option.c - the --ddp value (spank/sp_option.c). */
 #include "config.h"
 #include <errno.h>
 #include "sp_option.h"
@@ -28,71 +27,6 @@ static void bad (const char *value)
         "--ddp=%s is rejected with the valid values in the message", value);
     if (rc == 0 || !strstr (err, "off, auto, host or nccl"))
         diag ("  message: %s", err);
-}
-
-/* Run sp_argv_find on a NULL-terminated word list. */
-static int find (const char **value, ...)
-{
-    char *argv[32];
-    int argc = 0;
-    va_list ap;
-    va_start (ap, value);
-    while (argc < 31 && (argv[argc] = va_arg (ap, char *)))
-        argc++;
-    va_end (ap);
-    *value = "unset";
-    return sp_argv_find (argc, argv, "ddp", value);
-}
-
-static void test_argv (void)
-{
-    const char *v;
-    char *argv[] = { "srun", NULL };
-
-    ok (find (&v, "srun", "--ddp", "prog", NULL) == 1 && v == NULL,
-        "bare --ddp is found with no value");
-    ok (find (&v, "srun", "--ddp=nccl", "prog", NULL) == 1
-        && strcmp (v, "nccl") == 0, "--ddp=nccl is found with its value");
-    ok (find (&v, "srun", "-N2", "-n", "4", "--ddp=host", "prog", NULL) == 1
-        && strcmp (v, "host") == 0, "found after short options with arguments");
-    ok (find (&v, "srun", "--partition", "debug", "--ddp", "prog", NULL) == 1,
-        "found after a long option with a separate argument");
-    ok (find (&v, "srun", "--ddp=host", "--ddp=off", "prog", NULL) == 1
-        && strcmp (v, "off") == 0, "the last --ddp wins");
-    ok (find (&v, "srun", "--dd=host", "prog", NULL) == 1
-        && strcmp (v, "host") == 0, "an abbreviation (--dd) is found");
-    ok (find (&v, "srun", "-N2", "prog", "--ddp", NULL) == 0,
-        "--ddp after the command belongs to the command");
-    ok (find (&v, "srun", "--exclusive", "prog", "--ddp", NULL) == 0,
-        "a flag option does not swallow the command");
-    ok (find (&v, "srun", "-l", "prog", "--ddp", NULL) == 0,
-        "a short flag does not swallow the command");
-    ok (find (&v, "srun", "-lN", "2", "prog", "--ddp", NULL) == 0,
-        "a short cluster ending in an option with argument takes the next word");
-    ok (find (&v, "srun", "-B", "2:4", "--ddp", "prog", NULL) == 1,
-        "-B takes the next word (found after it)");
-    ok (find (&v, "srun", "-w", "n1", "-t", "5", "-J", "x", "--ddp", "prog",
-              NULL) == 1, "found after several short options with arguments");
-    ok (find (&v, "srun", "--", "--ddp", NULL) == 0,
-        "nothing after -- is srun's");
-    ok (find (&v, "srun", "-", "--ddp", NULL) == 0, "'-' is a command word");
-    ok (find (&v, "srun", "--d", "prog", NULL) == 0,
-        "a one-letter abbreviation is not --ddp");
-    ok (find (&v, "srun", "--ddpx", "prog", NULL) == 0,
-        "a longer option name is not --ddp");
-    ok (find (&v, "srun", "--mpi=pmix", "prog", NULL) == 0,
-        "other options are not --ddp");
-    ok (find (&v, "srun", NULL) == 0, "srun alone: not found");
-    ok (sp_argv_find (1, argv, "ddp", &v) == 0, "argc 1: not found");
-    errno = 0;
-    ok (sp_argv_find (1, NULL, "ddp", &v) == -1 && errno == EINVAL,
-        "NULL argv is EINVAL");
-    errno = 0;
-    ok (sp_argv_find (1, argv, "", &v) == -1 && errno == EINVAL,
-        "an empty name is EINVAL");
-    errno = 0;
-    ok (sp_argv_find (1, argv, "ddp", NULL) == -1 && errno == EINVAL,
-        "a NULL value pointer is EINVAL");
 }
 
 int main (void)
@@ -143,6 +77,5 @@ int main (void)
     ok (!sp_request_equal (&a, &c), "nobind makes requests differ");
     ok (!sp_request_equal (&a, NULL), "NULL is never equal");
 
-    test_argv ();
     return done_testing ();
 }

@@ -2,8 +2,109 @@
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "sp_port.h"
 #include "tap.h"
+
+/* Jobs J and J+1 running their steps in lockstep (step s of one beside
+ * step s of the other) over a 500-port range: how many of 100 neighbour
+ * pairs share the port at every one of 10 steps? */
+static int lockstep_pairs (void)
+{
+    int pairs = 0, s, same;
+    uint32_t j;
+
+    for (j = 1; j <= 100; j++) {
+        for (same = 0, s = 0; s < 10; s++)
+            same += sp_port_derive (j, (uint32_t) s, 29500, 29999)
+                    == sp_port_derive (j + 1, (uint32_t) s + 1, 29500, 29999);
+        pairs += same == 10;
+    }
+    return pairs;
+}
+
+static void test_resv (void)
+{
+    is_int (sp_port_resv_last ("12000"), 12000, "one reserved port");
+    is_int (sp_port_resv_last ("12000-12003"), 12003, "a range: the last");
+    is_int (sp_port_resv_last ("12000,12005-12006"), 12006,
+            "a list: the last");
+    is_int (sp_port_resv_last ("1-65535"), 65535, "the widest range");
+    errno = 0;
+    ok (sp_port_resv_last (NULL) == -1 && errno == EINVAL, "NULL: EINVAL");
+    ok (sp_port_resv_last ("") == -1, "empty: refused");
+    ok (sp_port_resv_last ("12003-12000") == -1 && errno == EINVAL,
+        "a backwards range: EINVAL");
+    errno = 0;
+    ok (sp_port_resv_last ("0") == -1 && errno == ERANGE, "port 0: ERANGE");
+    ok (sp_port_resv_last ("65536") == -1, "port 65536: refused");
+    ok (sp_port_resv_last ("12000,") == -1, "a trailing comma: refused");
+    ok (sp_port_resv_last ("12000;12001") == -1, "a stray ';': refused");
+    ok (sp_port_resv_last ("12000-") == -1, "an open range: refused");
+}
+
+/* Write TEXT to a fresh file; returns its name (static) or NULL. */
+static const char *table (const char *text)
+{
+    static char path[] = "port-table.XXXXXX";
+    int fd;
+
+    strcpy (path, "port-table.XXXXXX");
+    if ((fd = mkstemp (path)) < 0)
+        return NULL;
+    if (write (fd, text, strlen (text)) != (ssize_t) strlen (text)) {
+        close (fd);
+        return NULL;
+    }
+    close (fd);
+    return path;
+}
+
+#define HDR "  sl  local_address rem_address   st tx_queue rx_queue tr " \
+            "tm->when retrnsmt   uid  timeout inode\n"
+
+static void listening (const char *text, unsigned port, int want,
+                       const char *what)
+{
+    const char *path = table (text);
+
+    ok (path && sp_port_listening (path, port) == want, "%s", what);
+    if (path)
+        unlink (path);
+}
+
+static void test_listening (void)
+{
+    /* 0x7530 = 30000, 0x7531 = 30001; state 0A = LISTEN, 01 = ESTABLISHED */
+    const char *v4 = HDR
+        "   0: 00000000:7530 00000000:0000 0A 00000000:00000000 00:00000000 "
+        "00000000     0        0 12345 1 0000000000000000 100 0 0 10 0\n"
+        "   1: 0100007F:7531 0100007F:9C40 01 00000000:00000000 00:00000000 "
+        "00000000     0        0 12346 1 0000000000000000 20 4 30 10 -1\n";
+    const char *v6 = HDR
+        "   0: 00000000000000000000000000000000:7532 "
+        "00000000000000000000000000000000:0000 0A 00000000:00000000 "
+        "00:00000000 00000000     0        0 22 1 0000000000000000 100 0 0 "
+        "10 0\n";
+
+    listening (v4, 30000, 1, "IPv4: a listener on 30000 is seen");
+    listening (v4, 30001, 0, "IPv4: an established connection is not a "
+               "listener");
+    listening (v4, 30002, 0, "IPv4: a free port is free");
+    listening (v6, 30002, 1, "IPv6: a listener on 30002 is seen");
+    listening (HDR, 30000, 0, "an empty table: free");
+    ok (sp_port_listening ("/nonexistent/tcp6", 30000) == 0,
+        "a missing table (no IPv6): free");
+    listening (HDR "   0: 0000000:75 garbage\n", 30000, -1,
+               "a malformed line is an error, not 'free'");
+    listening (HDR "   0: 00000000:7530 00000000:0000 0A", 30000, -1,
+               "a cut-off line is an error");
+    listening ("", 30000, -1, "no header: an error");
+    ok (sp_port_listening (NULL, 1) == -1, "NULL path: an error");
+    ok (sp_port_listening ("/proc/net/tcp", 1) >= 0,
+        "this machine's own table parses");
+}
 
 int main (void)
 {
@@ -35,6 +136,25 @@ int main (void)
             spread = true;
     }
     ok (spread, "neighbouring job ids are spread over the range");
+    {
+        int pairs = lockstep_pairs ();
+        ok (pairs <= 1, "jobs whose steps meet once do not keep meeting "
+            "(%d of 100 lockstep pairs share every port)", pairs);
+    }
+    /* Ranges whose size shares factors with many strides. */
+    for (i = 0; i < 3; i++) {
+        static const unsigned spans[] = { 64, 210, 2 };
+        unsigned span = spans[i], k;
+        int seen2[210] = { 0 };
+        bool ok2 = true;
+        for (k = 0; k < span; k++) {
+            p = sp_port_derive (4242, k, 50000, 50000 + span - 1);
+            if (p < 50000 || seen2[p - 50000]++)
+                ok2 = false;
+        }
+        ok (ok2, "%u steps of one job in a %u-port range: all distinct",
+            span, span);
+    }
 
     is_int (sp_port_derive (5, 7, 6000, 6000), 6000,
             "a one-port range always gives that port");
@@ -49,5 +169,7 @@ int main (void)
     errno = 0;
     ok (sp_port_derive (1, 0, 10, 65536) == -1 && errno == EINVAL,
         "HI > 65535 is EINVAL");
+    test_resv ();
+    test_listening ();
     return done_testing ();
 }

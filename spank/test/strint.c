@@ -57,5 +57,23 @@ int main (void)
     errno = 0;
     ok (sp_parse_uint_n ("123", 3, 0, 1000, NULL) == -1 && errno == EINVAL,
         "sp_parse_uint_n with a NULL output fails with EINVAL");
+    {
+        const char *p = "12(x3)", *q;
+        ok (sp_parse_uint_at (&p, 1, 100, &v) == 0 && v == 12
+            && strcmp (p, "(x3)") == 0,
+            "sp_parse_uint_at reads the digits and moves past them");
+        q = p;
+        errno = 0;
+        ok (sp_parse_uint_at (&p, 0, 100, &v) == -1 && errno == EINVAL
+            && p == q, "sp_parse_uint_at without a digit is EINVAL, P alone");
+        p = "200,";
+        errno = 0;
+        ok (sp_parse_uint_at (&p, 0, 100, &v) == -1 && errno == ERANGE
+            && strcmp (p, "200,") == 0, "out of range is ERANGE, P alone");
+        p = "123456789012345678901";
+        ok (sp_parse_uint_at (&p, 0, ~0ULL, &v) == -1,
+            "more than 19 digits fail");
+        ok (sp_parse_uint_at (NULL, 0, 1, &v) == -1, "a NULL P fails");
+    }
     return done_testing ();
 }

@@ -2,12 +2,14 @@
 /* fuzz_gpus.c - GPU lists from the job environment (CUDA_VISIBLE_DEVICES)
  * and the per-task GPU choice (sp_gpus_count, sp_gpus_pick, sp_gpus_choose).
  *
- * Input: 5 bytes of task description (buffer size, local rank, local tasks,
- * wanted backend and binding, GPUs on the node), then the list.  Checked
+ * Input: 5 bytes of task description (buffer size, local rank and the
+ * busiest node's tasks, local tasks, wanted backend, binding, auto rule and
+ * driver, GPUs on the node), then the list.  Checked
  * against an independent tokenizer: the count, every token picked, ERANGE
  * past the end, ENOSPC when the buffer is short; a choice never binds a GPU
  * outside the list (with the node's GPU count unknown: exactly the one at the
- * local rank), never fails silently, and leaves *out alone on failure. */
+ * local rank), never fails silently, and leaves *out alone on failure; auto
+ * gives nccl only with a driver and a GPU per local task. */
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -99,7 +101,11 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (ref < 0)
         fuzz_assert (sp_gpus_pick (s, 0, buf, len ? len : 1) == -1);
 
+    memset (&in, 0, sizeof (in));
     in.visible = (data[3] & 0x80) ? NULL : s;
+    in.rule = (enum sp_auto_rule) ((data[3] >> 3) & 3);
+    in.driver = (data[3] & 0x20) != 0;
+    in.max_local_tasks = data[1] >> 4;
     in.local_rank = data[1] % 16;
     in.local_tasks = data[2] % 16;
     in.want = (enum sp_backend) (data[3] & 3);
@@ -124,6 +130,10 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             fuzz_assert (out.backend == SP_BACKEND_HOST);
         if (in.want == SP_BACKEND_NCCL)
             fuzz_assert (out.backend == SP_BACKEND_NCCL && n > 0);
+        if (in.want == SP_BACKEND_AUTO && out.backend == SP_BACKEND_NCCL)
+            fuzz_assert (in.driver && n > 0 && in.rule != SP_AUTO_HOST);
+        if (in.want == SP_BACKEND_AUTO && in.rule == SP_AUTO_NCCL)
+            fuzz_assert (out.backend == SP_BACKEND_NCCL);
         if (out.bound) {
             fuzz_assert (in.bind && n > 0);
             fuzz_assert (is_token (out.gpu, tok, tlen, n) || n > MAXTOK);
@@ -142,7 +152,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         fuzz_assert (n < 0 || in.local_tasks == 0
                      || in.local_rank >= in.local_tasks
                      || in.want == SP_BACKEND_OFF
-                     || in.want == SP_BACKEND_NCCL);
+                     || in.want == SP_BACKEND_NCCL
+                     || (in.want == SP_BACKEND_AUTO
+                         && in.rule != SP_AUTO_HOST));
     }
     free (buf);
     free (s);

@@ -1,4 +1,4 @@
-/* fuzz-sources: spank/sp_option.c spank/sp_err.c */
+/* fuzz-sources: spank/sp_option.c spank/sp_argv.c spank/sp_err.c */
 /* fuzz_option.c - the --ddp value (sp_option_parse, sp_backend_parse) and the
  * search for --ddp in srun's argument vector (sp_argv_find).
  *
@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
+#include "sp_argv.h"
 #include "sp_option.h"
 
 #define MAXARGS 64
@@ -112,6 +113,17 @@ static void check_argv (char *s, size_t len)
         fuzz_assert (value == (const char *) 1);
     fuzz_assert (sp_argv_find (argc, argv, "", &value) == -1);
     fuzz_assert (sp_argv_find (argc, argv, "ddp", NULL) == -1);
+    i = sp_argv_bare_before_command (argc, argv, "ddp");
+    fuzz_assert (i == 0 || (rc == 1 && i > 1 && i < argc));
+    value = NULL;
+    rc = sp_argv_value (argc, argv, "gres", 'G', &value);
+    fuzz_assert (rc == 0 || rc == 1);
+    if (rc == 1 && value) {
+        for (inside = 0, i = 1; i < argc; i++)
+            if (value >= argv[i] && value <= argv[i] + strlen (argv[i]))
+                inside = 1;
+        fuzz_assert (inside);
+    }
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)

@@ -2,7 +2,7 @@
  * grouped into simulated nodes, without Slurm, PMIx or root: libddp in
  * each rank bootstraps through the local method (DDP_LOCAL_FD), and the
  * host backend runs shared memory within a simulated node and TCP between
- * the nodes' leaders, as on a cluster.  For tests (tests/t0250-*.t).
+ * the nodes' leaders, as on a cluster.  For tests (tests/t0245-*.t).
  *
  * Usage: ddp-local-run -n RANKS [-N NODES] [-m NODE,NODE,...]
  *                      [-t SECONDS] [-k RANK@SECONDS]... -- PROGRAM [ARGS...]

@@ -3,7 +3,7 @@
  *
  * Every rank can compute every other rank's input (a formula of rank and
  * index), so the expected result is computed locally, in plain C arithmetic
- * (_Float16 for binary16, a frexp/nearbyint rounding for bfloat16).  The
+ * (16-bit floats through the references of tests/lib/fpref.h).  The
  * inputs are chosen so that the float results are exact in any order; a
  * second pass with random floats checks that every rank gets bitwise the
  * same result (hashes compared with an allgather).
@@ -14,6 +14,7 @@
  * and exits 0 when every check passed on every rank, 1 otherwise.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,12 @@
 #include <unistd.h>
 
 #include "ddp.h"
+#include "fpref.h"
 
 static int rank, size, nfail, nchecks;
+
+/* The most ranks the expected results are exact for (see expect()). */
+#define MAX_RANKS 192
 
 #define FAIL(...)                                                             \
     do {                                                                      \
@@ -38,51 +43,24 @@ static const char *dtname[] = { "int8", "uint8", "int32", "uint32", "int64",
                                 "float64" };
 static const char *opname[] = { "sum", "prod", "min", "max", "avg" };
 
-/* bfloat16 by hand: nearest-even on the 8-bit significand. */
-static uint16_t ref_bf16 (double v)
-{
-    int e;
-    double m = frexp (v, &e);               /* v = m * 2^e, 0.5 <= |m| < 1 */
-    float f = (float)ldexp (nearbyint (ldexp (m, 8)), e - 8);
-    uint32_t u;
-    memcpy (&u, &f, 4);
-    return (uint16_t)(u >> 16);
-}
-
-static uint16_t ref_f16 (double v)
-{
-    _Float16 h = (_Float16)(float)v;
-    uint16_t u;
-    memcpy (&u, &h, 2);
-    return u;
-}
-
-/* The input of rank r at index i for op (small integers; -2..2 for PROD). */
+/* The input of rank r at index i for op: small integers (-5..5, or 0..10
+ * unsigned; -2..2 or 0..4 for PROD) on the first WIDE_RANKS ranks, and
+ * -1..1 (0..2, 0..1 for PROD) on the others, so that every partial result
+ * of any reduction order stays exact in every dtype for up to MAX_RANKS
+ * ranks (see expect()). */
+#define WIDE_RANKS 15
 static long input (int r, size_t i, ddp_op_t op, int is_unsigned)
 {
     long v = (long)((r * 7 + (long)(i % 1000003) * 13) % 11);
-    if (op == DDP_PROD)
-        v = v % 5;
-    if (!is_unsigned)
-        v -= op == DDP_PROD ? 2 : 5;
-    return v;
-}
+    bool wide = r < WIDE_RANKS;
 
-static void store (void *buf, size_t i, ddp_dtype_t dt, double v)
-{
-    switch (dt) {
-    case DDP_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case DDP_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case DDP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case DDP_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case DDP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case DDP_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case DDP_FLOAT16: ((uint16_t *)buf)[i] = ref_f16 (v); break;
-    case DDP_BFLOAT16: ((uint16_t *)buf)[i] = ref_bf16 (v); break;
-    case DDP_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case DDP_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
-    }
+    if (op == DDP_PROD)
+        v = wide ? v % 5 : v % (is_unsigned ? 2 : 3);
+    else if (!wide)
+        v = v % 3;
+    if (!is_unsigned)
+        v -= op == DDP_PROD ? (wide ? 2 : 1) : (wide ? 5 : 1);
+    return v;
 }
 
 static int is_unsigned (ddp_dtype_t dt)
@@ -90,53 +68,51 @@ static int is_unsigned (ddp_dtype_t dt)
     return dt == DDP_UINT8 || dt == DDP_UINT32 || dt == DDP_UINT64;
 }
 
-/* The expected reduction at index i, written into ref[i]. */
+/* acc as the integer dtype dt holds it (two's complement wrap). */
+static long wrap (long acc, ddp_dtype_t dt)
+{
+    switch (dt) {
+    case DDP_INT8: return (int8_t)(uint8_t)acc;
+    case DDP_UINT8: return (uint8_t)acc;
+    case DDP_INT32: return (int32_t)(uint32_t)acc;
+    case DDP_UINT32: return (long)(uint32_t)acc;
+    default: return acc;    /* 64 bits: the inputs never overflow a long */
+    }
+}
+
+/* The expected reduction at index i, written into ref[i].  Computed in
+ * double, which is exact here, and so is every partial result of the
+ * library in any order: a PROD has at most WIDE_RANKS factors other than
+ * 0 and +-1, each at most 4 in magnitude (|product| <= 2^15 signed, within
+ * binary16; 4^15 unsigned, within uint32; int8/uint8 wrap exactly); a SUM
+ * is at most 5 * WIDE_RANKS + (MAX_RANKS - WIDE_RANKS) = 252 in magnitude,
+ * an integer that bfloat16's 8-bit significand holds exactly.  A product
+ * with a zero factor gets IEEE's sign (-0.0) whatever the order, as the
+ * float dtypes do. */
 static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
 {
     int u = is_unsigned (dt);
-    long acc = input (0, i, op, u);
-    int r;
+    double d = (double)input (0, i, op, u);
+    long acc;
 
-    for (r = 1; r < size; r++) {
-        long x = input (r, i, op, u);
-        switch (op) {
-        case DDP_SUM: case DDP_AVG: acc += x; break;
-        case DDP_PROD: acc *= x; break;
-        case DDP_MIN: acc = x < acc ? x : acc; break;
-        case DDP_MAX: acc = x > acc ? x : acc; break;
-        default: break;
-        }
-    }
+    for (int r = 1; r < size; r++)
+        d = fpref_combine (op, d, (double)input (r, i, op, u));
     if (dt >= DDP_FLOAT16) {
-        /* IEEE: a product with a zero factor keeps the sign of the product
-         * (-0.0), whatever the order, so compute in double. */
-        double d = (double)input (0, i, op, u);
-        for (r = 1; r < size; r++) {
-            double x = (double)input (r, i, op, u);
-            d = op == DDP_PROD ? d * x : op == DDP_MIN ? (x < d ? x : d)
-              : op == DDP_MAX ? (x > d ? x : d) : d + x;
-        }
         if (op == DDP_AVG && dt != DDP_FLOAT64)
-            store (ref, i, dt, (float)d / (float)size);
+            fpref_put (dt, ref, i, (float)d / (float)size);
         else if (op == DDP_AVG)
-            store (ref, i, dt, d / size);
+            fpref_put (dt, ref, i, d / size);
         else
-            store (ref, i, dt, d);
+            fpref_put (dt, ref, i, d);
         return;
     }
-    if (op == DDP_AVG) {
-        if (dt == DDP_FLOAT16 || dt == DDP_BFLOAT16 || dt == DDP_FLOAT32) {
-            float q = (float)acc / (float)size;
-            store (ref, i, dt, q);
-            return;
-        }
-        if (dt == DDP_FLOAT64) {
-            store (ref, i, dt, (double)acc / size);
-            return;
-        }
-        acc /= size;    /* truncates toward zero, like the library */
-    }
-    /* Integers wrap: PROD of up to 2^size magnitude fits in long here. */
+    acc = (long)d;
+    /* AVG: the SUM wraps in the dtype first (ddp.h), then the division
+     * truncates toward zero, like the library (many ranks of uint8 inputs
+     * overflow it). */
+    if (op == DDP_AVG)
+        acc = wrap (acc, dt) / size;
+    /* Integers wrap. */
     switch (dt) {
     case DDP_INT8: ((int8_t *)ref)[i] = (int8_t)(uint8_t)acc; break;
     case DDP_UINT8: ((uint8_t *)ref)[i] = (uint8_t)acc; break;
@@ -144,14 +120,14 @@ static void expect (void *ref, size_t i, ddp_dtype_t dt, ddp_op_t op)
     case DDP_UINT32: ((uint32_t *)ref)[i] = (uint32_t)acc; break;
     case DDP_INT64: ((int64_t *)ref)[i] = (int64_t)acc; break;
     case DDP_UINT64: ((uint64_t *)ref)[i] = (uint64_t)acc; break;
-    default: store (ref, i, dt, (double)acc); break;
+    default: break;
     }
 }
 
 static void fill (void *buf, size_t n, int r, ddp_dtype_t dt, ddp_op_t op)
 {
     for (size_t i = 0; i < n; i++)
-        store (buf, i, dt, (double)input (r, i, op, is_unsigned (dt)));
+        fpref_put (dt, buf, i, (double)input (r, i, op, is_unsigned (dt)));
 }
 
 static void *xmalloc (size_t n)
@@ -269,7 +245,7 @@ static void test_identical (size_t n, ddp_dtype_t dt, ddp_op_t op)
 
     for (size_t i = 0; i < n; i++) {
         s = s * 1103515245u + 12345u;
-        store (buf, i, dt, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
+        fpref_put (dt, buf, i, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
     }
     rc_ok (ddp_allreduce (buf, buf, n, dt, op), "allreduce random");
     h = fnv (buf, n * es);
@@ -313,6 +289,14 @@ int main (int argc, char **argv)
     }
     rank = ddp_rank ();
     size = ddp_world_size ();
+    if (size > MAX_RANKS) {
+        if (rank == 0)
+            fprintf (stderr, "ddp_check: the references are exact for up to "
+                     "%d ranks, this step has %d: run it with fewer\n",
+                     MAX_RANKS, size);
+        ddp_finalize ();
+        return 2;
+    }
     rc_ok (ddp_barrier (), "barrier");
     for (size_t k = 0; k < nsizes; k++) {
         for (dt = 0; dt < DDP_NUM_DTYPES; dt++) {

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp.h"
+#include "stubs.h"
 
 static int me, world, failures;
 static void check_in_step (void);
@@ -56,27 +57,6 @@ static int expect (bool i_failed, int own)
     return i_failed ? own : DDP_EREMOTE;
 }
 
-static unsigned char pat (int src, size_t i)
-{
-    return (unsigned char) (i * 131 + (size_t) src * 17 + 5);
-}
-
-static unsigned char *make_buf (int src, size_t n)
-{
-    unsigned char *p = malloc (n ? n : 1);
-    for (size_t i = 0; i < n; i++)
-        p[i] = pat (src, i);
-    return p;
-}
-
-static bool buf_ok (const unsigned char *p, int src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != pat (src, i))
-            return false;
-    return true;
-}
-
 static void path (char *buf, size_t size, const char *name)
 {
     snprintf (buf, size, "%s/%s", dir, name);
@@ -103,8 +83,6 @@ static int touch (const char *name)
 
 /* ---- callbacks ---- */
 
-static int runs, post_runs;
-
 static int main_writes (void *arg)
 {
     runs++;
@@ -116,33 +94,6 @@ static int post_reads (void *arg)
 {
     post_runs++;
     return exists ((const char *) arg) ? 0 : 1;
-}
-
-static int fn_fail (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 1;
-}
-
-static int fn_count (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 0;
-}
-
-/* Fails on the rank given in arg. */
-static int fail_on (void *arg)
-{
-    runs++;
-    return me == *(int *) arg ? 1 : 0;
-}
-
-static int post_fail_on (void *arg)
-{
-    post_runs++;
-    return me == *(int *) arg ? 1 : 0;
 }
 
 /* rank0_first: rank 0 creates the file, the others require it. */
@@ -175,24 +126,6 @@ static int local_fail (void *arg)
     int node = *(int *) arg;
     runs++;
     return ddp_is_local_main () && ddp_node_rank () == node ? 1 : 0;
-}
-
-static int compute (void *arg, void **out, size_t *len)
-{
-    size_t n = *(size_t *) arg;
-    runs++;
-    *out = make_buf (me, n);
-    *len = n;
-    return 0;
-}
-
-static int compute_fail (void *arg, void **out, size_t *len)
-{
-    (void) arg;
-    (void) out;
-    (void) len;
-    runs++;
-    return 1;
 }
 
 /* A non-commutative op: acc = acc * 31 + in, so rank order matters. */
@@ -358,7 +291,7 @@ static void check_run_on_main (void)
            "run_on_main main fails: EUSER on main, EREMOTE elsewhere, no post",
            "rc %d (%s) post_runs %d", rc, ddp_strerror (rc), post_runs);
     post_runs = 0;
-    rc = ddp_run_on_main (fn_count, NULL, post_fail_on, &last, false);
+    rc = ddp_run_on_main (fn_ok, NULL, post_fail_on, &last, false);
     check (rc == (world == 1 ? 0 : expect (me == last, DDP_EUSER)),
            "run_on_main post_fn fails on the last rank: shared",
            "rc %d (%s)", rc, ddp_strerror (rc));
@@ -369,42 +302,45 @@ static void check_run_on_main (void)
     rc = ddp_main_only (fn_fail, NULL);
     check (rc == expect (me == 0, DDP_EUSER), "main_only main fails",
            "rc %d (%s)", rc, ddp_strerror (rc));
-    rc = ddp_main_only (me == 0 ? NULL : fn_count, NULL);
+    rc = ddp_main_only (me == 0 ? NULL : fn_ok, NULL);
     check (rc == expect (me == 0, DDP_EINVAL), "main_only NULL fn on main",
            "rc %d (%s)", rc, ddp_strerror (rc));
 }
 
-static void check_first (void)
+/* Call helper (fn, arg) with the run count reset: it must return want,
+ * with fn run want_runs times on this rank. */
+static void check_call (int (*helper) (ddp_fn_t, void *), ddp_fn_t fn,
+                        void *arg, int want, int want_runs, const char *name)
 {
-    int rc, last = world - 1, zero = 0;
-    int fail_node = ddp_num_nodes () > 1 ? 1 : 0;
+    int rc;
 
     runs = 0;
-    rc = ddp_rank0_first (first_writes, "first.done");
-    check (rc == 0 && runs == 1, "rank0_first: rank 0 ran before the others",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_rank0_first (fail_on, &zero);
-    check (rc == expect (me == 0, DDP_EUSER) && runs == (me == 0),
-           "rank0_first rank 0 fails: the others do not run fn, EREMOTE",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_rank0_first (fail_on, &last);
-    check (rc == (world == 1 ? DDP_EUSER : expect (me == last, DDP_EUSER))
-           && runs == 1, "rank0_first last rank fails: shared",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_local_rank0_first (local_first_writes, "lfirst");
-    check (rc == 0 && runs == 1, "local_rank0_first: local rank 0 first",
-           "rc %d (%s) runs %d", rc, ddp_strerror (rc), runs);
-    runs = 0;
-    rc = ddp_local_rank0_first (local_fail, &fail_node);
-    bool i_fail = ddp_is_local_main () && ddp_node_rank () == fail_node;
-    check (rc == expect (i_fail, DDP_EUSER)
-           && runs == (ddp_is_local_main () ? 1 : 0),
-           "local_rank0_first a node's local main fails: nobody else runs fn",
-           "rc %d (%s) runs %d node %d", rc, ddp_strerror (rc), runs,
-           ddp_node_rank ());
+    rc = helper (fn, arg);
+    check (rc == want && runs == want_runs, name, "rc %d (%s) runs %d node %d",
+           rc, ddp_strerror (rc), runs, ddp_node_rank ());
+}
+
+static void check_first (void)
+{
+    int last = world - 1, zero = 0;
+    int fail_node = ddp_num_nodes () > 1 ? 1 : 0;
+    bool local_main = ddp_is_local_main ();
+
+    check_call (ddp_rank0_first, first_writes, "first.done", 0, 1,
+                "rank0_first: rank 0 ran before the others");
+    check_call (ddp_rank0_first, fail_on, &zero, expect (me == 0, DDP_EUSER),
+                me == 0,
+                "rank0_first rank 0 fails: the others do not run fn, EREMOTE");
+    check_call (ddp_rank0_first, fail_on, &last,
+                world == 1 ? DDP_EUSER : expect (me == last, DDP_EUSER), 1,
+                "rank0_first last rank fails: shared");
+    check_call (ddp_local_rank0_first, local_first_writes, "lfirst", 0, 1,
+                "local_rank0_first: local rank 0 first");
+    check_call (ddp_local_rank0_first, local_fail, &fail_node,
+                expect (local_main && ddp_node_rank () == fail_node,
+                        DDP_EUSER), local_main,
+                "local_rank0_first a node's local main fails: nobody else "
+                "runs fn");
 }
 
 static void check_compute (void)
@@ -418,7 +354,7 @@ static void check_compute (void)
         size_t len = 99;
         int rc;
         runs = 0;
-        rc = ddp_compute_and_bcast (compute, &sizes[i], root, &out, &len);
+        rc = ddp_compute_and_bcast (compute_ok, &sizes[i], root, &out, &len);
         snprintf (name, sizeof (name), "compute_and_bcast root=%d len=%zu",
                   root, sizes[i]);
         check (rc == 0 && runs == (me == root) && len == sizes[i]

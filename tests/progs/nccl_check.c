@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ddp.h"
+#include "fpref.h"
 #include "tap.h"
 
 enum kind { K_DEVICE, K_MANAGED, K_PINNED, K_HOST, K_NUM };
@@ -35,103 +36,6 @@ static const size_t counts[] = {1, 7, 1031, (1u << 20) + 3};
 static size_t ncounts = sizeof (counts) / sizeof (counts[0]);
 
 static int rank, size, verbose;
-
-/* ---- element conversion (half and bfloat16 by hand) -------------------- */
-
-static uint16_t f2h (float f)
-{
-    uint32_t x;
-    memcpy (&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    int32_t e = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t m = x & 0x7fffff;
-    if (((x >> 23) & 0xff) == 0xff)
-        return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        m |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t h = m >> shift, rem = m & ((1u << shift) - 1);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        h++;
-    return (uint16_t)(sign | h);
-}
-
-static float h2f (uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f,
-             m = h & 0x3ff, x;
-    float f;
-    if (e == 0) {
-        f = ldexpf ((float)m, -24);
-        return sign ? -f : f;
-    }
-    if (e == 31)
-        x = sign | 0x7f800000 | (m << 13);
-    else
-        x = sign | ((e - 15 + 127) << 23) | (m << 13);
-    memcpy (&f, &x, 4);
-    return f;
-}
-
-static uint16_t f2bf (float f)
-{
-    uint32_t x;
-    memcpy (&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-static float bf2f (uint16_t b)
-{
-    uint32_t x = (uint32_t)b << 16;
-    float f;
-    memcpy (&f, &x, 4);
-    return f;
-}
-
-static void put (ddp_dtype_t t, void *buf, size_t i, double v)
-{
-    switch (t) {
-        case DDP_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-        case DDP_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-        case DDP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-        case DDP_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-        case DDP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-        case DDP_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-        case DDP_FLOAT16: ((uint16_t *)buf)[i] = f2h ((float)v); break;
-        case DDP_BFLOAT16: ((uint16_t *)buf)[i] = f2bf ((float)v); break;
-        case DDP_FLOAT32: ((float *)buf)[i] = (float)v; break;
-        case DDP_FLOAT64: ((double *)buf)[i] = v; break;
-        default: break;
-    }
-}
-
-static double get (ddp_dtype_t t, const void *buf, size_t i)
-{
-    switch (t) {
-        case DDP_INT8: return ((const int8_t *)buf)[i];
-        case DDP_UINT8: return ((const uint8_t *)buf)[i];
-        case DDP_INT32: return ((const int32_t *)buf)[i];
-        case DDP_UINT32: return ((const uint32_t *)buf)[i];
-        case DDP_INT64: return (double)((const int64_t *)buf)[i];
-        case DDP_UINT64: return (double)((const uint64_t *)buf)[i];
-        case DDP_FLOAT16: return h2f (((const uint16_t *)buf)[i]);
-        case DDP_BFLOAT16: return bf2f (((const uint16_t *)buf)[i]);
-        case DDP_FLOAT32: return ((const float *)buf)[i];
-        case DDP_FLOAT64: return ((const double *)buf)[i];
-        default: return NAN;
-    }
-}
 
 static bool is_float (ddp_dtype_t t)
 {
@@ -157,16 +61,8 @@ static double val (ddp_dtype_t t, ddp_op_t op, size_t i, int r)
 static double reduce_ref (ddp_dtype_t t, ddp_op_t op, size_t i)
 {
     double acc = val (t, op, i, 0);
-    for (int r = 1; r < size; r++) {
-        double v = val (t, op, i, r);
-        switch (op) {
-            case DDP_SUM: case DDP_AVG: acc += v; break;
-            case DDP_PROD: acc *= v; break;
-            case DDP_MIN: acc = v < acc ? v : acc; break;
-            case DDP_MAX: acc = v > acc ? v : acc; break;
-            default: break;
-        }
-    }
+    for (int r = 1; r < size; r++)
+        acc = fpref_combine (op, acc, val (t, op, i, r));
     if (op == DDP_AVG)
         acc = is_float (t) ? acc / size : trunc (acc / size);
     return acc;
@@ -240,7 +136,7 @@ static int buf_pull (struct buf *b)
         size_t bad_ = (size_t)-1;                                            \
         double g_ = 0, w_ = 0;                                               \
         for (size_t i = 0; i < (n); i++) {                                   \
-            g_ = get ((t), (got), i);                                        \
+            g_ = fpref_get ((t), (got), i);                                  \
             w_ = (wantexpr);                                                 \
             if (!close_to ((t), g_, w_)) {                                   \
                 bad_ = i;                                                    \
@@ -255,10 +151,32 @@ static int buf_pull (struct buf *b)
 /* The value put into every element before a collective writes it. */
 #define POISON 99
 
+/* The buffers of a collective on kind k: s with ns elements of this rank's
+ * values for op, r with nr elements of POISON, both copied to where the
+ * collective reads them.  Returns 0, or -1 with a diagnostic when an
+ * allocation fails. */
+static int pair_setup (struct buf *s, struct buf *r, ddp_dtype_t t,
+                       ddp_op_t op, enum kind k, size_t ns, size_t nr,
+                       const char *label)
+{
+    size_t es = ddp_dtype_size (t);
+
+    if (buf_alloc (s, k, ns * es) < 0 || buf_alloc (r, k, nr * es) < 0) {
+        diag ("%s: allocation failed", label);
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++)
+        fpref_put (t, s->host, i, val (t, op, i, rank));
+    for (size_t i = 0; i < nr; i++)
+        fpref_put (t, r->host, i, POISON);
+    buf_push (s);
+    buf_push (r);
+    return 0;
+}
+
 static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
                              size_t n, bool inplace, bool stream)
 {
-    size_t es = ddp_dtype_size (t);
     struct buf s, r;
     bool good = true;
     char label[128];
@@ -267,14 +185,8 @@ static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
     snprintf (label, sizeof (label), "allreduce%s%s %s %s %s n=%zu",
               inplace ? " in-place" : "", stream ? " stream" : "",
               dtype_name[t], op_name[op], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++) {
-        put (t, s.host, i, val (t, op, i, rank));
-        put (t, r.host, i, POISON);
-    }
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, op, k, n, n, label) < 0)
+        return false;
     if (stream) {
         rc = ddp_allreduce_stream (s.p, inplace ? s.p : r.p, n, t, op, NULL);
         if (rc == 0)
@@ -301,7 +213,6 @@ static bool check_allreduce (ddp_dtype_t t, ddp_op_t op, enum kind k,
 static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
                           int root)
 {
-    size_t es = ddp_dtype_size (t);
     struct buf s, r;
     bool good = true;
     char label[128];
@@ -309,14 +220,8 @@ static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
 
     snprintf (label, sizeof (label), "reduce root=%d %s %s %s n=%zu", root,
               dtype_name[t], op_name[op], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, n * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++) {
-        put (t, s.host, i, val (t, op, i, rank));
-        put (t, r.host, i, POISON);
-    }
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, op, k, n, n, label) < 0)
+        return false;
     rc = ddp_reduce (s.p, r.p, n, t, op, root);
     if (rc != 0) {
         diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
@@ -348,7 +253,7 @@ static bool check_bcast (ddp_dtype_t t, enum kind k, size_t n, int root,
     if (buf_alloc (&b, k, n * es) < 0)
         return diag ("%s: allocation failed", label), false;
     for (size_t i = 0; i < n; i++)
-        put (t, b.host, i, rank == root ? val (t, DDP_SUM, i, root) : POISON);
+        fpref_put (t, b.host, i, rank == root ? val (t, DDP_SUM, i, root) : POISON);
     buf_push (&b);
     if (stream) {
         rc = ddp_bcast_stream (b.p, n, t, root, NULL);
@@ -373,7 +278,7 @@ static bool check_bcast (ddp_dtype_t t, enum kind k, size_t n, int root,
 static bool check_gather (ddp_dtype_t t, enum kind k, size_t n, int root,
                           bool stream)
 {
-    size_t es = ddp_dtype_size (t), total = n * (size_t)size;
+    size_t total = n * (size_t)size;
     struct buf s, r;
     bool good = true, gets = root < 0 || rank == root;
     char label[128];
@@ -382,14 +287,8 @@ static bool check_gather (ddp_dtype_t t, enum kind k, size_t n, int root,
     snprintf (label, sizeof (label), "%s%s %s %s n=%zu",
               root < 0 ? "allgather" : "gather", stream ? " stream" : "",
               dtype_name[t], kind_name[k], n);
-    if (buf_alloc (&s, k, n * es) < 0 || buf_alloc (&r, k, total * es) < 0)
-        return diag ("%s: allocation failed", label), false;
-    for (size_t i = 0; i < n; i++)
-        put (t, s.host, i, val (t, DDP_SUM, i, rank));
-    for (size_t i = 0; i < total; i++)
-        put (t, r.host, i, POISON);
-    buf_push (&s);
-    buf_push (&r);
+    if (pair_setup (&s, &r, t, DDP_SUM, k, n, total, label) < 0)
+        return false;
     if (root < 0)
         rc = stream ? ddp_allgather_stream (s.p, r.p, n, t, NULL)
                     : ddp_allgather (s.p, r.p, n, t);
@@ -481,6 +380,14 @@ static void check_misc (void)
             "stream variant: root out of range is EINVAL");
     is_int (ddp_bcast_stream (&x, 1, DDP_FLOAT64, -1, NULL), DDP_EINVAL,
             "stream variant: negative root is EINVAL");
+    /* The core's checks, the size overflow included, serve both forms. */
+    is_int (ddp_allreduce_stream (&x, &y, SIZE_MAX / 4, DDP_FLOAT64, DDP_SUM,
+                                  NULL),
+            DDP_EINVAL, "stream variant: a count whose size overflows is EINVAL");
+    is_int (ddp_allgather_stream (&x, &y, SIZE_MAX / 8 / (size_t)size + 1,
+                                  DDP_INT64, NULL),
+            DDP_EINVAL, "stream variant: count * world size overflowing is "
+            "EINVAL");
     is_int (ddp_stream_synchronize (ddp_cuda_stream ()), 0,
             "synchronize the library stream");
     /* Mixed: host send buffer, device receive buffer. */

@@ -18,9 +18,21 @@
  *   MOCK_NCCL_ERROR_AFTER=N   after N collectives the communicator reports
  *                             ncclRemoteError (and the stream stalls)
  *   MOCK_NCCL_FINALIZE=hang   ncclCommFinalize never completes
- * The GPU identity comes from this process's CUDA_VISIBLE_DEVICES entry for
- * the device (so tasks bound to one fake gres GPU share a UUID).  Abort,
- * finalize and destroy are logged to stderr as "mock: ..." lines.
+ *   MOCK_CUDA_DRIVER=none|stub|mismatch
+ *                             CUDA is there in name only: every call fails
+ *                             as libcudart does without libcuda.so.1 (or
+ *                             with one too old), with the toolkit's stub
+ *                             libcuda, or with a kernel module that does not
+ *                             match the driver library
+ *   MOCK_NCCL_PEERS=fake      a communicator of several ranks forms, and
+ *                             its collectives complete at once moving only
+ *                             this rank's data (for set-up at scale: every
+ *                             rank gets through ddp_init and finalize)
+ *   MOCK_GPU_ID=rank          the GPU identity comes from the rank
+ *                             (SLURM_PROCID or PMIX_RANK): every rank its own
+ * Otherwise the GPU identity comes from this process's CUDA_VISIBLE_DEVICES
+ * entry for the device (so tasks bound to one fake gres GPU share a UUID).
+ * Abort, finalize and destroy are logged to stderr as "mock: ..." lines.
  */
 #include "config.h"
 
@@ -59,16 +71,39 @@ static long env_long (const char *name, long dflt)
     return s && *s ? strtol (s, NULL, 10) : dflt;
 }
 
+/* What libcudart answers without a usable driver, or cudaSuccess. */
+static cudaError_t driver_error (void)
+{
+    const char *d = getenv ("MOCK_CUDA_DRIVER");
+
+    if (d && strcmp (d, "none") == 0)
+        return cudaErrorInsufficientDriver;
+    if (d && strcmp (d, "stub") == 0)
+        return cudaErrorStubLibrary;
+    if (d && strcmp (d, "mismatch") == 0)
+        return cudaErrorSystemDriverMismatch;
+    return cudaSuccess;
+}
+
 /* Like CUDA: as many devices as CUDA_VISIBLE_DEVICES lists, else one. */
 static int ndevices (void)
 {
     const char *s = getenv ("CUDA_VISIBLE_DEVICES");
     int n = 1;
 
+    if (driver_error () != cudaSuccess)
+        return 0;
     if (s && *s)
         for (n = 1; *s; s++)
             n += *s == ',';
     return (int)env_long ("MOCK_CUDA_DEVICES", n);
+}
+
+/* MOCK_NCCL_PEERS=fake: communicators of several ranks work. */
+static bool fake_peers (void)
+{
+    const char *s = getenv ("MOCK_NCCL_PEERS");
+    return s && strcmp (s, "fake") == 0;
 }
 
 static bool stalled (void)
@@ -124,6 +159,8 @@ static cudaError_t mock_free (void *p)
 
 cudaError_t cudaGetDeviceCount (int *count)
 {
+    if (driver_error () != cudaSuccess)
+        return fail (driver_error ());
     if (ndevices () < 1)
         return fail (cudaErrorNoDevice);
     *count = ndevices ();
@@ -138,10 +175,15 @@ cudaError_t cudaSetDevice (int device)
     return cudaSuccess;
 }
 
-/* The CUDA_VISIBLE_DEVICES entry of device d as a number (0 if none). */
+/* The identity of device d: its CUDA_VISIBLE_DEVICES entry as a number
+ * (d if unset), or with MOCK_GPU_ID=rank this process's rank. */
 static unsigned entry_of (int d)
 {
     const char *s = getenv ("CUDA_VISIBLE_DEVICES");
+    const char *id = getenv ("MOCK_GPU_ID");
+
+    if (id && strcmp (id, "rank") == 0)
+        return (unsigned)env_long ("SLURM_PROCID", env_long ("PMIX_RANK", 0));
     for (int i = 0; s && i < d; i++) {
         s = strchr (s, ',');
         s = s ? s + 1 : NULL;
@@ -164,8 +206,9 @@ cudaError_t cudaGetDeviceProperties (struct cudaDeviceProp *prop, int device)
     memset (prop, 0, sizeof (*prop));
     snprintf (prop->name, sizeof (prop->name), "mock GPU %u",
               entry_of (device));
+    unsigned e = entry_of (device);
     for (int i = 0; i < 16; i++)
-        prop->uuid.bytes[i] = (char)(0x40 + entry_of (device) * 16 + i);
+        prop->uuid.bytes[i] = (char)(i < 4 ? e >> (8 * i) : 0x40u + (unsigned)i);
     return cudaSuccess;
 }
 
@@ -176,14 +219,35 @@ cudaError_t cudaGetLastError (void)
     return e;
 }
 
+/* An error code's text, from a table ending with {0, NULL}. */
+struct text {
+    int code;
+    const char *text;
+};
+
+static const char *text_of (const struct text *t, int code, const char *other)
+{
+    for (; t->text; t++)
+        if (t->code == code)
+            return t->text;
+    return other;
+}
+
 const char *cudaGetErrorString (cudaError_t e)
 {
-    switch (e) {
-        case cudaSuccess: return "no error (mock)";
-        case cudaErrorNoDevice: return "no CUDA-capable device is detected (mock)";
-        case cudaErrorNotReady: return "device not ready (mock)";
-        default: return "mock CUDA error";
-    }
+    static const struct text t[] = {
+        {cudaSuccess, "no error (mock)"},
+        {cudaErrorNoDevice, "no CUDA-capable device is detected (mock)"},
+        {cudaErrorNotReady, "device not ready (mock)"},
+        {cudaErrorInsufficientDriver, "CUDA driver version is insufficient"
+                                      " for CUDA runtime version (mock)"},
+        {cudaErrorStubLibrary, "CUDA driver is a stub library (mock)"},
+        {cudaErrorSystemDriverMismatch, "system has unsupported display"
+                                        " driver / cuda driver combination"
+                                        " (mock)"},
+        {0, NULL},
+    };
+    return text_of (t, e, "mock CUDA error");
 }
 
 cudaError_t cudaMalloc (void **p, size_t size)
@@ -306,7 +370,8 @@ static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
         return ncclSystemError;
     c->nranks = nranks;
     c->rank = rank;
-    c->init_hang = (init && strcmp (init, "hang") == 0) || nranks > 1;
+    c->init_hang = (init && strcmp (init, "hang") == 0)
+                   || (nranks > 1 && !fake_peers ());
     c->async = c->init_hang ? ncclInProgress : ncclSuccess;
     *comm = c;
     return ncclInProgress;
@@ -368,12 +433,14 @@ ncclResult_t ncclCommDestroy (ncclComm_t c)
 
 const char *ncclGetErrorString (ncclResult_t r)
 {
-    switch (r) {
-        case ncclRemoteError: return "remote process exited or there was a network error (mock)";
-        case ncclSystemError: return "unhandled system error (mock)";
-        case ncclInvalidUsage: return "invalid usage (mock)";
-        default: return "mock NCCL result";
-    }
+    static const struct text t[] = {
+        {ncclRemoteError, "remote process exited or there was a network"
+                          " error (mock)"},
+        {ncclSystemError, "unhandled system error (mock)"},
+        {ncclInvalidUsage, "invalid usage (mock)"},
+        {0, NULL},
+    };
+    return text_of (t, r, "mock NCCL result");
 }
 
 const char *ncclGetLastError (ncclComm_t c)
@@ -401,7 +468,7 @@ static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
         return ncclInvalidUsage;
     if (type_size (t) == 0)
         return ncclInvalidArgument;
-    if (c->nranks != 1)
+    if (c->nranks != 1 && !fake_peers ())
         return ncclInvalidUsage;
     ops_done++;
     if (dst && src && count)
@@ -450,14 +517,14 @@ ncclResult_t ncclSend (const void *s, size_t n, ncclDataType_t t, int peer,
                        ncclComm_t c, cudaStream_t st)
 {
     (void)s, (void)n, (void)t, (void)peer, (void)c, (void)st;
-    return ncclInvalidUsage; /* never needed with one rank */
+    return fake_peers () ? ncclSuccess : ncclInvalidUsage;
 }
 
 ncclResult_t ncclRecv (void *r, size_t n, ncclDataType_t t, int peer,
                        ncclComm_t c, cudaStream_t st)
 {
     (void)r, (void)n, (void)t, (void)peer, (void)c, (void)st;
-    return ncclInvalidUsage;
+    return fake_peers () ? ncclSuccess : ncclInvalidUsage;
 }
 
 ncclResult_t ncclGroupStart (void)

@@ -1,18 +1,22 @@
 # sharness.d/ddp.sh - project helpers for the sharness tests.
 #
-# Cluster tests call `ddp_cluster_require` once, before their first
+# Cluster tests call `ddp_cluster_require [NODES]` once, before their first
 # test_expect_success.  It points srun (SLURM_CONF) at the run's shared test
-# cluster, started by t0000-cluster-start.t and stopped by
-# t9999-cluster-stop.t.  A test run alone starts a private cluster and stops
-# it when it exits.  When no cluster can be started the test file is skipped
-# with the reason, unless DDP_REQUIRE_CLUSTER=1 (contrib/check.sh and
-# `make check-cluster` set it), which turns that into a failure.
+# cluster, started by t0000-cluster-start.t (DDP_TEST_NODES nodes, default
+# 16) and stopped by t9999-cluster-stop.t.  A test run alone, or one that
+# needs more NODES (default 2) than the shared cluster has, starts a private
+# cluster of NODES nodes and stops it when it exits.  When no cluster can be
+# started the test file is skipped with the reason, unless
+# DDP_REQUIRE_CLUSTER=1 (contrib/check.sh and `make check-cluster` set it),
+# which turns that into a failure.
 
 DDP_CLUSTER=$DDP_SRC_DIR/tests/cluster/ddp-test-cluster
 DDP_CLUSTER_STATE=$DDP_BUILD_DIR/tests/.cluster
 DDP_PROGS=$DDP_BUILD_DIR/tests/progs
 DDP_PLUGIN=${DDP_PLUGIN-$DDP_BUILD_DIR/spank/ddp.so}
 export DDP_PLUGIN
+# The shared cluster's size: enough for the scale tests (t0250).
+DDP_TEST_NODES=${DDP_TEST_NODES:-16}
 
 # ddp_cluster_unavailable WHY: skip this file, or fail it when required.
 ddp_cluster_unavailable () {
@@ -34,14 +38,16 @@ ddp_shared_cluster () {
     echo "$dir"
 }
 
+# ddp_cluster_require [NODES]: point srun at a cluster of NODES nodes or more.
 ddp_cluster_require () {
-    local dir why
-    if dir=$(ddp_shared_cluster); then
+    local need=${1:-2} dir why
+    if dir=$(ddp_shared_cluster) &&
+       [ "$(cat "$dir/nodes" 2>/dev/null || echo 0)" -ge "$need" ]; then
         . "$dir/env"
         return 0
     fi
     why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
-    dir=$("$DDP_CLUSTER" start 2>"$DDP_BUILD_DIR/tests/.cluster-start.err") \
+    dir=$("$DDP_CLUSTER" start --nodes "$need" 2>"$DDP_BUILD_DIR/tests/.cluster-start.err") \
         || ddp_cluster_unavailable "start failed: $(tail -n 30 "$DDP_BUILD_DIR/tests/.cluster-start.err")"
     rm -f "$DDP_BUILD_DIR/tests/.cluster-start.err"
     DDP_PRIVATE_CLUSTER=$dir
@@ -51,7 +57,50 @@ ddp_cluster_require () {
     say "# using a private test cluster in $dir"
 }
 
+# ddp_cluster_nodes: the nodes of the cluster in use, n1 to nN, one a line.
+ddp_cluster_nodes () {
+    seq -f 'n%g' 1 "${DDP_CLUSTER_NODES:?ddp_cluster_require first}"
+}
+
 # ddp_srun ARGS...: srun with a bounded run time so a hang fails the test.
 ddp_srun () {
     timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"
+}
+
+# ddp_check_run NAME NTASKS CHECK-ARGS SRUN-ARGS...: run progs/ddp_check
+# (CHECK-ARGS: its -q, -l COUNT) under srun SRUN-ARGS, output in NAME.out
+# and NAME.err; true when srun succeeded and all NTASKS tasks report 0
+# failures.
+ddp_check_run () {
+    local name=$1 n=$2 args=$3 rc
+    shift 3
+    # shellcheck disable=SC2086
+    ddp_srun "$@" "$DDP_PROGS/ddp_check" $args >"$name.out" 2>"$name.err"
+    rc=$?
+    cat "$name.out" "$name.err"
+    test $rc = 0 &&
+    test "$(grep -c "^ddp_check rank .*/$n .* 0 failed in all" "$name.out")" = "$n"
+}
+
+# ddp_wait_job_gone JOBID SECS: wait until the job has left the queue.  Slurm
+# holds a requeued job for its credential lifetime plus one second (121 s
+# here); once it is pending for that, its start is moved to two seconds
+# later (a start in the very second of the requeue is refused: credential
+# revoked).
+ddp_wait_job_gone () {
+    local end s st
+    end=$(( $(date +%s) + $2 ))
+    while test $(date +%s) -lt $end; do
+        s=$(squeue -h -j "$1" -o "%T %r %S" 2>/dev/null)
+        test -z "$s" && return 0
+        case "$s" in
+        PENDING*BeginTime*)
+            st=$(date -d "${s##* }" +%s 2>/dev/null) || st=0
+            test "$st" -le $(( $(date +%s) + 5 )) ||
+                scontrol update jobid="$1" starttime=now+2 ;;
+        esac
+        sleep 0.3
+    done
+    echo "job $1 still queued after $2 s: $s"
+    return 1
 }

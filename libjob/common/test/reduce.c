@@ -1,12 +1,13 @@
-/* reduce.c - unit tests for libjob/common/reduce.c, against references computed
- * here: gcc's _Float16 (libgcc's soft conversions) for binary16, a
- * frexp/nearbyint rounding for bfloat16, plain C for the rest. */
+/* reduce.c - unit tests for libjob/common/reduce.c, against references of
+ * its own: tests/lib/fpref.h for the 16-bit floats (gcc's _Float16 for
+ * binary16, a frexp/nearbyint rounding for bfloat16), plain C for the rest. */
 #include "config.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "fpref.h"
 #include "tap.h"
 #include "reduce.h"
 
@@ -19,31 +20,6 @@ static uint32_t xr (void)
     return rng;
 }
 
-static float u2f (uint32_t u) { float f; memcpy (&f, &u, 4); return f; }
-static uint32_t f2u (float f) { uint32_t u; memcpy (&u, &f, 4); return u; }
-
-static uint16_t h_bits (_Float16 h) { uint16_t u; memcpy (&u, &h, 2); return u; }
-static _Float16 h_val (uint16_t u) { _Float16 h; memcpy (&h, &u, 2); return h; }
-
-/* bfloat16 reference: round |v| to a multiple of its bf16 ulp. */
-static uint16_t ref_bf16 (float f)
-{
-    double v = f, r, ulp;
-    int e;
-
-    if (isnan (f))
-        return (uint16_t)((f2u (f) >> 16) | 0x40);
-    if (isinf (f) || v == 0)
-        return (uint16_t)(f2u (f) >> 16);
-    frexp (v, &e);
-    ulp = ldexp (1.0, e - 8 > -133 ? e - 8 : -133);
-    r = nearbyint (v / ulp) * ulp;
-    if (fabs (r) >= 0x1p128)
-        r = v > 0 ? INFINITY : -INFINITY;
-    return (uint16_t)(f2u ((float)r) >> 16);
-}
-static float bf_val (uint16_t b) { return u2f ((uint32_t)b << 16); }
-
 static void test_half (void)
 {
     int bad = 0, badr = 0, i;
@@ -51,8 +27,8 @@ static void test_half (void)
 
     for (u = 0; u < 65536; u++) {
         float got = ddpi_half_to_float ((uint16_t)u);
-        float want = (float)h_val ((uint16_t)u);
-        if (isnan (want) ? !isnan (got) : f2u (got) != f2u (want))
+        float want = (float)fpref_from_f16 ((uint16_t)u);
+        if (isnan (want) ? !isnan (got) : fpref_f2u (got) != fpref_f2u (want))
             bad++;
         /* Round trip of every non-NaN half is exact. */
         if (!isnan (want) && ddpi_float_to_half (want) != (uint16_t)u)
@@ -63,9 +39,10 @@ static void test_half (void)
     /* Midpoints between neighbouring halves: ties to even. */
     bad = 0;
     for (u = 0; u < 0x7bff; u++) {
-        float lo = (float)h_val ((uint16_t)u), hi = (float)h_val ((uint16_t)(u + 1));
+        float lo = (float)fpref_from_f16 ((uint16_t)u);
+        float hi = (float)fpref_from_f16 ((uint16_t)(u + 1));
         float mid = (float)(((double)lo + (double)hi) / 2);
-        uint16_t want = h_bits ((_Float16)mid);
+        uint16_t want = fpref_to_f16 (mid);
         if (ddpi_float_to_half (mid) != want || ddpi_float_to_half (-mid) != (want | 0x8000))
             bad++;
         if (((want & 1) != 0) && (double)mid == ((double)lo + (double)hi) / 2)
@@ -74,8 +51,8 @@ static void test_half (void)
     ok (bad == 0, "float_to_half rounds midpoints to even (%d bad)", bad);
     bad = 0;
     for (i = 0; i < 2000000; i++) {
-        float f = u2f (xr ());
-        uint16_t got = ddpi_float_to_half (f), want = h_bits ((_Float16)f);
+        float f = fpref_u2f (xr ());
+        uint16_t got = ddpi_float_to_half (f), want = fpref_to_f16 (f);
         if (isnan (f) ? !((got & 0x7c00) == 0x7c00 && (got & 0x3ff)
                           && (got & 0x8000) == (want & 0x8000))
                       : got != want)
@@ -99,8 +76,8 @@ static void test_bf16 (void)
     uint32_t u;
 
     for (u = 0; u < 65536; u++) {
-        float f = bf_val ((uint16_t)u);
-        if (f2u (ddpi_bf16_to_float ((uint16_t)u)) != f2u (f))
+        float f = fpref_from_bf16 ((uint16_t)u);
+        if (fpref_f2u (ddpi_bf16_to_float ((uint16_t)u)) != fpref_f2u (f))
             bad++;
         if (!isnan (f) && ddpi_float_to_bf16 (f) != u)
             bad++;
@@ -108,16 +85,17 @@ static void test_bf16 (void)
     ok (bad == 0, "bf16 conversions exact on all 65536 patterns (%d bad)", bad);
     bad = 0;
     for (i = 0; i < 2000000; i++) {
-        float f = u2f (xr ());
-        if (ddpi_float_to_bf16 (f) != ref_bf16 (f))
+        float f = fpref_u2f (xr ());
+        if (ddpi_float_to_bf16 (f) != fpref_to_bf16 (f))
             bad++;
     }
     ok (bad == 0, "float_to_bf16 matches the reference on 2M random floats (%d bad)", bad);
-    is_int (ddpi_float_to_bf16 (u2f (0x3f808000)), 0x3f80, "tie rounds down to even");
-    is_int (ddpi_float_to_bf16 (u2f (0x3f818000)), 0x3f82, "tie rounds up to even");
-    is_int (ddpi_float_to_bf16 (u2f (0x7f7fffff)), 0x7f80, "FLT_MAX rounds to inf");
+    is_int (ddpi_float_to_bf16 (fpref_u2f (0x3f808000)), 0x3f80, "tie rounds down to even");
+    is_int (ddpi_float_to_bf16 (fpref_u2f (0x3f818000)), 0x3f82, "tie rounds up to even");
+    is_int (ddpi_float_to_bf16 (fpref_u2f (0x7f7fffff)), 0x7f80, "FLT_MAX rounds to inf");
     ok ((ddpi_float_to_bf16 (NAN) & 0x7fc0) == 0x7fc0, "NaN stays a quiet NaN");
-    ok ((ddpi_float_to_bf16 (u2f (0x7f800001)) & 0x7f) != 0, "signalling NaN does not become inf");
+    ok ((ddpi_float_to_bf16 (fpref_u2f (0x7f800001)) & 0x7f) != 0,
+        "signalling NaN does not become inf");
 }
 
 #define N 4099
@@ -204,10 +182,10 @@ static void test_float_ops (void)
             db[i] = fval (i + 5);
             fa[i] = (float)da[i];
             fb[i] = (float)db[i];
-            ha[i] = h_bits ((_Float16)fa[i]);
-            hb[i] = h_bits ((_Float16)fb[i]);
-            ba[i] = ref_bf16 (fa[i]);
-            bb[i] = ref_bf16 (fb[i]);
+            ha[i] = fpref_to_f16 (fa[i]);
+            hb[i] = fpref_to_f16 (fb[i]);
+            ba[i] = fpref_to_bf16 (fa[i]);
+            bb[i] = fpref_to_bf16 (fb[i]);
         }
         ddpi_reduce_op (fd, fa, fb, N, DDP_FLOAT32, (ddp_op_t)op);
         ddpi_reduce_op (dd, da, db, N, DDP_FLOAT64, (ddp_op_t)op);
@@ -225,7 +203,7 @@ static void test_float_ops (void)
         ok (!bad, "float64 %s (%d bad)", opn[op], bad);
         bad = 0;
         for (i = 0; i < N; i++) {
-            _Float16 x = h_val (ha[i]), y = h_val (hb[i]), w;
+            _Float16 x = fpref_from_f16 (ha[i]), y = fpref_from_f16 (hb[i]), w;
             if (op == DDP_MIN || op == DDP_MAX) {
                 /* the operand's own bits */
                 uint16_t wb = (op == DDP_MIN
@@ -244,20 +222,20 @@ static void test_float_ops (void)
         ok (!bad, "float16 %s matches _Float16 arithmetic (%d bad)", opn[op], bad);
         bad = 0;
         for (i = 0; i < N; i++) {
-            float x = bf_val (ba[i]), y = bf_val (bb[i]);
+            float x = fpref_from_bf16 (ba[i]), y = fpref_from_bf16 (bb[i]);
             uint16_t wb;
             if (op == DDP_MIN || op == DDP_MAX)
                 wb = (uint16_t)(fop (x, y, op) == x && !isnan (y) ? ba[i]
                                 : isnan (x) ? ba[i] : bb[i]);
             else
-                wb = ref_bf16 ((float)fop (x, y, op));
+                wb = fpref_to_bf16 ((float)fop (x, y, op));
             if (op == DDP_MIN || op == DDP_MAX) {
                 uint16_t want = isnan (x) ? ba[i] : isnan (y) ? bb[i]
                               : (op == DDP_MIN ? (y < x ? bb[i] : ba[i])
                                                : (y > x ? bb[i] : ba[i]));
                 wb = want;
             }
-            if (isnan (bf_val (wb)) ? !isnan (bf_val (bd[i])) : bd[i] != wb)
+            if (isnan (fpref_from_bf16 (wb)) ? !isnan (fpref_from_bf16 (bd[i])) : bd[i] != wb)
                 bad++;
         }
         ok (!bad, "bfloat16 %s matches the reference (%d bad)", opn[op], bad);
@@ -302,16 +280,77 @@ static void test_many_and_finish (void)
     ok (u8[0] == 127 && u8[1] == 1, "uint8 avg");
     ddpi_reduce_finish (u8, 2, DDP_UINT8, DDP_SUM, 2);
     ok (u8[0] == 127, "finish does nothing for SUM");
-    h[0] = h_bits ((_Float16)3.0f);
-    h[1] = h_bits ((_Float16)1.0f);
+    h[0] = fpref_to_f16 (3.0f);
+    h[1] = fpref_to_f16 (1.0f);
     ddpi_reduce_finish (h, 2, DDP_FLOAT16, DDP_AVG, 3);
-    ok (h[0] == h_bits ((_Float16)1.0f) && h[1] == h_bits ((_Float16)(1.0f / 3.0f)),
+    ok (h[0] == fpref_to_f16 (1.0f) && h[1] == fpref_to_f16 (1.0f / 3.0f),
         "float16 avg divides in float and rounds");
-    h[0] = ref_bf16 (3.0f);
+    h[0] = fpref_to_bf16 (3.0f);
     ddpi_reduce_finish (h, 1, DDP_BFLOAT16, DDP_AVG, 3);
-    ok (h[0] == ref_bf16 (1.0f), "bfloat16 avg");
+    ok (h[0] == fpref_to_bf16 (1.0f), "bfloat16 avg");
     ddpi_reduce_finish (f64, 1, DDP_FLOAT64, DDP_AVG, 3);
     ok (f64[0] == 1.0 / 3.0, "float64 avg");
+}
+
+/* fp32 accumulation of 16-bit floats: one rounding at the end, however
+ * many contributions. */
+static void test_acc (void)
+{
+    enum { AN = 5000, AK = 17 };
+    static uint16_t src[AK][AN], out[AN];
+    static float acc[AN], ref[AN];
+    const void *sp[AK];
+    uint16_t one = fpref_to_f16 (1.0f), big = fpref_to_f16 (2048.0f);
+    float x[3] = { 1.5f, -2.25f, 65504.0f };
+    int i, k, bad = 0, badn = 0;
+
+    ok (ddpi_acc_dtype (DDP_FLOAT16, DDP_SUM) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_BFLOAT16, DDP_AVG) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_FLOAT16, DDP_PROD) == DDP_FLOAT32,
+        "16-bit floats accumulate in float32 for sum, prod, avg");
+    ok (ddpi_acc_dtype (DDP_FLOAT16, DDP_MIN) == DDP_FLOAT16
+        && ddpi_acc_dtype (DDP_BFLOAT16, DDP_MAX) == DDP_BFLOAT16
+        && ddpi_acc_dtype (DDP_FLOAT32, DDP_SUM) == DDP_FLOAT32
+        && ddpi_acc_dtype (DDP_INT8, DDP_SUM) == DDP_INT8,
+        "min, max and the other types accumulate in themselves");
+    for (k = 0; k < AK; k++) {
+        sp[k] = src[k];
+        for (i = 0; i < AN; i++)
+            src[k][i] = k == 0 ? big : one;
+    }
+    ddpi_reduce_many_acc (acc, sp, AK, AN, DDP_FLOAT16, DDP_SUM);
+    ddpi_narrow (out, acc, AN, DDP_FLOAT16, DDP_SUM);
+    for (i = 0; i < AN; i++)
+        bad += out[i] != fpref_to_f16 (2064.0f);
+    ok (!bad, "2048 + 16 x 1 in float16 is 2064 with fp32 accumulation "
+        "(%d bad; 16-bit steps would stay at 2048)", bad);
+    for (k = 0; k < AK; k++)
+        for (i = 0; i < AN; i++)
+            src[k][i] = (uint16_t)(xr () & 0x7bff);    /* finite halves */
+    ddpi_reduce_many_acc (acc, sp, AK, AN, DDP_FLOAT16, DDP_PROD);
+    for (i = 0; i < AN; i++) {
+        ref[i] = ddpi_half_to_float (src[0][i]);
+        for (k = 1; k < AK; k++)
+            ref[i] *= ddpi_half_to_float (src[k][i]);
+        bad += fpref_f2u (acc[i]) != fpref_f2u (ref[i]);
+    }
+    ok (!bad, "reduce_many_acc: float ops in source order (%d bad)", bad);
+    for (i = 0; i < AN; i++) {
+        ddpi_widen (&acc[i], &src[1][i], 1, DDP_BFLOAT16, DDP_SUM);
+        badn += ddpi_float_to_bf16 (acc[i]) != src[1][i];
+    }
+    ok (!badn, "bfloat16 widen and narrow round-trip (%d bad)", badn);
+    memcpy (acc, x, sizeof (x));
+    ddpi_narrow (acc, acc, 3, DDP_FLOAT16, DDP_SUM);
+    memcpy (out, acc, 3 * sizeof (uint16_t));
+    ok (out[0] == fpref_to_f16 (1.5f) && out[1] == fpref_to_f16 (-2.25f)
+        && out[2] == fpref_to_f16 (65504.0f), "narrow in place");
+    ddpi_widen (acc, x, 3, DDP_FLOAT32, DDP_SUM);
+    ok (memcmp (acc, x, sizeof (x)) == 0, "widen of float32 copies");
+    acc[0] = 1.0f;
+    acc[1] = 2.0f;
+    ddpi_reduce_op (&acc[1], &acc[0], &acc[1], 1, DDP_FLOAT32, DDP_SUM);
+    ok (acc[1] == 3.0f, "reduce_op: dst may be the second operand");
 }
 
 int main (void)
@@ -322,6 +361,7 @@ int main (void)
     test_int_ops ();
     test_float_ops ();
     test_many_and_finish ();
+    test_acc ();
     done_testing ();
     return 0;
 }

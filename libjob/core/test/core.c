@@ -271,6 +271,49 @@ static void single (void)
     is_int (ddp_finalize (), 0, "finalize again");
 }
 
+/* The NCCL section of ddp.h on the host backend (and in a build without
+ * NCCL): DDP_ENOTSUP from the core, NULL / -1 from the accessors. */
+static void gpu_section (void)
+{
+    double x = 1, y = 0;
+    size_t used = 7, total = 7;
+
+#ifdef HAVE_NCCL
+    is_int (ddp_allreduce_stream (&x, &y, 1, DDP_FLOAT64, DDP_SUM, NULL),
+            DDP_ENOINIT, "allreduce_stream before init: ENOINIT");
+#else
+    is_int (ddp_allreduce_stream (&x, &y, 1, DDP_FLOAT64, DDP_SUM, NULL),
+            DDP_ENOTSUP, "built without NCCL: allreduce_stream is ENOTSUP");
+    is_int (ddp_gpu_mem_info (&used, &total), DDP_ENOTSUP,
+            "built without NCCL: gpu_mem_info is ENOTSUP");
+#endif
+    setenv ("DDP_BACKEND", "host", 1);
+    if (ddp_init () < 0) {
+        ok (0, "init on the host backend");
+        return;
+    }
+    is_int (ddp_allreduce_stream (&x, &y, 1, DDP_FLOAT64, DDP_SUM, NULL),
+            DDP_ENOTSUP, "host backend: allreduce_stream is ENOTSUP");
+    is_int (ddp_bcast_stream (&x, 1, DDP_FLOAT64, 0, NULL), DDP_ENOTSUP,
+            "host backend: bcast_stream is ENOTSUP");
+    is_int (ddp_reduce_stream (&x, &y, 1, DDP_FLOAT64, DDP_SUM, 0, NULL),
+            DDP_ENOTSUP, "host backend: reduce_stream is ENOTSUP");
+    is_int (ddp_gather_stream (&x, &y, 1, DDP_FLOAT64, 0, NULL), DDP_ENOTSUP,
+            "host backend: gather_stream is ENOTSUP");
+    is_int (ddp_allgather_stream (&x, &y, 1, DDP_FLOAT64, NULL), DDP_ENOTSUP,
+            "host backend: allgather_stream is ENOTSUP");
+    is_int (ddp_stream_synchronize (NULL), DDP_ENOTSUP,
+            "host backend: stream_synchronize is ENOTSUP");
+    ok (ddp_nccl_comm () == NULL && ddp_cuda_stream () == NULL
+            && ddp_cuda_device () == -1,
+        "host backend: no communicator, stream or device");
+    ok (y == 0, "and no data moved");
+    if (ddp_gpu_mem_info (&used, &total) < 0)
+        ok (used == 7 && total == 7, "gpu_mem_info failing leaves its outputs");
+    ddp_finalize ();
+    unsetenv ("DDP_BACKEND");
+}
+
 int main (void)
 {
     plan (NO_PLAN);
@@ -281,6 +324,7 @@ int main (void)
     environment ();
     timeout_messages ();
     single ();
+    gpu_section ();
     done_testing ();
     return 0;
 }

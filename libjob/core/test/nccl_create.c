@@ -103,11 +103,12 @@ static void test_gpu (void)
             diag ("%s", ddpi_last_error ());
             break;
         }
-        ok (ddp_nccl_comm () != NULL && ddp_cuda_stream () != NULL,
-            "communicator and stream are published");
+        ok (ddpi_backend_nccl.gpu->comm (ctx) != NULL
+                && ddpi_backend_nccl.gpu->stream (ctx) != NULL,
+            "communicator and stream are made");
         is_int (ddpi_backend_nccl.barrier (ctx), 0, "barrier");
         ddpi_backend_nccl.destroy (ctx);
-        ok (ddp_nccl_comm () == NULL, "destroy withdraws them");
+        ok (ddp_nccl_comm () == NULL, "the public accessor never saw them");
     }
     bootstrap_destroy (b);
 }

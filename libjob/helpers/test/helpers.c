@@ -9,36 +9,8 @@
 #include <unistd.h>
 #include "ddp.h"
 #include "tap.h"
-
-static int runs, post_runs;
-
-static int fn_ok (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 0;
-}
-
-static int fn_fail (void *arg)
-{
-    (void) arg;
-    runs++;
-    return 1;
-}
-
-static int post_ok (void *arg)
-{
-    (void) arg;
-    post_runs++;
-    return 0;
-}
-
-static int post_fail (void *arg)
-{
-    (void) arg;
-    post_runs++;
-    return -1;
-}
+#include "stubs.h"
+#include "testutil.h"
 
 /* A main-only callback that calls main_only and run_on_main itself. */
 static int fn_nested (void *arg)
@@ -49,30 +21,6 @@ static int fn_nested (void *arg)
     rc[1] = ddp_run_on_main (fn_ok, NULL, post_ok, NULL, true);
     rc[2] = ddp_rank0_first (fn_ok, NULL);
     return 0;
-}
-
-static int compute_ok (void *arg, void **out, size_t *len)
-{
-    size_t n = *(size_t *) arg;
-    unsigned char *p = malloc (n ? n : 1);
-
-    if (!p)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char) (i * 7 + 3);
-    *out = p;
-    *len = n;
-    runs++;
-    return 0;
-}
-
-static int compute_fail (void *arg, void **out, size_t *len)
-{
-    (void) arg;
-    (void) out;
-    (void) len;
-    runs++;
-    return 2;
 }
 
 static int compute_null (void *arg, void **out, size_t *len)
@@ -94,12 +42,17 @@ static void op_sum (void *inout, const void *in, size_t count, void *ctx)
     op_calls++;
 }
 
-static bool pattern_ok (const unsigned char *p, size_t n)
+/* What a helper that takes one callback does in a single process: fn runs
+ * once and its 0 comes back, a failing fn is DDP_EUSER, no fn DDP_EINVAL. */
+static void check_one_fn (int (*helper) (ddp_fn_t, void *), const char *name)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char) (i * 7 + 3))
-            return false;
-    return true;
+    runs = 0;
+    is_int (helper (fn_ok, NULL), 0, "%s: 0", name);
+    is_int (runs, 1, "%s: fn ran once", name);
+    is_int (helper (fn_fail, NULL), DDP_EUSER, "%s: fn failing is DDP_EUSER",
+            name);
+    is_int (helper (NULL, NULL), DDP_EINVAL, "%s: NULL fn is DDP_EINVAL",
+            name);
 }
 
 static void check_before_init (void)
@@ -164,13 +117,7 @@ static void check_run_on_main (void)
             "run_on_main: post_fn failing is DDP_EUSER");
     is_int (ddp_run_on_main (NULL, NULL, post_ok, NULL, true), DDP_EINVAL,
             "run_on_main: NULL fn is DDP_EINVAL");
-    runs = 0;
-    is_int (ddp_main_only (fn_ok, NULL), 0, "main_only: 0");
-    is_int (runs, 1, "main_only: fn ran");
-    is_int (ddp_main_only (fn_fail, NULL), DDP_EUSER,
-            "main_only: fn failing is DDP_EUSER");
-    is_int (ddp_main_only (NULL, NULL), DDP_EINVAL,
-            "main_only: NULL fn is DDP_EINVAL");
+    check_one_fn (ddp_main_only, "main_only");
     runs = post_runs = 0;
     is_int (ddp_main_only (fn_nested, nested), 0,
             "main_only: a callback calling helpers itself");
@@ -207,20 +154,8 @@ static void check_slow (void)
 
 static void check_first (void)
 {
-    runs = 0;
-    is_int (ddp_rank0_first (fn_ok, NULL), 0, "rank0_first: 0");
-    is_int (runs, 1, "rank0_first: fn ran once on rank 0 of 1");
-    is_int (ddp_rank0_first (fn_fail, NULL), DDP_EUSER,
-            "rank0_first: fn failing is DDP_EUSER");
-    is_int (ddp_rank0_first (NULL, NULL), DDP_EINVAL,
-            "rank0_first: NULL fn is DDP_EINVAL");
-    runs = 0;
-    is_int (ddp_local_rank0_first (fn_ok, NULL), 0, "local_rank0_first: 0");
-    is_int (runs, 1, "local_rank0_first: fn ran once");
-    is_int (ddp_local_rank0_first (fn_fail, NULL), DDP_EUSER,
-            "local_rank0_first: fn failing is DDP_EUSER");
-    is_int (ddp_local_rank0_first (NULL, NULL), DDP_EINVAL,
-            "local_rank0_first: NULL fn is DDP_EINVAL");
+    check_one_fn (ddp_rank0_first, "rank0_first");
+    check_one_fn (ddp_local_rank0_first, "local_rank0_first");
 }
 
 static void check_compute (void)
@@ -233,7 +168,7 @@ static void check_compute (void)
         o = NULL;
         l = 99;
         int rc = ddp_compute_and_bcast (compute_ok, &sizes[i], 0, &o, &l);
-        ok (rc == 0 && l == sizes[i] && (l == 0 || pattern_ok (o, l)),
+        ok (rc == 0 && l == sizes[i] && (l == 0 || buf_ok (o, 0, l)),
             "compute_and_bcast %zu bytes: result returned (rc %d)", sizes[i],
             rc);
         free (o);
@@ -260,10 +195,8 @@ static void check_bytes (void)
     void *b = msg, *o = NULL;
     size_t l = 5, *lens = NULL;
     size_t big = 300000;
-    unsigned char *bb = malloc (big);
+    unsigned char *bb = make_buf (0, big);
 
-    for (size_t i = 0; i < big; i++)
-        bb[i] = (unsigned char) (i * 7 + 3);
     is_int (ddp_bcast_bytes (&b, &l, 0), 0, "bcast_bytes on root: 0");
     ok (b == msg && l == 5, "bcast_bytes: root's buffer and length unchanged");
     b = bb;
@@ -291,7 +224,7 @@ static void check_bytes (void)
     free (lens);
     is_int (ddp_allgatherv_bytes (bb, big, &o, &lens), 0,
             "allgatherv 300 kB");
-    ok (o && lens && lens[0] == big && pattern_ok (o, big),
+    ok (o && lens && lens[0] == big && buf_ok (o, 0, big),
         "allgatherv 300 kB: the data and length");
     free (o);
     free (lens);
@@ -379,40 +312,22 @@ static void check_reduce (void)
 }
 
 /* Run f with stderr sent to a file; return what it wrote (malloc'd). */
-static char *capture_stderr (void (*f) (void))
+static void log_simple (void *arg)
 {
-    char path[] = "helpers-log-XXXXXX";
-    int fd = mkstemp (path), saved = dup (STDERR_FILENO);
-    char *buf = calloc (1, 65536);
-    ssize_t n;
-
-    dup2 (fd, STDERR_FILENO);
-    f ();
-    dup2 (saved, STDERR_FILENO);
-    close (saved);
-    lseek (fd, 0, SEEK_SET);
-    n = read (fd, buf, 65535);
-    if (n < 0)
-        n = 0;
-    buf[n] = '\0';
-    close (fd);
-    unlink (path);
-    return buf;
-}
-
-static void log_simple (void)
-{
+    (void) arg;
     ddp_log ("hello %d", 42);
 }
 
-static void log_lines (void)
+static void log_lines (void *arg)
 {
+    (void) arg;
     ddp_log ("one\ntwo\n");
     ddp_log_main ("main %s", "only");
 }
 
-static void log_long (void)
+static void log_long (void *arg)
 {
+    (void) arg;
     char *s = malloc (5001);
     memset (s, 'x', 5000);
     s[5000] = '\0';
@@ -430,15 +345,15 @@ static void check_log (void)
     is_int (ddp_log_prefix (NULL, 0), 15, "log_prefix (NULL, 0): the length");
     is_int (ddp_log_prefix (NULL, 4), DDP_EINVAL,
             "log_prefix (NULL, 4) is DDP_EINVAL");
-    out = capture_stderr (log_simple);
+    out = capture_stderr (log_simple, NULL);
     is_str (out, "[ddp rank 0/1] hello 42\n", "ddp_log: prefix, newline added");
     free (out);
-    out = capture_stderr (log_lines);
+    out = capture_stderr (log_lines, NULL);
     is_str (out, "[ddp rank 0/1] one\n[ddp rank 0/1] two\n"
             "[ddp rank 0/1] main only\n",
             "ddp_log: every line prefixed; log_main prints on main");
     free (out);
-    out = capture_stderr (log_long);
+    out = capture_stderr (log_long, NULL);
     ok (strlen (out) == 15 + 5001 + 1 && strncmp (out, "[ddp rank 0/1] xxx", 18)
         == 0 && strcmp (out + strlen (out) - 3, "x|\n") == 0,
         "ddp_log: a 5000-byte message is written whole (%zu bytes)",
@@ -450,18 +365,7 @@ int main (void)
 {
     int rc;
 
-    /* A single process: no launcher variables may leak in from outside. */
-    unsetenv ("WORLD_SIZE");
-    unsetenv ("PMIX_NAMESPACE");
-    unsetenv ("PMIX_SERVER_URI2");
-    unsetenv ("PMIX_SERVER_URI3");
-    unsetenv ("PMIX_SERVER_URI4");
-    unsetenv ("PMIX_SERVER_URI21");
-    unsetenv ("PMIX_SERVER_URI41");
-    unsetenv ("SLURM_NTASKS");
-    unsetenv ("SLURM_STEP_NUM_TASKS");
-    unsetenv ("DDP_BACKEND");
-    setenv ("DDP_TIMEOUT", "0.2", 1);
+    single_process_env ("0.2");
     plan (NO_PLAN);
     check_before_init ();
     if ((rc = ddp_init ()) != 0) {

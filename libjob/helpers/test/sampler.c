@@ -293,10 +293,98 @@ static void check_huge (void)
     free (out);
 }
 
+/* ddp_sampler_indices_from: every window [start, start + n) of every rank
+ * is the same slice of the whole list, for both orders and paddings. */
+static void check_from_windows (uint64_t n, int w, bool shuffle,
+                                bool drop_last)
+{
+    ddp_sampler_t s;
+    uint64_t *all, *part;
+    bool same = true, init = true;
+
+    for (int r = 0; r < w && same && init; r++) {
+        init = ddp_sampler_init (&s, n, w, r, shuffle, 9, drop_last) == 0;
+        if (!init)
+            break;
+        ddp_sampler_set_epoch (&s, 3);
+        all = calloc (s.num_samples + 1, sizeof (*all));
+        part = calloc (s.num_samples + 1, sizeof (*part));
+        if (ddp_sampler_indices (&s, all, s.num_samples) != 0)
+            same = false;
+        for (uint64_t a = 0; a <= s.num_samples && same; a++)
+            for (uint64_t len = 0; a + len <= s.num_samples && same; len++) {
+                if (ddp_sampler_indices_from (&s, a, part, len) != 0
+                    || memcmp (part, all + a, len * sizeof (*all)) != 0)
+                    same = false;
+            }
+        free (all);
+        free (part);
+    }
+    ok (init && same, "indices_from N=%ju W=%d shuffle=%d drop_last=%d: "
+        "every window of every rank is that slice of its list",
+        (uintmax_t) n, w, shuffle, drop_last);
+}
+
+static void check_from_args (void)
+{
+    ddp_sampler_t s;
+    uint64_t out[8];
+
+    is_int (ddp_sampler_init (&s, 10, 3, 1, true, 7, false), 0,
+            "init N=10 W=3 (4 positions per rank)");
+    is_int (ddp_sampler_indices_from (&s, 0, out, 4), 0,
+            "indices_from: the whole list");
+    is_int (ddp_sampler_indices_from (&s, 4, NULL, 0), 0,
+            "indices_from: start == num_samples with n 0 (an epoch's end)");
+    is_int (ddp_sampler_indices_from (&s, 3, out, 2), DDP_EINVAL,
+            "indices_from: past the end is DDP_EINVAL");
+    is_int (ddp_sampler_indices_from (&s, 5, out, 0), DDP_EINVAL,
+            "indices_from: start past the end is DDP_EINVAL");
+    is_int (ddp_sampler_indices_from (&s, UINT64_MAX, out, 2), DDP_EINVAL,
+            "indices_from: a huge start does not wrap around");
+    is_int (ddp_sampler_indices_from (&s, 0, NULL, 1), DDP_EINVAL,
+            "indices_from: NULL out with n > 0 is DDP_EINVAL");
+    is_int (ddp_sampler_indices_from (NULL, 0, out, 1), DDP_EINVAL,
+            "indices_from: NULL sampler is DDP_EINVAL");
+    s.num_samples = 5;
+    is_int (ddp_sampler_indices_from (&s, 0, out, 1), DDP_EINVAL,
+            "indices_from: a sampler altered after init is DDP_EINVAL");
+}
+
+/* A huge data set: a window far into the epoch costs only its own length
+ * (the whole list would be 2^40 entries). */
+static void check_from_far (void)
+{
+    ddp_sampler_t s, one;
+    uint64_t far[4], ref[4];
+    uint64_t k = (UINT64_C (1) << 39) - 3;
+
+    ddp_sampler_init (&s, UINT64_C (1) << 41, 2, 1, true, 5, false);
+    ddp_sampler_set_epoch (&s, 2);
+    ok (ddp_sampler_indices_from (&s, k, far, 4) == 0,
+        "indices_from: position 2^39 - 3 of 2^40, without the list");
+    /* the same entries through a world of one: positions 2k+1, 2k+3, ... */
+    ddp_sampler_init (&one, UINT64_C (1) << 41, 1, 0, true, 5, false);
+    ddp_sampler_set_epoch (&one, 2);
+    for (int i = 0; i < 4; i++)
+        ddp_sampler_indices_from (&one, 2 * (k + (uint64_t) i) + 1, &ref[i],
+                                  1);
+    ok (memcmp (far, ref, sizeof (far)) == 0,
+        "it matches the world-of-one permutation at the same entries");
+}
+
 int main (void)
 {
     plan (NO_PLAN);
     check_args ();
+    check_from_args ();
+    check_from_far ();
+    for (int w = 1; w <= 4; w++)
+        for (uint64_t n = 0; n <= 9; n++) {
+            check_from_windows (n, w, false, false);
+            check_from_windows (n, w, true, false);
+            check_from_windows (n, w, true, true);
+        }
     for (int w = 1; w <= 5; w++) {
         for (uint64_t n = 0; n <= 13; n++) {
             check_plain (n, w, false);

@@ -3,7 +3,10 @@
  * duplicate-GPU check.  Needs no GPU. */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nccl_util.h"
 #include "tap.h"
@@ -159,66 +162,220 @@ static void test_blob (void)
         "no blob is refused");
 }
 
+/* nccl_find_duplicate_gpu on v[0..n-1]: want NULL (no duplicate) or a
+ * substring of the message. */
+static void expect_dup (const struct nccl_blob *v, int n, const char *want,
+                        const char *name)
+{
+    char msg[512] = "";
+    int rc = nccl_find_duplicate_gpu (v, n, msg, sizeof (msg));
+
+    if (!want)
+        ok (rc == 0, "%s", name);
+    else
+        ok (rc == 1 && strstr (msg, want) != NULL, "%s: %s", name, msg);
+}
+
+static void expect_pair (const char *h0, const char *b0, int u0,
+                         const char *h1, const char *b1, int u1,
+                         const char *want, const char *name)
+{
+    struct nccl_blob v[2] = {mkblob (h0, b0, u0), mkblob (h1, b1, u1)};
+
+    expect_dup (v, 2, want, name);
+}
+
 static void test_duplicates (void)
 {
     struct nccl_blob v[5];
-    char msg[512] = "", ubuf[48];
+    char msg[512] = "", ubuf[48], small[8];
 
     v[0] = mkblob ("n1", "0000:3b:00.0", 10);
     v[1] = mkblob ("n1", "0000:5e:00.0", 40);
     v[2] = mkblob ("n2", "0000:3b:00.0", 70); /* same bus id, other host */
     v[3] = mkblob ("n2", "0000:5e:00.0", 100);
-    ok (!nccl_find_duplicate_gpu (v, 4, msg, sizeof (msg)),
-        "four ranks on four GPUs: no duplicate");
-
+    expect_dup (v, 4, NULL, "four ranks on four GPUs: no duplicate");
     v[3] = mkblob ("n1", "0000:5e:00.0", 40);
-    ok (nccl_find_duplicate_gpu (v, 4, msg, sizeof (msg)),
-        "ranks 1 and 3 on one GPU of n1: found");
-    diag ("%s", msg);
-    ok (strstr (msg, "ranks 1,3 on host n1 share GPU 0000:5e:00.0") != NULL,
-        "the message names the ranks, host and bus id");
+    expect_dup (v, 4, "ranks 1,3 on host n1 share GPU 0000:5e:00.0",
+                "ranks 1 and 3 on one GPU of n1: named with host and bus id");
+    nccl_find_duplicate_gpu (v, 4, msg, sizeof (msg));
     ok (strstr (msg, nccl_format_uuid (v[1].uuid, ubuf, sizeof (ubuf)))
             != NULL, "and the UUID");
-
     v[2] = mkblob ("n1", "0000:3b:00.0", 10);
     v[4] = mkblob ("n1", "0000:3b:00.0", 10);
-    ok (nccl_find_duplicate_gpu (v, 5, msg, sizeof (msg)),
-        "three ranks on the first GPU: found");
-    ok (strstr (msg, "ranks 0,2,4 on host n1") != NULL,
-        "all of them are listed: %s", msg);
+    expect_dup (v, 5, "ranks 0,2,4 on host n1",
+                "three ranks on the first GPU: all listed");
 
-    /* Same UUID on different hosts cannot be one GPU. */
-    v[0] = mkblob ("a", "0000:01:00.0", 1);
-    v[1] = mkblob ("b", "0000:01:00.0", 1);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
-        "same UUID and bus id on different hosts: not a duplicate");
-
-    /* Unknown UUIDs: fall back to the bus id. */
-    v[0] = mkblob ("a", "0000:01:00.0", 0);
-    v[1] = mkblob ("a", "0000:01:00.0", 0);
-    ok (nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
-        "no UUIDs, same host and bus id: duplicate");
-    ok (strstr (msg, "ranks 0,1 on host a share GPU 0000:01:00.0") != NULL,
-        "message without UUID: %s", msg);
-    v[1] = mkblob ("a", "", 0);
-    v[0] = mkblob ("a", "", 0);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
-        "nothing known about the GPUs: no claim");
-
-    /* Different UUIDs with the same bus id on one host (MIG instances). */
+    /* Two ranks: host, bus id and UUID seed (0: unknown) of each. */
+    expect_pair ("a", "0000:01:00.0", 1, "b", "0000:01:00.0", 1, NULL,
+                 "same UUID and bus id on two hosts: no duplicate");
+    expect_pair ("a", "0000:01:00.0", 0, "a", "0000:01:00.0", 0,
+                 "ranks 0,1 on host a share GPU 0000:01:00.0 (NCCL",
+                 "no UUIDs, same host and bus id: duplicate, no UUID named");
+    expect_pair ("a", "", 0, "a", "", 0, NULL,
+                 "nothing known about the GPUs: no claim");
+    expect_pair ("a", "0000:01:00.0", 1, "a", "0000:01:00.0", 2, NULL,
+                 "same bus id, different UUIDs (MIG instances): none");
+    /* One UUID unknown: the bus id decides. */
     v[0] = mkblob ("a", "0000:01:00.0", 1);
     v[1] = mkblob ("a", "0000:01:00.0", 2);
-    ok (!nccl_find_duplicate_gpu (v, 2, msg, sizeof (msg)),
-        "same bus id, different UUIDs: not a duplicate");
+    v[2] = mkblob ("a", "0000:01:00.0", 0);
+    expect_dup (v, 3, "ranks 0,2 on host a",
+                "a rank without UUID on a bus id shared by two MIG ranks");
 
     /* A tiny message buffer is filled safely. */
     v[1] = mkblob ("a", "0000:01:00.0", 1);
-    char small[8];
-    ok (nccl_find_duplicate_gpu (v, 2, small, sizeof (small))
+    ok (nccl_find_duplicate_gpu (v, 2, small, sizeof (small)) == 1
             && strlen (small) < sizeof (small),
         "a short message buffer is truncated, terminated: '%s'", small);
-    ok (!nccl_find_duplicate_gpu (v, 0, msg, sizeof (msg)),
-        "no ranks: nothing found");
+    expect_dup (v, 0, NULL, "no ranks: nothing found");
+}
+
+/* Rank r of a simulated job: node r / per_node, GPU r % per_node, each GPU
+ * with its own bus id and UUID. */
+static struct nccl_blob sim_blob (int r, int per_node)
+{
+    char host[16], busid[16];
+    struct nccl_blob b;
+    int node = r / per_node, gpu = r % per_node;
+
+    snprintf (host, sizeof (host), "n%05d", node);
+    snprintf (busid, sizeof (busid), "0000:%02x:00.0", 0x10 + gpu);
+    b = mkblob (host, busid, 0);
+    memcpy (b.uuid, &node, sizeof (node));
+    b.uuid[sizeof (node)] = (uint8_t)(gpu + 1);
+    return b;
+}
+
+static struct nccl_blob *sim_job (int n, int per_node)
+{
+    struct nccl_blob *v = calloc ((size_t)n, sizeof (*v));
+
+    for (int r = 0; v && r < n; r++)
+        v[r] = sim_blob (r, per_node);
+    return v;
+}
+
+/* Jobs of thousands of ranks: the check sorts, it does not compare pairs. */
+static void test_duplicates_scale (void)
+{
+    int n = 4096;
+    struct nccl_blob *v = sim_job (n, 8);
+
+    if (!v) {
+        ok (0, "calloc %d blobs", n);
+        return;
+    }
+    expect_dup (v, n, NULL, "4096 ranks on 512 nodes of 8 GPUs: no duplicate");
+    v[4095] = sim_blob (4088, 8);
+    expect_dup (v, n, "ranks 4088,4095 on host n00511 share GPU 0000:10:00.0",
+                "the last two ranks of the last node on one GPU: found");
+    v[13] = sim_blob (9, 8);
+    v[14] = sim_blob (9, 8);
+    expect_dup (v, n, "ranks 9,13,14 on host n00001",
+                "two shared GPUs: the one with the lowest rank is named");
+    for (int r = 0; r < n; r++) {
+        v[r] = sim_blob (r, 8);
+        memset (v[r].uuid, 0, sizeof (v[r].uuid));
+    }
+    expect_dup (v, n, NULL, "no UUIDs anywhere, bus ids distinct per node");
+    v[2050] = v[2049];
+    expect_dup (v, n, "ranks 2049,2050 on host n00256 share GPU 0000:11:00.0",
+                "no UUIDs: a shared bus id is found");
+    free (v);
+
+    /* All ranks report one host name (as on the test cluster). */
+    n = 3000;
+    if (!(v = sim_job (n, 8)))
+        return;
+    for (int r = 0; r < n; r++)
+        snprintf (v[r].host, sizeof (v[r].host), "same");
+    expect_dup (v, n, NULL, "3000 ranks, one host name, own UUIDs: none");
+    free (v);
+}
+
+/* The rule of nccl_util.h, pair by pair, for the cross-check below. */
+static bool ref_same (const struct nccl_blob *a, const struct nccl_blob *b)
+{
+    static const uint8_t zero[16];
+    bool ua = memcmp (a->uuid, zero, 16) != 0;
+    bool ub = memcmp (b->uuid, zero, 16) != 0;
+
+    if (strcmp (a->host, b->host) != 0)
+        return false;
+    if (ua && ub)
+        return memcmp (a->uuid, b->uuid, 16) == 0;
+    return a->busid[0] && strcmp (a->busid, b->busid) == 0;
+}
+
+/* "ranks F,J,..." by comparing every pair, or "" when no GPU is shared. */
+static void ref_ranks (const struct nccl_blob *v, int n, char *out,
+                       size_t len)
+{
+    out[0] = '\0';
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (ref_same (&v[i], &v[j])) {
+                size_t off = (size_t)snprintf (out, len, "ranks %d", i);
+                for (int k = i + 1; k < n && off < len; k++)
+                    if (ref_same (&v[i], &v[k]))
+                        off += (size_t)snprintf (out + off, len - off, ",%d",
+                                                 k);
+                return;
+            }
+}
+
+/* Random small jobs (few hosts, GPUs, unknown UUIDs and bus ids mixed):
+ * the sorting check names exactly the ranks the pairwise rule gives. */
+static void test_duplicates_random (void)
+{
+    static const char *hosts[] = {"a", "b", "c", "d"};
+    static const char *buses[] = {"", "0000:01:00.0", "0000:02:00.0",
+                                  "0000:03:00.0", "0000:04:00.0",
+                                  "0000:05:00.0", "0000:06:00.0",
+                                  "0000:07:00.0"};
+    unsigned long seed = 12345;
+    struct nccl_blob v[16];
+    char msg[512], want[512];
+    int wrong = 0, found = 0;
+
+    for (int round = 0; round < 300; round++) {
+        int n = 2 + (int)(seed % 15);
+        for (int r = 0; r < n; r++) {
+            seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+            v[r] = mkblob (hosts[(seed >> 33) % 4], buses[(seed >> 40) % 8],
+                           (int)((seed >> 48) % 8) * 20);
+        }
+        ref_ranks (v, n, want, sizeof (want));
+        int rc = nccl_find_duplicate_gpu (v, n, msg, sizeof (msg));
+        bool same = want[0] ? rc == 1 && strncmp (msg, want, strlen (want)) == 0
+                                  && msg[strlen (want)] == ' '
+                            : rc == 0;
+        found += want[0] != '\0';
+        if (!same && wrong++ < 3)
+            diag ("round %d: want '%s', got %d '%s'", round, want, rc, msg);
+    }
+    is_int (wrong, 0, "300 random jobs: the same ranks as the pairwise rule"
+            " (%d with a shared GPU)", found);
+}
+
+/* --scale N: time the check on N ranks (no duplicate, the full work). */
+static int scale (int n)
+{
+    struct nccl_blob *v = sim_job (n, 8);
+    char msg[512];
+    struct timespec t0, t1;
+    int rc;
+
+    if (!v)
+        return 1;
+    clock_gettime (CLOCK_MONOTONIC, &t0);
+    rc = nccl_find_duplicate_gpu (v, n, msg, sizeof (msg));
+    clock_gettime (CLOCK_MONOTONIC, &t1);
+    printf ("duplicate-GPU check, %d ranks: rc %d, %.3f ms\n", n, rc,
+            (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+    free (v);
+    return rc != 0;
 }
 
 static void test_uuid (void)
@@ -234,8 +391,10 @@ static void test_uuid (void)
         "a short buffer is truncated");
 }
 
-int main (void)
+int main (int argc, char **argv)
 {
+    if (argc == 3 && strcmp (argv[1], "--scale") == 0)
+        return scale (atoi (argv[2]));
     plan (NO_PLAN);
     test_dtype ();
     test_op ();
@@ -243,6 +402,8 @@ int main (void)
     test_choose ();
     test_blob ();
     test_duplicates ();
+    test_duplicates_scale ();
+    test_duplicates_random ();
     test_uuid ();
     return done_testing ();
 }

@@ -1,0 +1,578 @@
+# report.awk - compare.sh's report: markdown from the benchmark's raw results.
+#
+#   awk -f report.awk [-v NAME=VALUE...] kind=results results.tsv \
+#       [kind=launch cfg=CFG launch-CFG.txt...] [kind=debug init-ddp-debug.err] \
+#       [kind=failures failures] [kind=retried retried] [kind=baseline OLD.tsv]
+#
+# Input files (kind= before each says what it is):
+#   results  every TSV row of every run, with the run's name first:
+#            run impl op nranks nnodes bytes count iters time_us mean_us
+#            min_us algbw_GBps busbw_GBps check (report.h has the ops).
+#            Runs: ddp-N1n2, mpi-N2n2 (collectives), ddp-scale-N8p1 (the node
+#            sweep), init-ddp-8-3 (init at 8 ranks on 2 nodes, 3rd run),
+#            init-mpidefault-2-1, init-ddp-debug.
+#   launch   one `srun true` time in ms a line, for configuration cfg.
+#   debug    ddp_init's DDP_DEBUG=1 log.
+#   failures, retried   one failed (retried) run a line.
+#   baseline a results.tsv of an earlier run: ddp's 1- and 2-node times now
+#            are compared with it.
+# Variables (-v): mode, secs, programs, machine, cluster, load_start,
+# load_end, rawdata, reps (init repetitions), scale_ranks ("2 4 8 16 32"),
+# launch_note, nodes (the sweep's, "1,2,4,8,16"), ppn ("1,4"), sizes (the
+# sweep's, in bytes), maxnodes (the cluster's), plot (the picture, for the
+# report to show), plotdata (a file to write the plot's data to).
+#
+# Ratios are ddp / MPI; "n/a" where a side is missing.
+BEGIN {
+    FS = "\t"
+    nruns = 0
+}
+
+# ---- reading ---------------------------------------------------------------
+
+kind == "results" && FNR > 1 { add_row() }
+kind == "launch" && $0 ~ /^[0-9.]+$/ { launch[cfg, ++nlaunch[cfg]] = $0 }
+kind == "debug" { debug[++ndebug] = $0 }
+kind == "failures" && $0 != "" { failed[++nfailed] = $0 }
+kind == "retried" && $0 != "" { retried[++nretried] = $0 }
+kind == "baseline" && FNR > 1 { base[$1, $3, $6] = $9; baseline_read = 1 }
+
+# A results row: by run, op and bytes; by configuration for the sweep.
+function add_row(   run, k, cfg) {
+    run = $1
+    if (!(run in seen)) { seen[run] = 1; runs[++nruns] = run }
+    k = run SUBSEP $3 SUBSEP $6
+    if ($3 ~ /_sent$/) { sent[run, substr($3, 1, length($3) - 5), $6] = $7; return }
+    if ($3 ~ /^rss_/) { rss[run, $3] = $6; rss_n[run, $3] = $7 }
+    t[k] = $9; bw[k] = $13; ck[k] = $14; cnt[k] = $7
+    if ($14 ~ /^FAIL/) nfail++
+    else if ($14 == "ok") nok++
+    if ($3 !~ /^(init|rss)/ && !((run, $3, $6) in order_seen)) {
+        order_seen[run, $3, $6] = 1
+        order[run, ++nrows[run]] = $3 SUBSEP $6
+    }
+    if (run ~ /^init-(mpidefault|ddp-debug)/) return
+    # The same configuration measured by a collectives and a sweep run: the
+    # first run read gives the table its row.
+    cfg = $2 SUBSEP $5 SUBSEP $4
+    if ($3 == "init") inits[cfg, ++ninits[cfg]] = $9
+    else if (!((cfg, $3, $6) in where)) where[cfg, $3, $6] = run
+}
+
+# ---- numbers ----------------------------------------------------------------
+
+function median(a, n,   i, j, v, s) {
+    if (n == 0) return ""
+    for (i = 1; i <= n; i++) s[i] = a[i]
+    for (i = 2; i <= n; i++) {         # insertion sort, numerically
+        v = s[i]
+        for (j = i - 1; j >= 1 && s[j] + 0 > v + 0; j--) s[j + 1] = s[j]
+        s[j + 1] = v
+    }
+    if (n % 2) return s[(n + 1) / 2]
+    return (s[n / 2] + s[n / 2 + 1]) / 2
+}
+
+function ratio(a, b, fmt) {
+    if (a == "" || b == "" || a == "n/a" || b == "n/a" || b + 0 == 0) return "n/a"
+    return sprintf(fmt == "" ? "%.2f" : fmt, a / b)
+}
+
+function na(x) { return x == "" ? "n/a" : x }
+
+function verdict(v, op, limit) {
+    if (v == "" || v ~ /^n\/a/) return "n/a"
+    if (op == "<=") return (v + 0 <= limit + 0) ? "yes" : "**NO**"
+    return (v + 0 >= limit + 0) ? "yes" : "**NO**"
+}
+
+# cell(run, op, bytes, what): time, busbw, check or count of a row, or "".
+function cell(run, op, bytes, what,   k) {
+    k = run SUBSEP op SUBSEP bytes
+    if (!(k in t)) return ""
+    if (what == "time") return t[k]
+    if (what == "bw") return bw[k]
+    if (what == "check") return ck[k]
+    return cnt[k]
+}
+
+# kib(run, op): the size an rss_* row gives, in KiB, or "".
+function kib(run, op) {
+    if (!((run, op) in rss)) return ""
+    return sprintf("%.0f", rss[run, op] / 1024)
+}
+
+# ---- the collectives tables ---------------------------------------------------
+
+function collectives(cfg,   d, m, first, i, op, b, k, barrier) {
+    d = "ddp-" cfg; m = "mpi-" cfg
+    first = (d in seen) ? d : m
+    print "| op | bytes | ddp us | MPI us | time ratio | ddp busbw GB/s | MPI busbw GB/s | bw ratio | checks ddp / MPI |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    if (!(first in seen)) { print "| (no results: both runs failed) | | | | | | | | |"; return }
+    for (i = 1; i <= nrows[first]; i++) {
+        split(order[first, i], k, SUBSEP); op = k[1]; b = k[2]
+        barrier = op == "barrier"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", op, b,
+            na(cell(d, op, b, "time")), na(cell(m, op, b, "time")),
+            ratio(cell(d, op, b, "time"), cell(m, op, b, "time")),
+            barrier ? "" : na(cell(d, op, b, "bw")),
+            barrier ? "" : na(cell(m, op, b, "bw")),
+            barrier ? "" : ratio(cell(d, op, b, "bw"), cell(m, op, b, "bw")),
+            na(cell(d, op, b, "check")), na(cell(m, op, b, "check"))
+    }
+}
+
+# ---- init ---------------------------------------------------------------------
+
+# init_ms(impl, n, op): median over the runs init-IMPL-N-* of op's time
+# (default init), in ms, or "".
+function init_ms(impl, n, op,   i, r, v, nv, prefix) {
+    prefix = "init-" impl "-" n "-"
+    nv = 0
+    for (i = 1; i <= nruns; i++) {
+        r = runs[i]
+        if (index(r, prefix) != 1) continue
+        if (cell(r, op == "" ? "init" : op, 0, "time") == "") continue
+        if (cell(r, op == "" ? "init" : op, 0, "time") + 0 < 0) continue
+        v[++nv] = cell(r, op == "" ? "init" : op, 0, "time")
+    }
+    if (nv == 0) return ""
+    return sprintf("%.2f", median(v, nv) / 1000)
+}
+
+# init_fences(impl, n): the most fences over the runs init-IMPL-N-*, or "".
+function init_fences(impl, n,   i, r, f, best) {
+    best = ""
+    for (i = 1; i <= nruns; i++) {
+        r = runs[i]
+        if (index(r, "init-" impl "-" n "-") != 1) continue
+        f = cell(r, "init_fences", 0, "count")
+        if (f != "" && (best == "" || f + 0 > best + 0)) best = f
+    }
+    return best
+}
+
+function fences_cell(f) { return (f == "" || f == "-1") ? "n/a" : f }
+
+function init_section(   n, i, d, m, nn, ns, p) {
+    print "## Init: ddp_init against MPI_Init (-N2, ranks spread over both nodes)"
+    print ""
+    print "Slowest rank's init time, median of " reps " run(s).  PMIx fences and the time"
+    print "inside PMIx_Init (slowest rank; part of either init) are measured by"
+    print "ddp-bench-fences.so (LD_PRELOAD)."
+    print ""
+    print "| ranks | ddp_init ms | MPI_Init ms | ratio | ddp fences | MPI fences | PMIx_Init in ddp_init ms | PMIx_Init in MPI_Init ms |"
+    print "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    ns = split(scale_ranks, nn, " ")
+    for (i = 1; i <= ns; i++) {
+        n = nn[i]; d = init_ms("ddp", n); m = init_ms("mpi", n)
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, na(d), na(m),
+            ratio(d, m), fences_cell(init_fences("ddp", n)),
+            fences_cell(init_fences("mpi", n)),
+            na(init_ms("ddp", n, "init_pmix_init")),
+            na(init_ms("mpi", n, "init_pmix_init"))
+    }
+    print ""
+    print "MPI_Init with Debian's defaults (UCX probed first), 2 ranks: " na(init_ms("mpidefault", 2)) " ms."
+    print ""
+    print "ddp_init phases (DDP_DEBUG=1, -N2 -n2; slowest rank per phase):"
+    print ""
+    phases()
+    print ""
+    print "The log:"
+    print ""
+    print "```"
+    for (i = 1; i <= ndebug && p < 40; i++)
+        if (debug[i] !~ /^[ \t]*$/) { print debug[i]; p++ }
+    print "```"
+    print ""
+}
+
+# The "| phase | ms |" rows from the DDP_DEBUG lines "init: bootstrap 34.6
+# ms, backend setup 1.5 ms, ..., total 36.5 ms": the largest value over the
+# ranks for each phase, in the log's order.
+function phases(   i, j, line, f, nf, name, v, np, order_, max_) {
+    np = 0
+    for (i = 1; i <= ndebug; i++) {
+        line = debug[i]
+        if (line !~ /init: [a-z ]+ [0-9.]+ ms/) continue
+        sub(/.*init: /, "", line)
+        nf = split(line, f, ", ")
+        for (j = 1; j <= nf; j++) {
+            if (f[j] !~ /^[a-zA-Z][a-zA-Z _-]* [0-9.]+ ms$/) continue
+            name = f[j]; sub(/ [0-9.]+ ms$/, "", name)
+            v = f[j]; sub(/ ms$/, "", v); sub(/.* /, "", v)
+            if (!(name in max_)) order_[++np] = name
+            if (!(name in max_) || v + 0 > max_[name]) max_[name] = v + 0
+        }
+    }
+    if (np == 0) { print "(no phase timings found in the DDP_DEBUG log)"; return }
+    print "| phase | ms |"
+    print "|---|---:|"
+    for (i = 1; i <= np; i++) printf "| %s | %.3f |\n", order_[i], max_[order_[i]]
+}
+
+# ---- launch cost and memory -------------------------------------------------
+
+function launch_median(c,   i, v) {
+    for (i = 1; i <= nlaunch[c]; i++) v[i] = launch[c, i]
+    return median(v, nlaunch[c] + 0)
+}
+
+function launch_section(   i, c, label, base_) {
+    print "## Launch cost: `srun -N2 -n8 true`"
+    print ""
+    if (launch_note != "") { print launch_note; print "" }
+    base_ = launch_median("none")
+    print "| configuration | median ms | runs | ratio to no plugin |"
+    print "|---|---:|---:|---:|"
+    split("none none-pmix plugin plugin-ddp", c, " ")
+    label["none"] = "no plugin"
+    label["none-pmix"] = "no plugin, --mpi=pmix (reference)"
+    label["plugin"] = "plugin loaded, no --ddp"
+    label["plugin-ddp"] = "plugin loaded, --ddp=host"
+    for (i = 1; i <= 4; i++)
+        printf "| %s | %s | %d | %s |\n", label[c[i]], na(launch_median(c[i])),
+            nlaunch[c[i]], ratio(launch_median(c[i]), base_, "%.3f")
+    print ""
+}
+
+function memory_section(   r, i) {
+    print "## Memory (VmRSS, max over ranks)"
+    print ""
+    print "| run | RSS added by init KiB | RSS after 1000 allreduces KiB | growth KiB | over N 8-byte allreduces |"
+    print "|---|---:|---:|---:|---:|"
+    split("ddp-N1n2 ddp-N2n2 mpi-N1n2 mpi-N2n2", r, " ")
+    for (i = 1; i <= 4; i++) {
+        if (!(r[i] in seen)) continue
+        printf "| %s | %s | %s | %s | %s |\n", r[i], kib(r[i], "rss_init"),
+            kib(r[i], "rss_base"), kib(r[i], "rss_growth"), rss_n[r[i], "rss_growth"]
+    }
+    print ""
+}
+
+# ---- the node sweep -------------------------------------------------------------
+
+# sw(impl, nodes, ranks, op, bytes, what): a value of the sweep's
+# configuration, from whichever run measured it, or "".
+function sw(impl, n, r, op, b, what,   k) {
+    k = impl SUBSEP n SUBSEP r SUBSEP op SUBSEP b
+    if (!(k in where)) return ""
+    return cell(where[k], op, b, what)
+}
+
+function sw_sent(impl, n, r, op, b,   k) {
+    k = impl SUBSEP n SUBSEP r SUBSEP op SUBSEP b
+    if (!(k in where) || !((where[k], op, b) in sent)) return ""
+    return sent[where[k], op, b]
+}
+
+# node_init(impl, n, r): median init over every run of that shape, in ms.
+function node_init(impl, n, r,   k, i, v) {
+    k = impl SUBSEP n SUBSEP r
+    for (i = 1; i <= ninits[k]; i++) v[i] = inits[k, i]
+    if (ninits[k] + 0 == 0) return ""
+    return sprintf("%.2f", median(v, ninits[k]) / 1000)
+}
+
+# sent_cell(n, r, b): bytes the busiest leader sent per allreduce against
+# 2(N-1)/N * B, the least a leader of N nodes must send.
+function sent_cell(n, r, b,   s) {
+    s = sw_sent("ddp", n, r, "allreduce", b)
+    if (s == "" || n < 2) return "n/a"
+    return sprintf("%.2f", s / (2 * (n - 1) / n * b))
+}
+
+function largest(   i, m) {
+    m = 0
+    for (i = 1; i <= nsizes; i++) if (size_[i] + 0 > m) m = size_[i] + 0
+    return m
+}
+
+# worst_bw(n, r): the lowest allreduce busbw ratio over sizes >= 1 MiB.
+function worst_bw(n, r,   i, v, w) {
+    w = ""
+    for (i = 1; i <= nsizes; i++) {
+        if (size_[i] + 0 < 1048576) continue
+        v = ratio(sw("ddp", n, r, "allreduce", size_[i], "bw"),
+                  sw("mpi", n, r, "allreduce", size_[i], "bw"))
+        if (v != "n/a" && (w == "" || v + 0 < w + 0)) w = v
+    }
+    return w
+}
+
+function time_ratio(n, r, op, b) {
+    return ratio(sw("ddp", n, r, op, b, "time"), sw("mpi", n, r, op, b, "time"))
+}
+
+function bw_ratio(n, r, b) {
+    return ratio(sw("ddp", n, r, "allreduce", b, "bw"), sw("mpi", n, r, "allreduce", b, "bw"))
+}
+
+function run_nodes(n) { return n + 0 <= maxnodes + 0 }
+
+function sweep_rows(n, p,   r, i, b, op) {
+    r = n * p
+    for (i = 0; i <= nsizes; i++) {
+        op = i == 0 ? "barrier" : "allreduce"
+        b = i == 0 ? 0 : size_[i]
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n",
+            n, r, op, b, na(sw("ddp", n, r, op, b, "time")),
+            na(sw("mpi", n, r, op, b, "time")), time_ratio(n, r, op, b),
+            i == 0 ? "" : na(sw("ddp", n, r, op, b, "bw")),
+            i == 0 ? "" : na(sw("mpi", n, r, op, b, "bw")),
+            i == 0 ? "" : bw_ratio(n, r, b),
+            i == 0 ? "" : sent_cell(n, r, b),
+            na(sw("ddp", n, r, op, b, "check")), na(sw("mpi", n, r, op, b, "check"))
+    }
+}
+
+function plot_data(   i, j, n, r, big) {
+    big = largest()
+    print "# nodes ddp_bw_1MiB mpi_bw_1MiB ddp_bw_" big " mpi_bw_" big \
+        " ddp_us_8B mpi_us_8B ddp_us_barrier mpi_us_barrier; a block per ppn: " ppn > plotdata
+    for (j = 1; j <= nppn; j++) {
+        for (i = 1; i <= nnode; i++) {
+            n = node_[i]; r = n * ppn_[j]
+            if (!run_nodes(n)) continue
+            printf "%s %s %s %s %s %s %s %s %s\n", n,
+                qb(sw("ddp", n, r, "allreduce", 1048576, "bw")),
+                qb(sw("mpi", n, r, "allreduce", 1048576, "bw")),
+                qb(sw("ddp", n, r, "allreduce", big, "bw")),
+                qb(sw("mpi", n, r, "allreduce", big, "bw")),
+                q(sw("ddp", n, r, "allreduce", 8, "time")),
+                q(sw("mpi", n, r, "allreduce", 8, "time")),
+                q(sw("ddp", n, r, "barrier", 0, "time")),
+                q(sw("mpi", n, r, "barrier", 0, "time")) > plotdata
+        }
+        printf "\n\n" > plotdata
+    }
+    close(plotdata)
+}
+
+function q(x) { return x == "" ? "?" : x }
+
+# qb(x): a bandwidth for the plot; "?" where none, or 0 (one rank moves
+# nothing between ranks: busbw is 0 by definition).
+function qb(x) { return (x == "" || x + 0 == 0) ? "?" : x }
+
+# human(b): a size as the tables' headings name it (1 MiB, 64 KiB, 8 B).
+function human(b) {
+    if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
+    if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
+    return b " B"
+}
+
+function sweep_section(   i, j, n, p, r, skipped) {
+    print "## Scaling: allreduce and barrier on 1 to " node_[nnode] " nodes"
+    print ""
+    print "One run per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
+    print "allreduce only, sizes " sizes_text "; the 1- and 2-node"
+    print "configurations of the tables above are not run again.  Init: median"
+    print "over every run of that shape.  Sent: bytes the busiest node leader sent"
+    print "per allreduce against 2(N-1)/N x bytes (n/a: libddp does not count"
+    print "its traffic yet)."
+    print ""
+    if (plot != "") { print "![allreduce and barrier against node count](" plot ")"; print "" }
+    skipped = ""
+    for (i = 1; i <= nnode; i++)
+        if (!run_nodes(node_[i])) skipped = skipped (skipped == "" ? "" : ", ") node_[i]
+    if (skipped != "") {
+        print "Not run: " skipped " nodes (the cluster has " maxnodes ")."
+        print ""
+    }
+    print "| nodes | ranks | barrier time ratio | 8 B allreduce time ratio | 1 MiB bw ratio | " human(largest()) " bw ratio | ddp_init ms | MPI_Init ms | init ratio |"
+    print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (j = 1; j <= nppn; j++)
+        for (i = 1; i <= nnode; i++) {
+            n = node_[i]; r = n * ppn_[j]
+            if (!run_nodes(n)) continue
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, r,
+                time_ratio(n, r, "barrier", 0), time_ratio(n, r, "allreduce", 8),
+                bw_ratio(n, r, 1048576), bw_ratio(n, r, largest()),
+                na(node_init("ddp", n, r)), na(node_init("mpi", n, r)),
+                ratio(node_init("ddp", n, r), node_init("mpi", n, r))
+        }
+    print ""
+    for (j = 1; j <= nppn; j++) {
+        p = ppn_[j]
+        print "### " p " rank" (p == 1 ? "" : "s") " per node"
+        print ""
+        print "| nodes | ranks | op | bytes | ddp us | MPI us | time ratio | ddp busbw GB/s | MPI busbw GB/s | bw ratio | sent / 2(N-1)/N B | checks ddp / MPI |"
+        print "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        for (i = 1; i <= nnode; i++)
+            if (run_nodes(node_[i])) sweep_rows(node_[i], p)
+        print ""
+    }
+    if (plotdata != "") plot_data()
+}
+
+# ---- targets ------------------------------------------------------------------
+
+function target(name, op, limit, v) {
+    printf "| %s | %s %s | %s | %s |\n", name, op, limit, na(v), verdict(v, op, limit)
+}
+
+function issue8_targets(   big, v, w, i, n, nn, ns, f, fl, fv, g, b) {
+    print "## Targets (issue 8)"
+    print ""
+    print "| target | goal | measured | met |"
+    print "|---|---|---:|---|"
+    target("1 node: barrier time ddp/MPI", "<=", "1.0",
+        ratio(cell("ddp-N1n2", "barrier", 0, "time"), cell("mpi-N1n2", "barrier", 0, "time")))
+    target("1 node: 8 B allreduce time ddp/MPI", "<=", "1.0",
+        ratio(cell("ddp-N1n2", "allreduce", 8, "time"), cell("mpi-N1n2", "allreduce", 8, "time")))
+    target("1 node: 1 MiB allreduce bandwidth ddp/MPI", ">=", "1.0",
+        ratio(cell("ddp-N1n2", "allreduce", 1048576, "bw"), cell("mpi-N1n2", "allreduce", 1048576, "bw")))
+    target("2 nodes: barrier time ddp/MPI", "<=", "1.5",
+        ratio(cell("ddp-N2n2", "barrier", 0, "time"), cell("mpi-N2n2", "barrier", 0, "time")))
+    target("2 nodes: 8 B allreduce time ddp/MPI", "<=", "1.5",
+        ratio(cell("ddp-N2n2", "allreduce", 8, "time"), cell("mpi-N2n2", "allreduce", 8, "time")))
+    big = largest_run_size("ddp-N2n2"); if (big == "") big = largest_run_size("mpi-N2n2")
+    target("2 nodes: " (big == "" ? "largest" : big) " B allreduce bandwidth ddp/MPI", ">=", "1.0",
+        ratio(cell("ddp-N2n2", "allreduce", big, "bw"), cell("mpi-N2n2", "allreduce", big, "bw")))
+    target("ddp_init / MPI_Init, 2 ranks", "<=", "0.5", ratio(init_ms("ddp", 2), init_ms("mpi", 2)))
+    w = ""; fl = ""
+    ns = split(scale_ranks, nn, " ")
+    for (i = 1; i <= ns; i++) {
+        v = ratio(init_ms("ddp", nn[i]), init_ms("mpi", nn[i]))
+        if (v != "n/a" && (w == "" || v + 0 > w + 0)) w = v
+        f = init_fences("ddp", nn[i])
+        if (f != "" && !((f) in fseen)) { fseen[f] = 1; fl = fl (fl == "" ? "" : " ") f }
+    }
+    target("ddp_init / MPI_Init, worst of 2..32 ranks", "<=", "0.5", w)
+    fv = "n/a"
+    if (fl == "-1") fl = "not counted"
+    # Two: the backend choice every rank agrees on (libjob/core/choice.h),
+    # then the backend's own set-up exchange.
+    else if (fl == "2") fv = "yes"
+    else if (fl != "") fv = "**NO**"
+    printf "| PMIx fences in ddp_init, 2..32 ranks | 2 | %s | %s |\n", na(fl), fv
+    target("plugin loaded, no --ddp: launch ratio", "<=", "1.02",
+        ratio(launch_median("plugin"), launch_median("none"), "%.3f"))
+    target("plugin, --ddp=host: launch ratio", "<=", "1.05",
+        ratio(launch_median("plugin-ddp"), launch_median("none"), "%.3f"))
+    g = kib("ddp-N2n2", "rss_growth"); b = rss["ddp-N2n2", "rss_base"]
+    printf "| ddp RSS growth over %s allreduces (-N2 -n2) | flat (<= 64 KiB or 1%%) | %s KiB | %s |\n",
+        rss_n["ddp-N2n2", "rss_growth"], na(g),
+        g == "" ? "n/a" : ((g + 0 <= 64 || g * 1024 <= b / 100) ? "yes" : "**NO**")
+    print "| NCCL: ddp within 2% / 2 us of raw NCCL | | n/a | n/a (no GPU on this machine) |"
+    print ""
+}
+
+function largest_run_size(run,   i, k, b) {
+    b = ""
+    for (i = 1; i <= nrows[run]; i++) {
+        split(order[run, i], k, SUBSEP)
+        if (k[1] == "allreduce") b = k[2]
+    }
+    return b
+}
+
+# not_run(n): why a sweep target at n nodes has no value, or "".
+function not_run(n,   i, listed) {
+    for (i = 1; i <= nnode; i++) if (node_[i] + 0 == n) listed = 1
+    if (!listed) return "n/a (" n " nodes not in --nodes)"
+    if (!run_nodes(n)) return "n/a (not run: the cluster has " maxnodes " nodes)"
+    return ""
+}
+
+function scale_target(name, op, limit, n, v,   why) {
+    why = not_run(n)
+    if (why != "") v = why
+    target(name, op, limit, v)
+}
+
+# regress(cfg): ddp's worst time now / in the baseline over barrier, 8 B and
+# 1 MiB allreduce of run ddp-CFG.
+function regress(cfg,   r, i, w, v, op, b, spec, s) {
+    if (!have_baseline) return "n/a (no --baseline)"
+    r = "ddp-" cfg; w = ""
+    split("barrier:0 allreduce:8 allreduce:1048576", spec, " ")
+    for (i = 1; i <= 3; i++) {
+        split(spec[i], s, ":"); op = s[1]; b = s[2]
+        if (!((r, op, b) in base)) continue
+        v = ratio(cell(r, op, b, "time"), base[r, op, b])
+        if (v != "n/a" && (w == "" || v + 0 > w + 0)) w = v
+    }
+    return w
+}
+
+function scale_targets(   j, p, r, i, n, label) {
+    print "## Scaling targets (1 to 16 nodes)"
+    print ""
+    print "| target | goal | measured | met |"
+    print "|---|---|---:|---|"
+    for (j = 1; nodes != "" && j <= nppn; j++) {
+        p = ppn_[j]
+        label = " x " p " rank" (p == 1 ? "" : "s")
+        split("4 8 16", n, " ")
+        for (i = 1; i <= 3; i++)
+            scale_target(n[i] label ": allreduce busbw ddp/MPI, worst of >= 1 MiB",
+                ">=", "1.0", n[i], worst_bw(n[i], n[i] * p))
+        for (i = 2; i <= 3; i++)
+            scale_target(n[i] label ": 8 B allreduce time ddp/MPI", "<=", "1.0",
+                n[i], time_ratio(n[i], n[i] * p, "allreduce", 8))
+        for (i = 2; i <= 3; i++)
+            scale_target(n[i] label ": barrier time ddp/MPI", "<=", "1.0",
+                n[i], time_ratio(n[i], n[i] * p, "barrier", 0))
+        scale_target("16" label ": ddp_init / MPI_Init", "<=", "1.0", 16,
+            ratio(node_init("ddp", 16, 16 * p), node_init("mpi", 16, 16 * p)))
+    }
+    target("1 node (-N1 -n2): ddp time now / baseline, worst of barrier, 8 B, 1 MiB allreduce",
+        "<=", "1.10", regress("N1n2"))
+    target("2 nodes (-N2 -n2): ddp time now / baseline, worst of barrier, 8 B, 1 MiB allreduce",
+        "<=", "1.10", regress("N2n2"))
+    print ""
+}
+
+function checks_section(   i) {
+    print "## Result checks and failures"
+    print ""
+    print "- Rows with results checked and correct: " nok + 0 "; rows with wrong results: " nfail + 0 "."
+    if (nretried > 0) {
+        print "- Runs that failed and passed when tried again:"
+        for (i = 1; i <= nretried; i++) print "  - " retried[i]
+    }
+    if (nfailed > 0) {
+        print "- Failed runs:"
+        for (i = 1; i <= nfailed; i++) print "  - " failed[i]
+    } else
+        print "- Failed runs: none."
+}
+
+# ---- the report ---------------------------------------------------------------
+
+END {
+    nnode = split(nodes, node_, ",")
+    nppn = split(ppn, ppn_, ",")
+    nsizes = split(sizes, size_, ",")
+    sizes_text = sizes; gsub(/,/, ", ", sizes_text); sizes_text = sizes_text " bytes"
+    have_baseline = baseline_read
+    print "# libddp against Open MPI: benchmark report"
+    print ""
+    print "- Date: " date " (" mode " mode, " secs " s)"
+    print "- Programs: " programs
+    print "- Machine: " machine
+    print "- Cluster: " cluster
+    print "- Load at start: `" load_start "`; at end: `" load_end "` (1, 5, 15 min)"
+    print "- Times: per-call median over the iterations, slowest rank; ratio = ddp / MPI"
+    print "  (time: lower is better; bandwidth: higher is better).  Raw data: `" rawdata "`."
+    print ""
+    print "## Collectives: one node, 2 ranks (-N1 -n2)"
+    print ""
+    collectives("N1n2")
+    print ""
+    print "## Collectives: two nodes, 1 rank each (-N2 -n2)"
+    print ""
+    collectives("N2n2")
+    print ""
+    if (nodes != "") sweep_section()
+    init_section()
+    launch_section()
+    memory_section()
+    issue8_targets()
+    scale_targets()
+    checks_section()
+}

@@ -1,0 +1,54 @@
+/* codes.c - the public API's answers that need no state: what an error
+ * code means (ddp_strerror) and how large an element is (ddp_dtype_size).
+ * They live here, below the core, so that the backends use them without
+ * calling back into core.c. */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "ddp.h"
+
+const char *ddp_strerror (int err)
+{
+    switch (err) {
+    case DDP_OK: return "success";
+    case DDP_EINVAL: return "invalid argument";
+    case DDP_ENOINIT: return "libddp is not initialized (call ddp_init)";
+    case DDP_ENOMEM: return "out of memory";
+    case DDP_ENOLAUNCH: return "world size > 1 but no PMIx server "
+                               "(launch with srun --ddp)";
+    case DDP_EPMIX: return "a PMIx call failed";
+    case DDP_ETRANSPORT: return "the host transport failed";
+    case DDP_ETIMEDOUT: return "a peer did not arrive within DDP_TIMEOUT";
+    case DDP_EPEER: return "a peer died or aborted";
+    case DDP_EREMOTE: return "the operation failed on another rank";
+    case DDP_EUSER: return "a user callback failed";
+    case DDP_ENOTSUP: return "not supported";
+    case DDP_ENCCL: return "an NCCL call failed";
+    case DDP_ECUDA: return "a CUDA call failed";
+    case DDP_EMISMATCH: return "ranks disagree";
+    }
+    return "unknown error";
+}
+
+size_t ddp_dtype_size (ddp_dtype_t dtype)
+{
+    switch (dtype) {
+    case DDP_INT8:
+    case DDP_UINT8:
+        return 1;
+    case DDP_FLOAT16:
+    case DDP_BFLOAT16:
+        return 2;
+    case DDP_INT32:
+    case DDP_UINT32:
+    case DDP_FLOAT32:
+        return 4;
+    case DDP_INT64:
+    case DDP_UINT64:
+    case DDP_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
+}

@@ -1,0 +1,277 @@
+/* fault.c - the node's fault record: claim, merge, report (fault.h).
+ *
+ * Calls no other file of libjob/host; the links are reached through the
+ * relay callbacks in h->relay. */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ddp_internal.h"
+#include "fault.h"
+#include "host.h"
+
+double host_grace (struct host *h)
+{
+    return 1.0 + 0.1 * h->cfg->timeout_s;
+}
+
+int host_fault_code (int kind)
+{
+    return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
+         : kind == FAULT_LINK ? DDP_ETRANSPORT : DDP_EPEER;
+}
+
+static const char *kind_str (int kind)
+{
+    switch (kind) {
+    case FAULT_DIED: return "died";
+    case FAULT_ABORTED: return "called ddp_abort";
+    case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
+    case FAULT_LINK: return "lost its node's link";
+    }
+    return "failed";
+}
+
+/* The fault record's kind, waiting (1 ms at most) for a claimer that is
+ * still writing it; FAULT_DIED if it never shows (the common case then). */
+static int record_kind (struct host *h)
+{
+    double end = 0;
+    int kind;
+
+    while ((kind = atomic_load (&h->hdr->fault_kind)) == 0) {
+        double t = ddpi_now ();
+        if (end == 0)
+            end = t + 1e-3;
+        else if (t > end)
+            return FAULT_DIED;
+    }
+    return kind;
+}
+
+/* Is global rank r in the segment's fault list? */
+static bool listed (struct host *h, int r)
+{
+    int nlist = h->hdr->fault_nlist;
+
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    return ddpi_rank_in (h->hdr->fault_list, nlist, r);
+}
+
+/* The latest step a local rank of this node entered. */
+static uint64_t latest_step (struct host *h)
+{
+    uint64_t top = 0;
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        uint64_t s = atomic_load (&h->flags[lr].seq);
+        top = s > top ? s : top;
+    }
+    return top;
+}
+
+/* The node's speaker in the swap of lists: its lowest local rank that
+ * reached the node's latest step and is not at fault.  Returns that local
+ * rank, or -1 when there is none. */
+static int speaker (struct host *h)
+{
+    uint64_t top = latest_step (h);
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        if (atomic_load (&h->flags[lr].seq) == top
+            && !listed (h, h->local_ranks[lr]))
+            return lr;
+    return -1;
+}
+
+/* Local ranks that never reached the node's latest step are absent: add
+ * them to the record (the record may have come from another node before
+ * this node's own wait for them ran out). */
+static void add_local_absent (struct host *h)
+{
+    int list[FAULT_LIST_MAX], n = 0, nlist = 0;
+    uint64_t top = latest_step (h);
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        if (atomic_load (&h->flags[lr].seq) == top)
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->local_ranks[lr];
+        n++;
+    }
+    if (nlist > 0)
+        host_fault_merge (h, list, nlist, n);
+}
+
+/* Does a lane of this node take part (a lane not at fault)?  Then its
+ * partners heard of the fault on their links at once; if not, they may
+ * notice only when their own waits end, two graces later. */
+static bool lane_present (struct host *h)
+{
+    for (int lr = 0; lr < h->lanes && lr < h->lsize; lr++)
+        if (!listed (h, h->local_ranks[lr]))
+            return true;
+    return false;
+}
+
+/* A timeout in a job of several nodes: ranks on other nodes may be absent
+ * too, and only their nodes know.  The node's speaker swaps lists with
+ * the other nodes for a window; the other local ranks wait for that. */
+static void complete_list (struct host *h)
+{
+    struct ddpi_waiter w;
+    int sp = speaker (h);
+    double window = lane_present (h) ? host_grace (h) : 3 * host_grace (h);
+
+    if (h->lrank != sp) {
+        ddpi_wait_init (&w, window + 0.5, h->spin_us);
+        while (!atomic_load (&h->hdr->fault_final)
+               && ddpi_wait_step (&w) >= 0)
+            ;
+        return;
+    }
+    add_local_absent (h);
+    h->relay->gather (h, window);
+    atomic_store (&h->hdr->fault_final, 1);
+}
+
+void host_fault_merge (struct host *h, const int32_t *in, int nlist, int n)
+{
+    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
+    int32_t ranks[FAULT_LIST_MAX];
+    int i = 0, j = 0, k = 0, nhave = h->hdr->fault_nlist;
+    int extra_have, extra_in;
+
+    if (nlist < 1)
+        return;
+    if (n < nlist || n > h->size)   /* from the wire: keep it sane */
+        n = n > h->size ? h->size : nlist;
+    if (nhave < 0 || nhave > FAULT_LIST_MAX)
+        nhave = 0;
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    extra_have = h->hdr->fault_n - nhave;
+    extra_in = n - nlist;
+    memcpy (ranks, in, (size_t)nlist * sizeof (int32_t));
+    ddpi_sort_ranks (ranks, nlist);
+    while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
+        if (j >= nlist || (i < nhave && have[i] < ranks[j]))
+            out[k++] = have[i++];
+        else if (i >= nhave || ranks[j] < have[i])
+            out[k++] = ranks[j++];
+        else {
+            out[k++] = have[i++];
+            j++;
+        }
+    }
+    if (k == nhave && memcmp (out, have, (size_t)k * sizeof (int32_t)) == 0
+        && extra_in <= extra_have)
+        return;     /* nothing new */
+    memcpy (have, out, (size_t)k * sizeof (int32_t));
+    h->hdr->fault_nlist = k;
+    h->hdr->fault_n = k + (extra_have > extra_in ? extra_have : extra_in);
+    if (h->hdr->fault_n > h->size)
+        h->hdr->fault_n = h->size;
+    atomic_fetch_add (&h->hdr->fault_version, 1);
+}
+
+/* A record whose list is empty (a timeout nobody could pin down) or not
+ * sound names the rank the claimer gave (the one it waited for). */
+static void check_list (struct host *h)
+{
+    int n = h->hdr->fault_n, nlist = h->hdr->fault_nlist;
+
+    if (nlist < 1 || nlist > FAULT_LIST_MAX || n < nlist) {
+        h->hdr->fault_list[0] = atomic_load (&h->hdr->fault_rank) - 1;
+        h->hdr->fault_n = h->hdr->fault_nlist = 1;
+    }
+}
+
+/* Log and keep the fault now in the segment; returns its code. */
+static int report (struct host *h)
+{
+    int kind = record_kind (h);
+    int who = atomic_load (&h->hdr->fault_reporter);
+    int code = host_fault_code (kind);
+    int n, nlist;
+
+    if (h->relay && h->lk && !h->fault_sent) {
+        int first = atomic_load (&h->hdr->fault_rank) - 1;
+        h->fault_sent = true;
+        nlist = h->hdr->fault_nlist;
+        if (nlist < 0 || nlist > FAULT_LIST_MAX)
+            nlist = 0;
+        h->relay->send (h, nlist ? h->hdr->fault_list : &first, nlist,
+                        h->hdr->fault_n, kind, who);
+    }
+    if (!h->broken && h->nnodes > 1 && h->relay && kind == FAULT_TIMEOUT)
+        complete_list (h);
+    check_list (h);
+    n = h->hdr->fault_n;
+    nlist = h->hdr->fault_nlist;
+    if (!h->broken) {
+        char tmo[64] = "", list[192], more[48] = "", by[48] = "";
+        h->broken = code;
+        if (kind == FAULT_TIMEOUT)
+            snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
+        if (n > nlist)
+            snprintf (more, sizeof (more), " (%d ranks in all)", n);
+        if (who != h->rank)
+            snprintf (by, sizeof (by), " (noticed by rank %d)", who);
+        ddpi_error (code, "rank%s %s%s %s%s%s", n > 1 ? "s" : "",
+                    ddpi_format_ranks (list, sizeof (list),
+                                       h->hdr->fault_list, nlist),
+                    more, kind_str (kind), tmo, by);
+    }
+    return h->broken;
+}
+
+int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
+                      int kind, int reporter)
+{
+    int32_t zero = 0;
+    int i;
+
+    if (!atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
+                                         ranks[0] + 1))
+        return 0;
+    if (nlist > FAULT_LIST_MAX)
+        nlist = FAULT_LIST_MAX;
+    for (i = 0; i < nlist; i++)
+        h->hdr->fault_list[i] = ranks[i];
+    ddpi_sort_ranks (h->hdr->fault_list, nlist);
+    h->hdr->fault_nlist = nlist;
+    h->hdr->fault_n = n > nlist ? n : nlist;
+    atomic_store (&h->hdr->fault_reporter, reporter);
+    atomic_store (&h->hdr->fault_kind, kind);   /* last: the record is whole */
+    return 1;
+}
+
+int host_fault_set (struct host *h, const int *ranks, int n, int kind)
+{
+    char list[192];
+
+    if (!h->hdr) {
+        h->broken = host_fault_code (kind);
+        return ddpi_error (h->broken, "rank%s %s %s", n > 1 ? "s" : "",
+                           ddpi_format_ranks (list, sizeof (list), ranks, n),
+                           kind_str (kind));
+    }
+    host_fault_claim (h, ranks, n, n, kind, h->rank);
+    return report (h);
+}
+
+int host_fault (struct host *h, int bad_rank, int kind)
+{
+    return host_fault_set (h, &bad_rank, 1, kind);
+}
+
+int host_check_fault (struct host *h)
+{
+    if (atomic_load_explicit (&h->hdr->fault_rank, memory_order_relaxed) == 0)
+        return 0;
+    return report (h);
+}

@@ -1,0 +1,312 @@
+/* flood.c - fault records over the links: the relay of fault.h.
+ *
+ * A FAULT frame goes out on every link of every lane of the node that
+ * claimed the record; a lane that receives one claims it in its own node's
+ * record, whose lanes pass it on when they report: the news floods the
+ * partner graph, O(log N) hops.
+ *
+ * After a timeout each node's speaker (fault.c) swaps lists with the
+ * speakers of its partner nodes for a window: it connects to each
+ * partner's lanes (lane 0 at once, lane l after l x 100 ms: the first
+ * lane of theirs not at fault is their speaker), and accepts theirs on
+ * its listening socket when it is a lane.  Every list that arrives is
+ * merged into the record; every change of the record is sent on every
+ * connection (flooding again).  A partner node not heard from by 60% of
+ * the window has no rank that reached the call: all its ranks are
+ * merged, and that too floods on. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "host.h"
+#include "net.h"
+#include "sched.h"
+#include "tcp.h"
+
+#define STAGGER 0.1         /* seconds between tries of a partner's lanes */
+#define SILENT_AT 0.6       /* share of the window before naming silent */
+
+/* One connection of the swap. */
+struct conn {
+    int fd;
+    int part;           /* partner index, or -1 until its hello came */
+    int lane;           /* outgoing: the partner's lane */
+    uint32_t ai;        /* outgoing: the address being tried */
+    bool out;           /* we connected */
+    bool up;            /* connected and our list sent */
+};
+
+struct swap {
+    struct conn *c;
+    int nc, cap;
+    bool *heard;        /* per partner */
+    int *tried;         /* per partner: lanes tried so far */
+    int version;        /* of the record last sent */
+    double start, last_change;
+};
+
+/* The record as a LIST message from this node. */
+static size_t list_msg (struct host *h, struct fault_msg *m)
+{
+    int nlist = h->hdr->fault_nlist, first = atomic_load (&h->hdr->fault_rank)
+                                             - 1;
+    size_t len;
+
+    if (nlist < 0 || nlist > FAULT_LIST_MAX)
+        nlist = 0;
+    len = host_fault_msg_fill (m, nlist ? h->hdr->fault_list : &first, nlist,
+                               h->hdr->fault_n,
+                               atomic_load (&h->hdr->fault_kind),
+                               atomic_load (&h->hdr->fault_reporter));
+    m->f.type = FRAME_LIST;
+    m->f.arg = h->node;
+    return len;
+}
+
+static void conn_close (struct swap *w, int i)
+{
+    if (w->c[i].fd >= 0)
+        close (w->c[i].fd);
+    w->c[i].fd = -1;
+    w->c[i].up = false;
+}
+
+/* Send our list on connection i; on failure, drop it. */
+static void send_list (struct host *h, struct swap *w, int i)
+{
+    struct fault_msg m;
+    size_t len = list_msg (h, &m);
+
+    if (send (w->c[i].fd, &m, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+        != (ssize_t)len)
+        conn_close (w, i);
+}
+
+static int conn_add (struct swap *w, struct conn c)
+{
+    if (w->nc == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 16;
+        struct conn *n = realloc (w->c, (size_t)cap * sizeof (*n));
+        if (!n) {
+            close (c.fd);
+            return -1;
+        }
+        w->c = n;
+        w->cap = cap;
+    }
+    w->c[w->nc++] = c;
+    return 0;
+}
+
+/* A LIST from partner p arrived on connection i (header f): merge it. */
+static void list_in (struct host *h, struct swap *w, int i,
+                     const struct frame *f)
+{
+    int32_t list[FAULT_LIST_MAX];
+    int p = w->c[i].part, peer = h->node_ranks[h->part[p].node][0];
+    bool whole;
+    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, &whole);
+
+    w->heard[p] = true;
+    if (!whole) {
+        conn_close (w, i);
+        return;
+    }
+    if (nlist > 0)
+        host_fault_merge (h, list, nlist, FAULT_SEQ_N (f->seq));
+}
+
+/* Connection i is readable: a LIST frame (outgoing: their answer and
+ * updates), or a hello then a LIST (incoming). */
+static void conn_read (struct host *h, struct swap *w, int i)
+{
+    struct conn *c = &w->c[i];
+    struct hello hi;
+    struct frame f;
+
+    if (!c->out && c->part < 0) {
+        if (ddpi_io_full (c->fd, &hi, sizeof (hi), false, ddpi_now () + 0.2)
+            < 0 || hi.magic != GATHER_MAGIC || hi.cookie != h->cookie
+            || hi.node >= (uint32_t)h->nnodes
+            || (c->part = host_tcp_link (h, (int)hi.node)) < 0) {
+            conn_close (w, i);
+            return;
+        }
+    }
+    if (ddpi_io_full (c->fd, &f, sizeof (f), false, ddpi_now () + 0.2) < 0
+        || f.type != FRAME_LIST) {
+        conn_close (w, i);
+        return;
+    }
+    list_in (h, w, i, &f);
+    if (c->fd >= 0 && !c->up) {
+        c->up = true;       /* incoming: answer with ours */
+        send_list (h, w, i);
+    }
+}
+
+/* Outgoing connection i is writable: finish the connect, send the hello
+ * and our list; or try the next address. */
+static void conn_connected (struct host *h, struct swap *w, int i,
+                            short revents)
+{
+    struct conn *c = &w->c[i];
+    const struct host_addr *a = &h->part[c->part].addr[c->lane];
+    struct hello hi = { GATHER_MAGIC, a->cookie, (uint32_t)h->node,
+                        (uint32_t)h->lrank };
+    int err = 0;
+    socklen_t el = sizeof (err);
+
+    if (getsockopt (c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
+        || (revents & (POLLERR | POLLHUP))) {
+        struct host_addr o = *a;
+        close (c->fd);
+        c->ai++;
+        host_tcp_order_addrs (&o, h->part[c->part].machine == h->machine);
+        c->fd = host_tcp_connect_start (&o, &c->ai);
+        return;
+    }
+    if (send (c->fd, &hi, sizeof (hi), MSG_DONTWAIT | MSG_NOSIGNAL)
+        != (ssize_t)sizeof (hi)) {
+        conn_close (w, i);
+        return;
+    }
+    c->up = true;
+    send_list (h, w, i);
+}
+
+/* Start trying the next lane of partners we have no connection with. */
+static void start_tries (struct host *h, struct swap *w, double t)
+{
+    for (int p = 0; p < h->npart; p++) {
+        int l = w->tried[p];
+        struct host_addr a;
+        struct conn c = { .fd = -1, .part = p, .out = true };
+        if (w->heard[p] || l >= h->lanes || t < w->start + l * STAGGER)
+            continue;
+        w->tried[p]++;
+        a = h->part[p].addr[l];
+        host_tcp_order_addrs (&a, h->part[p].machine == h->machine);
+        c.lane = l;
+        if ((c.fd = host_tcp_connect_start (&a, &c.ai)) >= 0)
+            conn_add (w, c);
+    }
+}
+
+/* Pass the record on when it changed since we last sent it. */
+static void pass_on (struct host *h, struct swap *w, double t)
+{
+    int v = atomic_load (&h->hdr->fault_version);
+
+    if (v == w->version)
+        return;
+    w->version = v;
+    w->last_change = t;
+    for (int i = 0; i < w->nc; i++)
+        if (w->c[i].fd >= 0 && w->c[i].up)
+            send_list (h, w, i);
+}
+
+/* Partners not heard from have no rank that reached the call. */
+static void name_silent (struct host *h, struct swap *w)
+{
+    for (int p = 0; p < h->npart; p++) {
+        int n = h->part[p].node;
+        if (!w->heard[p])
+            host_fault_merge (h, h->node_ranks[n], h->node_size[n],
+                              h->node_size[n]);
+    }
+}
+
+/* Every node is a partner and each was heard, and the record has been
+ * still for a moment: nothing more can come. */
+static bool settled (struct host *h, struct swap *w, double t)
+{
+    if (h->npart != h->nnodes - 1 || t - w->last_change < 0.05)
+        return false;
+    for (int p = 0; p < h->npart; p++)
+        if (!w->heard[p])
+            return false;
+    return true;
+}
+
+/* Accept a speaker's connection on our listening socket. */
+static void accept_one (struct host *h, struct swap *w)
+{
+    int fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+    if (fd >= 0)
+        conn_add (w, (struct conn){ .fd = fd, .part = -1 });
+}
+
+/* One poll over the listening socket and the connections (10 ms). */
+static void poll_once (struct host *h, struct swap *w)
+{
+    struct pollfd *pfd = calloc ((size_t)w->nc + 1, sizeof (*pfd));
+    int np = 0;
+
+    if (!pfd)
+        return;
+    for (int i = 0; i < w->nc; i++)
+        pfd[np++] = (struct pollfd){ w->c[i].fd,
+                                     w->c[i].out && !w->c[i].up ? POLLOUT
+                                                                : POLLIN, 0 };
+    if (h->listen_fd >= 0)
+        pfd[np++] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
+    if (poll (pfd, (nfds_t)np, 10) > 0) {
+        for (int i = 0; i < w->nc; i++) {
+            if (!pfd[i].revents || w->c[i].fd < 0)
+                continue;
+            if (w->c[i].out && !w->c[i].up)
+                conn_connected (h, w, i, pfd[i].revents);
+            else
+                conn_read (h, w, i);
+        }
+        if (h->listen_fd >= 0 && pfd[np - 1].revents)
+            accept_one (h, w);
+    }
+    free (pfd);
+}
+
+static void flood_gather (struct host *h, double window)
+{
+    struct swap w = { 0 };
+    bool silent_done = false;
+    double t;
+
+    w.heard = calloc ((size_t)h->npart + 1, sizeof (bool));
+    w.tried = calloc ((size_t)h->npart + 1, sizeof (int));
+    if (!w.heard || !w.tried)
+        goto out;
+    w.start = w.last_change = ddpi_now ();
+    w.version = atomic_load (&h->hdr->fault_version);
+    while ((t = ddpi_now ()) < w.start + window) {
+        if (!silent_done && t >= w.start + SILENT_AT * window) {
+            silent_done = true;
+            name_silent (h, &w);
+        }
+        pass_on (h, &w, t);
+        if (settled (h, &w, t))
+            break;
+        start_tries (h, &w, t);
+        poll_once (h, &w);
+    }
+out:
+    for (int i = 0; i < w.nc; i++)
+        conn_close (&w, i);
+    free (w.c);
+    free (w.heard);
+    free (w.tried);
+}
+
+const struct fault_relay host_flood_relay = {
+    .send = host_tcp_send_fault,
+    .poll = host_tcp_poll,
+    .gather = flood_gather,
+};

@@ -1,0 +1,73 @@
+/* tcp.h - the wire format of the host backend's links, shared by the link
+ * layer (tcp.c) and the fault relay (flood.c).  Internal to libddp. */
+#ifndef DDP_TCP_H
+#define DDP_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fault.h"
+
+struct host;
+struct host_addr;
+
+#define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo": a link */
+#define GATHER_MAGIC 0x6464702d67617468ULL  /* "ddp-gath": fault lists */
+#define FRAME_DATA 0x44415441u              /* "DATA" */
+#define FRAME_FAULT 0x4641554cu             /* "FAUL" */
+#define FRAME_LIST 0x4c495354u              /* "LIST" */
+
+/* The first thing a connection carries. */
+struct hello {
+    uint64_t magic;
+    uint64_t cookie;    /* the acceptor's cookie, proving we mean it */
+    uint32_t node;      /* the connector's node */
+    uint32_t lane;      /* the connector's lane (its local rank) */
+};
+
+/* Every message starts with a frame.  DATA: arg is the tag of the message
+ * in its algorithm, seq the call number, len the payload bytes that
+ * follow.  FAULT and LIST: arg is the first rank at fault (or the
+ * fallback of an empty list; LIST: the sender's node), seq packs the kind
+ * (bits 0-15), how many ranks follow as int32 (16-31) and how many there
+ * are in all (32-63); len is who noticed. */
+struct frame {
+    uint32_t type;
+    int32_t arg;
+    uint64_t seq;
+    uint64_t len;
+};
+
+#define FAULT_SEQ(kind, nlist, n) \
+    ((uint64_t)(kind) | (uint64_t)(nlist) << 16 | (uint64_t)(n) << 32)
+#define FAULT_SEQ_KIND(seq) ((int)((seq) & 0xffff))
+#define FAULT_SEQ_NLIST(seq) ((int)((seq) >> 16 & 0xffff))
+#define FAULT_SEQ_N(seq) ((int)((seq) >> 32 & 0x7fffffff))
+
+/* A FAULT (or LIST) frame with its list, as one send() puts it out. */
+struct fault_msg {
+    struct frame f;
+    int32_t list[FAULT_LIST_MAX];
+};
+
+/* Fill m as a FAULT frame for ranks (nlist listed, 0..FAULT_LIST_MAX, of
+ * n; ranks[0] is read even when nlist is 0: the fallback).  Returns the
+ * bytes to send. */
+size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks, int nlist,
+                            int n, int kind, int reporter);
+
+/* The ranks a FAULT or LIST frame f names, read from fd into list (sent
+ * with it in one send(), so they are there or about to be: 100 ms at
+ * most); untrusted numbers out of range become peer.  Returns how many,
+ * with *whole false (and 0) when they did not come. */
+int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
+                     int32_t *list, bool *whole);
+
+/* Put a's addresses in the order to try them (same_machine: the peer runs
+ * on this machine): loopback first for a peer on this machine, then
+ * addresses on a subnet of one of this machine's interfaces, then the
+ * others; a loopback address of another machine is dropped. */
+void host_tcp_order_addrs (struct host_addr *a, bool same_machine);
+
+#endif /* DDP_TCP_H */

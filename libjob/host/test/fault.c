@@ -1,0 +1,118 @@
+/* fault.c - the fault record's claim and merge (libjob/host/fault.c) and
+ * the order in which a peer's addresses are tried (tcp.c), without
+ * processes: lists that flood over the partner graph arrive several
+ * times, and must neither grow the count nor bump the version then. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "host.h"
+#include "tcp.h"
+
+static struct host *new_host (int size)
+{
+    static struct ddp_config cfg = {.timeout_s = 5.0, .debug = false};
+    struct host *h = calloc (1, sizeof (*h));
+    h->hdr = calloc (1, sizeof (*h->hdr));
+    h->size = size;
+    h->cfg = &cfg;
+    return h;
+}
+
+static void free_host (struct host *h)
+{
+    free (h->hdr);
+    free (h);
+}
+
+static void test_claim (void)
+{
+    struct host *h = new_host (100);
+    int a[3] = { 7, 3, 5 }, b[1] = { 9 }, fallback = 42;
+
+    ok (host_fault_claim (h, a, 3, 3, FAULT_TIMEOUT, 1) == 1, "first claim");
+    ok (host_fault_claim (h, b, 1, 1, FAULT_DIED, 2) == 0,
+        "a second claim does not replace it");
+    ok (h->hdr->fault_nlist == 3 && h->hdr->fault_list[0] == 3
+        && h->hdr->fault_list[2] == 7, "the list is kept sorted");
+    ok (atomic_load (&h->hdr->fault_kind) == FAULT_TIMEOUT
+        && atomic_load (&h->hdr->fault_reporter) == 1, "kind and reporter");
+    free_host (h);
+    h = new_host (100);
+    ok (host_fault_claim (h, &fallback, 0, 0, FAULT_TIMEOUT, 3) == 1
+        && h->hdr->fault_nlist == 0 && h->hdr->fault_n == 0
+        && atomic_load (&h->hdr->fault_rank) == 43,
+        "an empty claim keeps its fallback rank");
+    free_host (h);
+}
+
+static void test_merge (void)
+{
+    struct host *h = new_host (1000);
+    int32_t a[2] = { 10, 4 }, b[3] = { 4, 12, 10 }, big[FAULT_LIST_MAX];
+    int first = 4, v;
+
+    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0);
+    v = atomic_load (&h->hdr->fault_version);
+    host_fault_merge (h, a, 2, 2);
+    ok (h->hdr->fault_nlist == 2 && h->hdr->fault_n == 2
+        && atomic_load (&h->hdr->fault_version) == v + 1,
+        "a merge into an empty list takes it and bumps the version");
+    host_fault_merge (h, a, 2, 2);
+    ok (h->hdr->fault_n == 2 && atomic_load (&h->hdr->fault_version) == v + 1,
+        "the same list again changes nothing");
+    host_fault_merge (h, b, 3, 3);
+    ok (h->hdr->fault_nlist == 3 && h->hdr->fault_n == 3
+        && h->hdr->fault_list[2] == 12
+        && atomic_load (&h->hdr->fault_version) == v + 2,
+        "an overlapping list adds only what is new");
+    for (int i = 0; i < FAULT_LIST_MAX; i++)
+        big[i] = 100 + i;
+    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
+    is_int (h->hdr->fault_nlist, FAULT_LIST_MAX, "the list is full");
+    is_int (h->hdr->fault_n, FAULT_LIST_MAX + 18,
+            "the count is the union plus the unlisted part");
+    v = atomic_load (&h->hdr->fault_version);
+    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
+    host_fault_merge (h, big, FAULT_LIST_MAX, 50);
+    ok (h->hdr->fault_n == FAULT_LIST_MAX + 18
+        && atomic_load (&h->hdr->fault_version) == v,
+        "a list that floods in twice is not counted twice");
+    big[0] = -5;
+    big[1] = 5000;
+    host_fault_merge (h, big, 2, 2000000);
+    ok (h->hdr->fault_n <= h->size, "counts from the wire stay within the "
+        "world (%d)", h->hdr->fault_n);
+    free_host (h);
+}
+
+static void test_addrs (void)
+{
+    struct host_addr a = { 0 };
+    uint32_t lo = htonl (INADDR_LOOPBACK), far = htonl (0xc0000201);
+
+    a.n = 2;
+    a.ip[0] = far;      /* 192.0.2.1: on no subnet of this machine */
+    a.ip[1] = lo;
+    host_tcp_order_addrs (&a, true);
+    ok (a.n == 2 && a.ip[0] == lo && a.ip[1] == far,
+        "a peer on this machine: loopback first");
+    a.n = 2;
+    a.ip[0] = lo;
+    a.ip[1] = far;
+    host_tcp_order_addrs (&a, false);
+    ok (a.n == 1 && a.ip[0] == far,
+        "a peer on another machine: its loopback address is dropped");
+}
+
+int main (void)
+{
+    plan (NO_PLAN);
+    test_claim ();
+    test_merge ();
+    test_addrs ();
+    done_testing ();
+}

@@ -1,0 +1,439 @@
+/* slurmstepd.c - the plugin in slurmstepd (remote context).
+ *
+ * user_init (once per node and step, before any task): decide whether the
+ * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
+ * first node of SLURM_STEP_NODELIST, which runs rank 0 for block and cyclic
+ * distributions, resolved to an address), MASTER_PORT (Slurm's reserved
+ * port, else one derived from the job and step ids; node 0 checks that
+ * nothing listens there yet), the step's layout (its busiest node, for
+ * --ddp=auto), srun's plan for auto (sp_plan.h), whether the command is
+ * torchrun, and the restart count.  Errors there do not fail a step in
+ * Slurm, so they are kept and reported by task_init.
+ *
+ * task_init (per task, as the user, before exec): the rank variables, the
+ * backend and the task's GPU.  An error fails the task's launch.
+ *
+ * Everything read from the job environment is untrusted and parsed strictly
+ * (sp_*.c); nothing here runs a program or writes a file.
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "slurmstepd.h"
+#include "sp_addr.h"
+#include "sp_args.h"
+#include "sp_err.h"
+#include "sp_gpus.h"
+#include "sp_hostlist.h"
+#include "sp_layout.h"
+#include "sp_plan.h"
+#include "sp_port.h"
+#include "sp_strint.h"
+#include "sp_torchrun.h"
+
+/* The step this slurmstepd runs, from user_init for its tasks. */
+static struct {
+    bool active;                  /* this step runs with ddp */
+    struct sp_effective request;  /* backend and binding */
+    char error[SP_ERRLEN];        /* set: fail every task with it */
+    char master_host[256];        /* the step's first node */
+    char master_addr[NI_MAXHOST]; /* its address */
+    int master_port;
+    unsigned long max_local;      /* tasks on the step's busiest node */
+    struct sp_plan plan;          /* srun's plan for auto */
+    bool driver;                  /* this node has an NVIDIA driver */
+    bool torchrun;                /* the step's command is torchrun */
+    unsigned restarts;            /* SLURM_RESTART_COUNT */
+} step;
+
+/* Keep an error that fails every task of the step.  Returns -1. */
+static __attribute__ ((format (printf, 1, 2)))
+int step_error (const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (step.error, sizeof (step.error), fmt, ap);
+    va_end (ap);
+    return -1;
+}
+
+/* Read variable NAME of the job's environment into BUF (LEN bytes).
+ * Returns 1 when set, 0 when unset, or -1 after step_error(). */
+static int job_env (spank_t sp, const char *name, char *buf, int len)
+{
+    spank_err_t rc = spank_getenv (sp, name, buf, len);
+
+    if (rc == ESPANK_SUCCESS)
+        return 1;
+    if (rc == ESPANK_ENV_NOEXIST)
+        return 0;
+    if (rc == ESPANK_NOSPACE)
+        return step_error ("ddp: %s is longer than %d characters", name,
+                           len - 1);
+    return step_error ("ddp: cannot read %s: %s", name, spank_strerror (rc));
+}
+
+/* MASTER_ADDR from SLURM_STEP_NODELIST, checked against the node count. */
+static int find_master (spank_t sp, uint32_t nnodes)
+{
+    static char list[SP_HOSTLIST_MAXLEN + 1];
+    char err[SP_ERRLEN];
+    int rc;
+
+    if ((rc = job_env (sp, "SLURM_STEP_NODELIST", list, sizeof (list))) <= 0)
+        return rc < 0 ? -1 : step_error ("ddp: SLURM_STEP_NODELIST is not "
+                                         "set: cannot tell the first node");
+    if (sp_hostlist_master (list, nnodes, step.master_host,
+                            sizeof (step.master_host), err, sizeof (err)) < 0)
+        return step_error ("%s", err);
+    (void) sp_resolve (step.master_host, step.master_addr,
+                       sizeof (step.master_addr));
+    return 0;
+}
+
+/* MASTER_PORT: the last of Slurm's reserved ports when the step has them
+ * (srun --resv-ports, MpiParams=ports=), else derived from the ids. */
+static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
+{
+    const struct sp_conf *conf = sp_args_conf ();
+    char buf[1024];
+    int rc;
+
+    if ((rc = job_env (sp, "SLURM_STEP_RESV_PORTS", buf, sizeof (buf))) < 0)
+        return -1;
+    if (rc == 1) {
+        if ((step.master_port = sp_port_resv_last (buf)) < 0)
+            return step_error ("ddp: SLURM_STEP_RESV_PORTS is not a list of "
+                               "ports: '%.64s'", buf);
+        return 0;
+    }
+    step.master_port = sp_port_derive (jobid, stepid, conf->port_lo,
+                                       conf->port_hi);
+    if (step.master_port < 0)
+        return step_error ("ddp: no MASTER_PORT in range %u-%u",
+                           conf->port_lo, conf->port_hi);
+    return 0;
+}
+
+/* On node 0, where rank 0 listens: is MASTER_PORT free?  Only a check (the
+ * plugin binds nothing): a step or program listening there already would
+ * make this step's rendezvous fail or join the wrong one. */
+static int check_port_free (void)
+{
+    const struct sp_conf *conf = sp_args_conf ();
+
+    if (sp_port_listening ("/proc/net/tcp", (unsigned) step.master_port) != 1
+        && sp_port_listening ("/proc/net/tcp6", (unsigned) step.master_port)
+           != 1)
+        return 0;
+    return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
+                       "step's first node, where rank 0 listens: another step "
+                       "or program holds it.  Use Slurm's reserved ports "
+                       "(srun --resv-ports; the admin sets "
+                       "MpiParams=ports=LO-HI), run the step again once the "
+                       "port is free (or as the job's next step, which gets "
+                       "another port), or ask the admin for a wider "
+                       "port_range (now %u-%u)",
+                       step.master_port, step.master_host, conf->port_lo,
+                       conf->port_hi);
+}
+
+/* The step's tasks per node, checked against Slurm's own counts: a
+ * heterogeneous step's layout covers all its components. */
+static int find_layout (spank_t sp, uint32_t nnodes)
+{
+    char buf[4096];
+    struct sp_layout l;
+    uint32_t ntasks;
+    int rc;
+
+    if (spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS)
+        return step_error ("ddp: cannot get the step's task count from Slurm");
+    rc = job_env (sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof (buf));
+    if (rc <= 0)
+        return rc < 0 ? -1 : step_error ("ddp: SLURM_STEP_TASKS_PER_NODE is "
+                                         "not set: cannot tell the step's "
+                                         "layout");
+    if (sp_layout_parse (buf, &l) < 0)
+        return step_error ("ddp: SLURM_STEP_TASKS_PER_NODE is not a list of "
+                           "task counts: '%.64s'", buf);
+    if (l.nodes != nnodes || l.tasks != ntasks)
+        return step_error ("ddp: this step has %" PRIu32 " tasks on %" PRIu32
+                           " nodes, but its SLURM_STEP_TASKS_PER_NODE ('%.64s') "
+                           "has %lu on %lu: a heterogeneous step (srun ... : "
+                           "...)?  --ddp runs one homogeneous step; drop "
+                           "--ddp and use --mpi=pmix (one PMIx world across "
+                           "the components), or run one step", ntasks, nnodes,
+                           buf, l.tasks, l.nodes);
+    step.max_local = l.max;
+    return 0;
+}
+
+/* srun's plan for --ddp=auto (SP_PLAN_ENV); none: the default (inherit). */
+static int find_plan (spank_t sp)
+{
+    char buf[SP_PLAN_MAXLEN + 1];
+    int rc;
+
+    memset (&step.plan, 0, sizeof (step.plan));
+    if ((rc = job_env (sp, SP_PLAN_ENV, buf, sizeof (buf))) <= 0)
+        return rc;
+    if (sp_plan_parse (buf, &step.plan) < 0)
+        return step_error ("ddp: %s is not a plan the plugin wrote: '%s'",
+                           SP_PLAN_ENV, buf);
+    return 0;
+}
+
+/* SLURM_RESTART_COUNT (0 when unset: the job's first run). */
+static int find_restarts (spank_t sp)
+{
+    char buf[32];
+    unsigned long long n = 0;
+    int rc;
+
+    if ((rc = job_env (sp, "SLURM_RESTART_COUNT", buf, sizeof (buf))) < 0)
+        return -1;
+    if (rc == 1 && sp_parse_uint (buf, 0, 65535, &n) < 0)
+        return step_error ("ddp: SLURM_RESTART_COUNT is not a count: '%s'",
+                           buf);
+    step.restarts = (unsigned) n;
+    return 0;
+}
+
+/* Is the step's command torchrun (S_JOB_ARGV)? */
+static void find_torchrun (spank_t sp)
+{
+    char **argv = NULL;
+    int argc = 0;
+
+    step.torchrun = spank_get_item (sp, S_JOB_ARGV, &argc, &argv)
+                    == ESPANK_SUCCESS && sp_cmd_is_torchrun (argc, argv);
+}
+
+/* Does this node have an NVIDIA driver?  (Only asked under auto.) */
+static bool nvidia_driver (void)
+{
+    struct stat st;
+
+    return access ("/proc/driver/nvidia/version", F_OK) == 0
+           || (stat ("/dev/nvidiactl", &st) == 0 && S_ISCHR (st.st_mode));
+}
+
+/* Everything the tasks of step STEPID share.  Returns 0, or -1 after
+ * step_error(). */
+static int find_step (spank_t sp, uint32_t stepid)
+{
+    uint32_t jobid, nnodes, nodeid;
+
+    if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
+        return step_error ("ddp: cannot get the job id, node count and node "
+                           "index from Slurm");
+    if (find_layout (sp, nnodes) < 0 || find_port (sp, jobid, stepid) < 0
+        || find_master (sp, nnodes) < 0 || find_plan (sp) < 0
+        || find_restarts (sp) < 0)
+        return -1;
+    find_torchrun (sp);
+    if (step.request.backend == SP_BACKEND_AUTO)
+        step.driver = nvidia_driver ();
+    return nodeid == 0 ? check_port_free () : 0;
+}
+
+int sp_slurmstepd_user_init (spank_t sp)
+{
+    uint32_t stepid;
+    bool have_id;
+    int ddp;
+
+    memset (&step, 0, sizeof (step));
+    have_id = spank_get_item (sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS;
+    ddp = sp_args_step_ddp (have_id ? &stepid : NULL);
+    if (ddp == 0)
+        return 0;
+    step.active = true;
+    step.request = sp_args_effective ();
+    if (ddp < 0)
+        step_error ("ddp: cannot get the step id from Slurm, so cannot tell "
+                    "a ddp step from the batch or extern step; this step "
+                    "asked for --ddp=%s and is not run without it",
+                    sp_backend_name (step.request.backend));
+    else
+        (void) find_step (sp, stepid);
+    return 0;
+}
+
+/* Log MSG: in the task, slurmstepd's log goes to the task's stderr too, so
+ * srun shows it to the user. */
+static int task_fail (const char *msg)
+{
+    slurm_error ("%s", msg);
+    return -1;
+}
+
+/* Who a task is in its step (SPANK items). */
+struct task_ids {
+    uint32_t rank, size, nodeid, nnodes, local_tasks;
+    int local_rank;
+};
+
+/* The task's ranks and counts from Slurm, range-checked.  Returns 0 or -1. */
+static int get_ids (spank_t sp, struct task_ids *t)
+{
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &t->rank) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &t->size)
+           != ESPANK_SUCCESS
+        || spank_get_item (sp, S_TASK_ID, &t->local_rank) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &t->local_tasks)
+           != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_NODEID, &t->nodeid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_NNODES, &t->nnodes) != ESPANK_SUCCESS)
+        return -1;
+    if (t->local_rank < 0 || (uint32_t) t->local_rank >= t->local_tasks
+        || t->rank >= t->size || t->nodeid >= t->nnodes)
+        return -1;
+    return 0;
+}
+
+/* Set NAME=V in the task's environment.  Returns 0 or -1. */
+static int set_u32 (spank_t sp, const char *name, uint32_t v)
+{
+    char buf[16];
+
+    snprintf (buf, sizeof (buf), "%" PRIu32, v);
+    return spank_setenv (sp, name, buf, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static int set_str (spank_t sp, const char *name, const char *v)
+{
+    return spank_setenv (sp, name, v, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+/* The variables PyTorch's env:// reads (torch_env=yes), and for torchrun
+ * the PET_* ones that stand for its --nnodes, --node-rank, --master-addr
+ * and --master-port.  Returns 0, or -1 when any failed. */
+static int set_torch_env (spank_t sp, const struct task_ids *t)
+{
+    int rc = 0;
+
+    rc |= set_u32 (sp, "RANK", t->rank);
+    rc |= set_u32 (sp, "WORLD_SIZE", t->size);
+    rc |= set_u32 (sp, "LOCAL_RANK", (uint32_t) t->local_rank);
+    rc |= set_u32 (sp, "LOCAL_WORLD_SIZE", t->local_tasks);
+    rc |= set_u32 (sp, "NODE_RANK", t->nodeid);
+    rc |= set_u32 (sp, "NNODES", t->nnodes);
+    rc |= set_str (sp, "MASTER_ADDR", step.master_addr);
+    rc |= set_u32 (sp, "MASTER_PORT", (uint32_t) step.master_port);
+    if (step.torchrun) {
+        rc |= set_u32 (sp, "PET_NNODES", t->nnodes);
+        rc |= set_u32 (sp, "PET_NODE_RANK", t->nodeid);
+        rc |= set_str (sp, "PET_MASTER_ADDR", step.master_addr);
+        rc |= set_u32 (sp, "PET_MASTER_PORT", (uint32_t) step.master_port);
+    }
+    return rc;
+}
+
+/* Set the task's variables: the torch ones (torch_env=yes), DDP_BACKEND,
+ * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
+ * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
+ * plugin set it).  Returns 0, or -1 when any failed. */
+static int set_env (spank_t sp, const struct task_ids *t,
+                    const struct sp_task_choice *c)
+{
+    int rc = 0;
+
+    if (sp_args_conf ()->torch_env)
+        rc |= set_torch_env (sp, t);
+    rc |= set_str (sp, "DDP_BACKEND", sp_backend_name (c->backend));
+    rc |= set_u32 (sp, "DDP_RESTART_COUNT", step.restarts);
+    if (c->bound)
+        rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", c->gpu);
+    (void) spank_unsetenv (sp, SP_PLAN_ENV);
+    if (step.plan.kill_set)
+        (void) spank_unsetenv (sp, "SLURM_KILL_BAD_EXIT");
+    return rc;
+}
+
+/* SLURM_GPUS_ON_NODE, set by slurmstepd: the step's GPUs on this node, or
+ * -1 (unknown) when unset or not a number. */
+static int gpus_on_node (spank_t sp)
+{
+    char buf[16];
+    unsigned long long n;
+
+    if (spank_getenv (sp, "SLURM_GPUS_ON_NODE", buf, sizeof (buf))
+        == ESPANK_SUCCESS && sp_parse_uint (buf, 0, 65535, &n) == 0)
+        return (int) n;
+    return -1;
+}
+
+/* Fill *IN, what the GPU choice of task T needs; NODE (LEN bytes) receives
+ * the node's name for messages.  Returns 0, or -1 after logging why. */
+static int describe_task (spank_t sp, const struct task_ids *t,
+                          struct sp_task_gpus *in, char *node, int len)
+{
+    static char visible[SP_GPU_LIST_MAXLEN + 1];
+    spank_err_t rc;
+
+    memset (in, 0, sizeof (*in));
+    rc = spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible));
+    if (rc == ESPANK_NOSPACE) {
+        slurm_error ("ddp: CUDA_VISIBLE_DEVICES is longer than %d "
+                     "characters", SP_GPU_LIST_MAXLEN);
+        return -1;
+    }
+    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_NOEXIST) {
+        slurm_error ("ddp: cannot read CUDA_VISIBLE_DEVICES: %s",
+                     spank_strerror (rc));
+        return -1;
+    }
+    in->visible = rc == ESPANK_SUCCESS ? visible : NULL;
+    in->gpus_on_node = gpus_on_node (sp);
+    in->local_rank = (unsigned) t->local_rank;
+    in->local_tasks = t->local_tasks;
+    in->want = step.request.backend;
+    in->bind = step.request.bind && !step.torchrun;
+    in->rule = sp_plan_rule (&step.plan, (unsigned) step.max_local);
+    in->max_local_tasks = (unsigned) step.max_local;
+    in->driver = step.driver;
+    in->why = sp_plan_reason (&step.plan);
+    if (spank_getenv (sp, "SLURMD_NODENAME", node, len) == ESPANK_SUCCESS)
+        in->node = node;
+    return 0;
+}
+
+int sp_slurmstepd_task_init (spank_t sp)
+{
+    struct task_ids t;
+    struct sp_task_gpus in;
+    struct sp_task_choice choice;
+    char err[SP_ERRLEN], node[256];
+
+    if (!step.active)
+        return 0;
+    if (step.error[0])
+        return task_fail (step.error);
+    if (get_ids (sp, &t) < 0)
+        return task_fail ("ddp: cannot get the task's ranks from Slurm");
+    if (step.torchrun && t.local_tasks > 1) {
+        snprintf (err, sizeof (err), "ddp: this step runs torchrun, which "
+                  "starts its own workers, with %" PRIu32 " tasks on this "
+                  "node; " SP_TORCHRUN_ADVICE, t.local_tasks);
+        return task_fail (err);
+    }
+    if (describe_task (sp, &t, &in, node, sizeof (node)) < 0)
+        return -1;
+    if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
+        return task_fail (err);
+    if (set_env (sp, &t, &choice) < 0)
+        return task_fail ("ddp: cannot set the task's environment");
+    return 0;
+}

@@ -1,0 +1,20 @@
+/* slurmstepd.h - the plugin in slurmstepd (remote context), called by
+ * dispatch.c. */
+#ifndef SP_SLURMSTEPD_H
+#define SP_SLURMSTEPD_H
+
+#include <slurm/spank.h>
+
+/* slurm_spank_user_init in slurmstepd, once per node and step, after
+ * sp_args_init() and the option callbacks: decide whether the step runs with
+ * ddp and compute what its tasks share (MASTER_ADDR, MASTER_PORT).  Always
+ * returns 0 (Slurm ignores errors here); an error is kept and fails every
+ * task in sp_slurmstepd_task_init(). */
+int sp_slurmstepd_user_init (spank_t sp);
+
+/* slurm_spank_task_init, per task as the user before exec: set the task's
+ * rank variables, DDP_BACKEND and its GPU.  Returns 0 (also for steps
+ * without ddp), or -1 after logging why, which fails the task's launch. */
+int sp_slurmstepd_task_init (spank_t sp);
+
+#endif /* SP_SLURMSTEPD_H */

@@ -1,0 +1,96 @@
+#!/bin/sh
+test_description='MASTER_PORT: Slurm reserved ports when there are some, a clear refusal when the port is taken'
+. "$(dirname "$0")/test-lib.sh"
+
+# A private cluster: it has reserved ports (MpiParams=ports=), and the
+# tests shrink port_range to one port in its plugstack.conf.
+why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
+test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"
+test -x "$DDP_PROGS/port_holder" || ddp_cluster_unavailable "tests/progs/port_holder not built"
+
+# free_port LO: the first port from LO on that nothing listens on.
+free_port () {
+	p=$1
+	while ss -Hltn "sport = :$p" 2>/dev/null | grep -q . ; do
+		p=$((p + 1))
+	done
+	echo $p
+}
+RESV_LO=$(( 33000 + ($$ % 50) * 40 ))
+RESV_HI=$(( RESV_LO + 19 ))
+ONE=$(free_port $(( RESV_LO + 20 )))
+PRIVATE=$(DDP_CLUSTER_RESV_PORTS=$RESV_LO-$RESV_HI "$DDP_CLUSTER" start \
+	2>"$SHARNESS_TEST_DIRECTORY/.t0150-start.err") ||
+	ddp_cluster_unavailable "start failed: $(tail -n 20 "$SHARNESS_TEST_DIRECTORY/.t0150-start.err")"
+rm -f "$SHARNESS_TEST_DIRECTORY/.t0150-start.err"
+trap '"$DDP_CLUSTER" stop "$PRIVATE"; die' EXIT
+. "$PRIVATE/env"
+
+# ports FILE: the distinct MASTER_PORT values in FILE.
+ports () {
+	sed -n "s/.*MASTER_PORT=\([0-9]*\).*/\1/p" "$1" | sort -u
+}
+
+# hold NAME ARGS...: start srun ARGS port_holder 60 in the background and
+# wait until it listens; its output goes to NAME.out.
+hold () {
+	name=$1; shift
+	rm -f "$name.out"
+	( ddp_srun "$@" "$DDP_PROGS/port_holder" 60 >"$name.out" 2>"$name.err" & ) &&
+	i=0 && while ! grep -q "^listening on" "$name.out" 2>/dev/null; do
+		test $i -lt 300 || { cat "$name.err"; return 1; }
+		sleep 0.1; i=$((i + 1))
+	done &&
+	cat "$name.out"
+}
+
+test_expect_success 'with reserved ports, MASTER_PORT is the step'"'"'s last reserved port, the same on every task' '
+	grep -x "MpiParams=ports=$RESV_LO-$RESV_HI" "$SLURM_CONF" &&
+	ddp_srun --ddp=host -N2 -n3 "$DDP_PROGS/rankview" MASTER_PORT \
+		SLURM_STEP_RESV_PORTS >resv.out &&
+	cat resv.out &&
+	test $(ports resv.out | wc -l) = 1 &&
+	last=$(sed -n "1s/.*SLURM_STEP_RESV_PORTS=//p" resv.out | tr ",-" "\n\n" | tail -n 1) &&
+	test "$(ports resv.out)" = "$last" &&
+	test $last -ge $RESV_LO && test $last -le $RESV_HI
+'
+test_expect_success 'port_range shrunk to one free port, for the tests below' '
+	"$DDP_CLUSTER" plugstack "$PRIVATE" port_range=$ONE-$ONE &&
+	ddp_srun --resv-ports=0 --ddp=host -N1 "$DDP_PROGS/rankview" MASTER_PORT \
+		SLURM_STEP_RESV_PORTS >one.out &&
+	echo "MASTER_PORT=$ONE SLURM_STEP_RESV_PORTS=-" >one.expected &&
+	test_cmp one.expected one.out
+'
+test_expect_success 'a step holds the one port; another job'"'"'s step on the same node is refused, naming it' '
+	hold a --resv-ports=0 --ddp=host -N1 -w n1 &&
+	grep -x "listening on $ONE" a.out &&
+	rm -f ran &&
+	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>b.err &&
+	cat b.err &&
+	grep "ddp: MASTER_PORT $ONE is already in use on n1, the step.s first node, where rank 0 listens" b.err &&
+	grep "srun --resv-ports" b.err &&
+	grep "wider port_range (now $ONE-$ONE)" b.err &&
+	test ! -e ran
+'
+test_expect_success '... while with reserved ports the same two steps get distinct ports and both run' '
+	ddp_srun --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >c.out &&
+	cat c.out &&
+	test "$(ports c.out)" != "$ONE" &&
+	test $(ports c.out) -ge $RESV_LO
+'
+test_expect_success 'two concurrent steps with reserved ports on the same nodes: distinct ports' '
+	hold d --ddp=host -N1 -w n1 &&
+	ddp_srun --ddp=host -N2 -n2 "$DDP_PROGS/rankview" MASTER_PORT >e.out &&
+	d=$(sed -n "s/^listening on //p" d.out | sort -u) &&
+	test $(echo "$d" | wc -l) = 1 &&
+	test "$(ports e.out)" != "$d"
+'
+test_expect_success 'once the holder is gone, the one port works again' '
+	scancel --quiet --user=root;
+	i=0 && while ss -Hltn "sport = :$ONE" | grep -q . ; do
+		test $i -lt 300 || return 1; sleep 0.1; i=$((i + 1)); done &&
+	ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >f.out &&
+	echo "MASTER_PORT=$ONE" >f.expected &&
+	test_cmp f.expected f.out
+'
+test_done
