@@ -385,6 +385,47 @@ int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
     return 0;
 }
 
+/* Place node's n ranks (ascending, from node_ranks) in rank_node; -1 marks
+ * a rank not placed yet.  Returns 0, or -1 when one is out of range or
+ * already placed. */
+static int place_node (int *rank_node, int size, int node, const int *ranks,
+                       int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= size || rank_node[ranks[i]] >= 0)
+            return -1;
+        rank_node[ranks[i]] = node;
+    }
+    return 0;
+}
+
+int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
+                      size_t errlen)
+{
+    int size = b->info.size, *ranks, n = 0, node, placed = 0, rc = 0;
+
+    if (!(ranks = calloc ((size_t)size, sizeof (int))))
+        return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
+    for (int r = 0; r < size; r++)
+        rank_node[r] = -1;
+    for (node = 0; node < b->info.num_nodes && rc == 0; node++) {
+        if ((rc = b->m->node_ranks (b, node, ranks, &n, err, errlen)) < 0)
+            break;
+        if (n < 1 || place_node (rank_node, size, node, ranks, n) < 0)
+            rc = bootstrap_err (err, errlen, DDP_EPMIX, "bootstrap: the "
+                                "launcher's layout lists %s for node %d",
+                                n < 1 ? "no ranks" : "a rank twice or out of "
+                                "range", node);
+        placed += n;
+    }
+    if (rc == 0 && placed != size)
+        rc = bootstrap_err (err, errlen, DDP_EPMIX, "bootstrap: the "
+                            "launcher's layout places %d of %d ranks", placed,
+                            size);
+    free (ranks);
+    return rc;
+}
+
 int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg)
 {
     return b->m->abort (b, errcode, msg);

@@ -136,6 +136,14 @@ int bootstrap_get (struct bootstrap *b, int rank, enum bootstrap_scope scope,
 int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
                           char *err, size_t errlen);
 
+/* The node of every rank (the launcher's layout, as bootstrap_node_ranks
+ * gives it node by node) into rank_node (room for size entries), without
+ * any exchange: num_nodes reads of job data under PMIx, O(size) work.
+ * Returns 0, or DDP_EPMIX (a node with no ranks, a rank on two nodes or on
+ * none), DDP_ENOMEM with a reason in err. */
+int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
+                      size_t errlen);
+
 /* Ask the launcher to end the whole job with exit status errcode, logging
  * msg (may be NULL).  Returns 0 when the launcher was told (the caller then
  * exits), DDP_EPMIX / DDP_ETRANSPORT when it could not be told, or

@@ -54,11 +54,14 @@ static void layout_check (struct bootstrap *b, int **lead)
 {
     const struct bootstrap_info *in = bootstrap_info (b);
     int *seen = calloc ((size_t)in->size, sizeof (int));
+    int *where = calloc ((size_t)in->size, sizeof (int));
     int node, i, n, *ranks;
 
     *lead = calloc ((size_t)in->num_nodes, sizeof (int));
-    if (!seen || !*lead)
-        return;
+    if (!seen || !where || !*lead)
+        goto out;
+    CHECK (bootstrap_layout (b, where, err, sizeof (err)) == 0, "layout: %s",
+           err);
     for (node = 0; node < in->num_nodes; node++) {
         CHECK (bootstrap_node_ranks (b, node, &ranks, &n, err, sizeof (err))
                == 0 && n > 0, "node_ranks %d: %s", node, err);
@@ -69,8 +72,12 @@ static void layout_check (struct bootstrap *b, int **lead)
             CHECK (ranks[i] >= 0 && ranks[i] < in->size && !seen[ranks[i]]
                    && (i == 0 || ranks[i] > ranks[i - 1]),
                    "node %d lists rank %d", node, ranks[i]);
-            if (ranks[i] >= 0 && ranks[i] < in->size)
+            if (ranks[i] >= 0 && ranks[i] < in->size) {
                 seen[ranks[i]]++;
+                CHECK (where[ranks[i]] == node, "layout puts rank %d on node "
+                       "%d, node_ranks on %d", ranks[i], where[ranks[i]],
+                       node);
+            }
         }
         if (node == in->node_rank)
             CHECK (n == in->local_size && memcmp (ranks, in->local_ranks,
@@ -80,7 +87,9 @@ static void layout_check (struct bootstrap *b, int **lead)
     }
     for (i = 0; i < in->size; i++)
         CHECK (seen[i] == 1, "rank %d is on %d nodes", i, seen[i]);
+out:
     free (seen);
+    free (where);
 }
 
 /* A round with no data; returns its time. */

@@ -72,6 +72,12 @@ static void check_identity (struct bootstrap *b, const struct expect *e)
                         "node %d lists rank %d", node, ranks[i]);
         free (ranks);
     }
+    int layout[4] = { -2, -2, -2, -2 };
+    RANK_CHECK (bootstrap_layout (b, layout, err, sizeof (err)) == 0,
+                "layout: %s", err);
+    for (int r = 0; r < in->size; r++)
+        RANK_CHECK (layout[r] == e->node_of[r], "layout: rank %d on node %d",
+                    r, layout[r]);
     RANK_CHECK (strncmp (in->job_id, "local.", 6) == 0, "job id %s",
                 in->job_id);
 }
