@@ -81,6 +81,35 @@ static int32_t input (int r, size_t i)
     return (int32_t)((r * 5 + (int)(i % 97) * 3) % 13) - 6;
 }
 
+/* What an all-reduce of every rank's input (SUM, MAX or AVG) gives at i. */
+static double want_of (ddp_op_t op, size_t i)
+{
+    double v = op == DDP_MAX ? input (0, i) : 0;
+
+    for (int r = 0; r < SIZE; r++)
+        v = op == DDP_MAX ? (input (r, i) > v ? input (r, i) : v)
+                          : v + input (r, i);
+    return op == DDP_AVG ? v / SIZE : v;
+}
+
+/* All-reduce src (n elements of dtype: int32 or float64) into dst under
+ * op, and check every element. */
+static void allreduce_one (void *ctx, const void *src, void *dst, size_t n,
+                           ddp_dtype_t dtype, ddp_op_t op, const char *what)
+{
+    RANK_CHECK (be->allreduce (ctx, src, dst, n, dtype, op) == 0,
+                "allreduce %s: %s", what, ddpi_last_error ());
+    for (size_t i = 0; i < n; i++) {
+        double got = dtype == DDP_INT32 ? ((int32_t *)dst)[i]
+                                        : ((double *)dst)[i];
+        if (got != want_of (op, i)) {
+            RANK_CHECK (0, "allreduce %s of %zu at %zu: %g, not %g", what, n,
+                        i, got, want_of (op, i));
+            break;
+        }
+    }
+}
+
 static void check_allreduce (void *ctx, int me, size_t n)
 {
     int32_t *a = calloc (n, sizeof (int32_t)), *s = calloc (n, 4);
@@ -92,44 +121,11 @@ static void check_allreduce (void *ctx, int me, size_t n)
         d[i] = input (me, i);
     }
     RANK_CHECK (a && s && d && x, "out of memory");
-    if (!a || !s || !d || !x)
-        goto out;
-    RANK_CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_SUM) == 0,
-                "allreduce sum: %s", ddpi_last_error ());
-    for (i = 0; i < n; i++) {
-        int32_t want = 0;
-        for (int r = 0; r < SIZE; r++)
-            want += input (r, i);
-        if (s[i] != want) {
-            RANK_CHECK (0, "allreduce sum of %zu at %zu: %d, not %d", n, i,
-                        s[i], want);
-            break;
-        }
+    if (a && s && d && x) {
+        allreduce_one (ctx, a, s, n, DDP_INT32, DDP_SUM, "sum");
+        allreduce_one (ctx, a, s, n, DDP_INT32, DDP_MAX, "max");
+        allreduce_one (ctx, d, x, n, DDP_FLOAT64, DDP_AVG, "avg");
     }
-    RANK_CHECK (be->allreduce (ctx, a, s, n, DDP_INT32, DDP_MAX) == 0,
-                "allreduce max: %s", ddpi_last_error ());
-    for (i = 0; i < n; i++) {
-        int32_t want = input (0, i);
-        for (int r = 1; r < SIZE; r++)
-            want = input (r, i) > want ? input (r, i) : want;
-        if (s[i] != want) {
-            RANK_CHECK (0, "allreduce max at %zu", i);
-            break;
-        }
-    }
-    RANK_CHECK (be->allreduce (ctx, d, x, n, DDP_FLOAT64, DDP_AVG) == 0,
-                "allreduce avg: %s", ddpi_last_error ());
-    for (i = 0; i < n; i++) {
-        double want = 0;
-        for (int r = 0; r < SIZE; r++)
-            want += input (r, i);
-        if (x[i] != want / SIZE) {
-            RANK_CHECK (0, "allreduce avg at %zu: %g, not %g", i, x[i],
-                        want / SIZE);
-            break;
-        }
-    }
-out:
     free (a);
     free (s);
     free (d);
