@@ -56,6 +56,28 @@ static int create_with (const char *name, const char *value,
     return rc;
 }
 
+/* One variable, what bootstrap_create answers, and what its error says
+ * (NULL: not checked). */
+static const struct refusal {
+    const char *name, *value;
+    int code;
+    const char *what, *says;
+} refusals[] = {
+    { "WORLD_SIZE", "3", DDP_ENOLAUNCH, "without a launcher: ENOLAUNCH",
+      "WORLD_SIZE=3 says this is one of 3 ranks" },
+    { "PMI_SIZE", "2", DDP_ENOLAUNCH, "without a launcher: ENOLAUNCH", NULL },
+    { "WORLD_SIZE", "x", DDP_EINVAL, "EINVAL", NULL },
+    { "DDP_BOOTSTRAP", "carrier-pigeon", DDP_EINVAL, "EINVAL",
+      "not one of local, pmix, single" },
+    { "DDP_BOOTSTRAP", "single", 0, "accepted", NULL },
+    { "DDP_BOOTSTRAP", "local", DDP_EINVAL, "without DDP_LOCAL_FD: EINVAL",
+      "DDP_LOCAL_FD" },
+    { "DDP_LOCAL_FD", "abc", DDP_EINVAL, "EINVAL", NULL },
+    { "DDP_LOCAL_FD", "0", DDP_ENOLAUNCH, "not the launcher's socket: "
+      "ENOLAUNCH", "not the local launcher's socket" },
+    { "DDP_LOCAL_FD", "999", DDP_ENOLAUNCH, "not open: ENOLAUNCH", NULL },
+};
+
 static void chain_checks (void)
 {
     struct bootstrap *b = NULL;
@@ -70,32 +92,14 @@ static void chain_checks (void)
         in->job_id);
     bootstrap_destroy (b);
 
-    is_int (create_with ("WORLD_SIZE", "3", NULL), DDP_ENOLAUNCH,
-            "WORLD_SIZE=3 without a launcher: ENOLAUNCH");
-    ok (strstr (err, "WORLD_SIZE=3 says this is one of 3 ranks") != NULL,
-        "and says so: %s", err);
-    is_int (create_with ("PMI_SIZE", "2", NULL), DDP_ENOLAUNCH,
-            "PMI_SIZE=2 without a launcher: ENOLAUNCH");
-    is_int (create_with ("WORLD_SIZE", "x", NULL), DDP_EINVAL,
-            "WORLD_SIZE=x: EINVAL");
-    is_int (create_with ("DDP_BOOTSTRAP", "carrier-pigeon", NULL), DDP_EINVAL,
-            "DDP_BOOTSTRAP=carrier-pigeon: EINVAL");
-    ok (strstr (err, "not one of local, pmix, single") != NULL,
-        "and lists the methods: %s", err);
-    is_int (create_with ("DDP_BOOTSTRAP", "single", NULL), 0,
-            "DDP_BOOTSTRAP=single");
-    is_int (create_with ("DDP_BOOTSTRAP", "local", NULL), DDP_EINVAL,
-            "DDP_BOOTSTRAP=local without DDP_LOCAL_FD: EINVAL");
-    ok (strstr (err, "DDP_LOCAL_FD") != NULL, "and names the variable: %s",
-        err);
-    is_int (create_with ("DDP_LOCAL_FD", "abc", NULL), DDP_EINVAL,
-            "DDP_LOCAL_FD=abc: EINVAL");
-    is_int (create_with ("DDP_LOCAL_FD", "0", NULL), DDP_ENOLAUNCH,
-            "DDP_LOCAL_FD=0 (not the launcher's socket): ENOLAUNCH");
-    ok (strstr (err, "not the local launcher's socket") != NULL,
-        "and says why: %s", err);
-    is_int (create_with ("DDP_LOCAL_FD", "999", NULL), DDP_ENOLAUNCH,
-            "DDP_LOCAL_FD=999 (not open): ENOLAUNCH");
+    for (size_t i = 0; i < sizeof (refusals) / sizeof (refusals[0]); i++) {
+        const struct refusal *t = &refusals[i];
+        is_int (create_with (t->name, t->value, NULL), t->code, "%s=%s: %s",
+                t->name, t->value, t->what);
+        if (t->says)
+            ok (strstr (err, t->says) != NULL, "and the error says '%s': %s",
+                t->says, err);
+    }
 #ifndef HAVE_PMIX
     is_int (create_with ("DDP_BOOTSTRAP", "pmix", NULL), DDP_ENOTSUP,
             "DDP_BOOTSTRAP=pmix without PMIx built in: ENOTSUP");
