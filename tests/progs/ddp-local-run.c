@@ -162,15 +162,14 @@ static int parse (struct opts *o, int argc, char **argv)
     while ((c = getopt_long (argc, argv, "+n:N:m:t:k:h", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (ddpi_parse_long (optarg, 1, 4096, &n) < 0)
-                return bad ("-n '%s': give 1 to 4096 ranks", optarg);
-            break;
         case 'N':
-            if (ddpi_parse_long (optarg, 1, 4096, &nodes) < 0)
-                return bad ("-N '%s': give 1 to 4096 nodes", optarg);
+            if (ddpi_parse_long (optarg, 1, 4096, c == 'n' ? &n : &nodes) < 0)
+                return bad ("-%c '%s': give 1 to 4096 %s", c, optarg,
+                            c == 'n' ? "ranks" : "nodes");
             break;
         case 'm':
-            if (parse_map (o, optarg) < 0)
+        case 'k':
+            if ((c == 'm' ? parse_map (o, optarg) : parse_kill (o, optarg)) < 0)
                 return -1;
             break;
         case 't':
@@ -178,10 +177,6 @@ static int parse (struct opts *o, int argc, char **argv)
                                     &o->job.timeout_s) < 0)
                 return bad ("--timeout '%s': give a positive number of "
                             "seconds", optarg);
-            break;
-        case 'k':
-            if (parse_kill (o, optarg) < 0)
-                return -1;
             break;
         case 'h':
             usage (stdout);
