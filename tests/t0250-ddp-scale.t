@@ -54,6 +54,13 @@ test_expect_success '-N16 -n32: two ranks on every node' '
 test_expect_success '-N16 -n21: uneven (block: 6 ranks on the first node, 1 on each other)' '
 	scale_check n16x21 "6 1x15" "-q -l 0"
 '
+# Ranks dealt to the nodes in turn: a node's ranks, its lanes and rank 0's
+# blob are not where a block layout puts them (the sparse set-up reads
+# them through the launcher's layout).
+test_expect_success '-N4 -n8 -m cyclic: ranks alternate nodes (0 and 4 on the first)' '
+	scale_check n4cyc "2x4" "-q -l 0" -m cyclic --ntasks-per-node=2 &&
+	grep "^ddp_check rank 4/8 local 1/2 node 0/4 " n4cyc.out
+'
 # Nodes of different sizes: each node cuts a large collective into steps
 # of its own slot (min(1 MiB, 8 MiB / ranks on the node)), and only the
 # cross-node phase, run once on whole buffers, has to agree between nodes
