@@ -90,6 +90,11 @@ static void chain_checks (void)
         && in->local_ranks[0] == 0, "no launcher: single, rank 0 of 1");
     ok (strncmp (in->job_id, "single.", 7) == 0, "single job id %s",
         in->job_id);
+    {
+        int where = -1;
+        ok (bootstrap_layout (b, &where, err, sizeof (err)) == 0
+            && where == 0, "single: layout puts rank 0 on node 0");
+    }
     bootstrap_destroy (b);
 
     for (size_t i = 0; i < sizeof (refusals) / sizeof (refusals[0]); i++) {
