@@ -32,7 +32,11 @@ test_expect_success 'malformed RANK / WORLD_SIZE / DDP_TIMEOUT are rejected clea
 	test_must_fail env WORLD_SIZE=0 "$CHECK" -q 2>err2 &&
 	grep -q "WORLD_SIZE=.0. is not an integer in \[1," err2 &&
 	test_must_fail env DDP_TIMEOUT=soon "$CHECK" -q 2>err3 &&
-	grep -q "DDP_TIMEOUT=.soon. is not a positive number" err3
+	grep -q "DDP_TIMEOUT=.soon. is not a number of seconds: give one in (0, 1000000\], or inf" err3 &&
+	test_must_fail env DDP_TIMEOUT=1e9 "$CHECK" -q 2>err4 &&
+	grep -q "DDP_TIMEOUT=.1e9. is too long: give at most 1000000 seconds" err4 &&
+	env DDP_TIMEOUT=inf DDP_INIT_TIMEOUT=inf "$CHECK" -q -l 0 >inf.out &&
+	grep -q "0 failed in all" inf.out
 '
 test_expect_success 'RANK that disagrees with PMIx: a warning, PMIx wins' '
 	ddp_srun --mpi=pmix -N1 -n2 \

@@ -54,6 +54,13 @@ test_expect_success '-N16 -n32: two ranks on every node' '
 test_expect_success '-N16 -n21: uneven (block: 6 ranks on the first node, 1 on each other)' '
 	scale_check n16x21 "6 1x15" "-q -l 0"
 '
+# Ranks dealt to the nodes in turn: a node's ranks, its lanes and rank 0's
+# blob are not where a block layout puts them (the sparse set-up reads
+# them through the launcher's layout).
+test_expect_success '-N4 -n8 -m cyclic: ranks alternate nodes (0 and 4 on the first)' '
+	scale_check n4cyc "2x4" "-q -l 0" -m cyclic --ntasks-per-node=2 &&
+	grep "^ddp_check rank 4/8 local 1/2 node 0/4 " n4cyc.out
+'
 # Nodes of different sizes: each node cuts a large collective into steps
 # of its own slot (min(1 MiB, 8 MiB / ranks on the node)), and only the
 # cross-node phase, run once on whole buffers, has to agree between nodes
@@ -61,7 +68,20 @@ test_expect_success '-N16 -n21: uneven (block: 6 ranks on the first node, 1 on e
 # step 603 (560008 bytes)").  -N16 -n37 puts 16 ranks on n1 (512 KiB
 # slots), 7 on n2 and one on each other node (1 MiB).
 test_expect_success '-N16 -n37: uneven (block: 16, 7, then 1 rank per node)' '
-	scale_check n16x37 "16 7 1x14" "-q -l 0"
+	scale_check n16x37 "16 7 1x14" "-q -l 0" --export=ALL,DDP_DEBUG=1
+'
+# The host set-up is sparse (libjob/host/host.c): a rank reads its node's
+# P - 1 blobs, rank 0's and its L lanes' partners' (at most 3 ceil(log2 N)
+# + 3 nodes), never all W ranks' (here every rank reads fewer than 37).
+test_expect_success '-N16 -n37: each rank read only its node, rank 0 and its partners at set-up' '
+	grep "host: set-up read" n16x37.err >n16x37.gets &&
+	test $(wc -l <n16x37.gets) = 37 &&
+	sed "s/.*read \([0-9]*\) blobs.* local size \([0-9]*\), lanes \([0-9]*\), nodes 16, ranks 37$/\1 \2 \3/" \
+		n16x37.gets | awk "
+		NF != 3 { bad++; next }
+		{ max = (\$2 - 1) + 1 + \$3 * (3 * 4 + 3)
+		  if (\$1 < \$2 - 1 || \$1 > max || \$1 >= 37) bad++ }
+		END { exit bad > 0 }"
 '
 
 # A killed rank (kill -9 in a barrier loop, as t0800) at 8 and 16 nodes:

@@ -95,7 +95,7 @@ test_expect_success 'init that never finishes: DDP_ETIMEDOUT at the deadline, ab
 	elapsed=$(( $(date +%s) - start )) &&
 	test $elapsed -ge 1 && test $elapsed -le 10 &&
 	grep "^init failed rank=? rc=-7 " ihang.out &&
-	grep "communicator init did not complete within DDP_TIMEOUT=2" ihang.err &&
+	grep "communicator init did not complete within DDP_INIT_TIMEOUT=2" ihang.err &&
 	test $(grep -c "mock: ncclCommAbort" ihang.err) = 1
 '
 test_expect_success 'init that fails: DDP_ENCCL with NCCL'"'"'s reason, aborted' '

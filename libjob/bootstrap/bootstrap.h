@@ -1,17 +1,32 @@
 /* bootstrap.h - how a rank finds its peers (internal to libddp).
  *
  * A chain of methods tried in order, each probing its environment before it
- * commits (flux-core's upmi idea):
+ * commits (flux-core's upmi idea; one file per method behind method.h):
+ *   local  - DDP_LOCAL_FD in the environment: a rank of a job started on
+ *            this machine by the local launcher (localjob.h,
+ *            tests/progs/ddp-local-run), which gives rank, size and a
+ *            layout of simulated nodes and serves the exchanges;
  *   pmix   - PMIX_NAMESPACE or PMIX_SERVER_URI* in the environment: PMIx_Init,
  *            identity from the PMIx server, exchanges through PMIx fences;
  *   single - no launcher: rank 0 of 1, exchanges are local copies.
- * If the environment says the world is larger than one (WORLD_SIZE, srun's
- * SLURM_STEP_NUM_TASKS, mpirun's OMPI_COMM_WORLD_SIZE, PMI_SIZE) but no PMIx
- * server is there, bootstrap_create() fails with DDP_ENOLAUNCH and a message
- * saying how to launch.  DDP_BOOTSTRAP=pmix|single forces a method.
+ * The first method whose probe accepts is the one used: if it then fails,
+ * bootstrap_create() fails (no silent fall back to a world of one).  If the
+ * environment says the world is larger than one (WORLD_SIZE, srun's
+ * SLURM_STEP_NUM_TASKS, mpirun's OMPI_COMM_WORLD_SIZE, PMI_SIZE) but only
+ * the single method is offered, bootstrap_create() fails with DDP_ENOLAUNCH
+ * and a message saying how to launch.  DDP_BOOTSTRAP=local|pmix|single
+ * forces a method (no probe).  With DDP_DEBUG every try is logged.
  *
  * The handle is used by backends for their one-time setup (addresses, shared
  * memory names, NCCL unique ids); never for per-collective data.
+ *
+ * Exchanges go in rounds that every rank takes in the same order: either
+ * bootstrap_exchange() (everyone's blob to everyone: simple, but each rank
+ * reads size blobs), or the sparse calls bootstrap_put(), bootstrap_sync(),
+ * bootstrap_get(): each rank publishes what it has, with one fence, and
+ * reads only the blobs it needs (its node's, a few partners'), so that a
+ * rank's work does not grow with the world.  bootstrap_fence() is a round
+ * with no data.
  */
 #ifndef DDP_BOOTSTRAP_H
 #define DDP_BOOTSTRAP_H
@@ -30,46 +45,114 @@ struct bootstrap_info {
     int node_rank;       /* this node's index, 0 .. num_nodes-1 */
     int num_nodes;       /* >= 1 */
     int *local_ranks;    /* local_size global ranks on this node, ascending */
-    const char *method;  /* "pmix" or "single" */
-    const char *job_id;  /* a string unique to the job (PMIx nspace, or
-                            "single.<pid>"); stable for the handle's life */
+    const char *method;  /* "local", "pmix" or "single" */
+    const char *job_id;  /* a string unique to the job (PMIx nspace,
+                            "local.<launcher pid>", "single.<pid>"); stable
+                            for the handle's life */
 };
 
-/* Run the chain and connect to the launcher.  timeout_s bounds every wait
- * (fences included, where the method allows).  On success *bp is a new handle
- * and 0 is returned.  On failure returns a negative DDP_E* code (DDP_ENOLAUNCH,
- * DDP_EPMIX, DDP_EINVAL for a malformed environment value, DDP_ENOMEM) with a
- * human-readable reason in err (errlen bytes), and *bp is untouched. */
+/* Who may read a blob put with bootstrap_put(). */
+enum bootstrap_scope {
+    BOOTSTRAP_GLOBAL = 1,   /* every rank */
+    BOOTSTRAP_LOCAL = 2,    /* the ranks of this node only */
+};
+
+/* Run the chain and connect to the launcher.  timeout_s (> 0) bounds every
+ * wait until bootstrap_set_timeout() says otherwise; messages name it
+ * DDP_TIMEOUT.  On success *bp is a new handle and 0 is returned.  On
+ * failure returns a negative DDP_E* code (DDP_ENOLAUNCH, DDP_EPMIX,
+ * DDP_ETRANSPORT, DDP_EINVAL for a malformed environment value,
+ * DDP_ENOTSUP for a method not built in, DDP_ENOMEM) with a human-readable
+ * reason in err (errlen bytes), and *bp is untouched. */
 int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
                       size_t errlen);
+
+/* From now on every wait of b is bounded by timeout_s (> 0) seconds, and
+ * messages call that bound name (e.g. "DDP_INIT_TIMEOUT"; at most 31
+ * characters are kept). */
+void bootstrap_set_timeout (struct bootstrap *b, double timeout_s,
+                            const char *name);
 
 /* The identity of this rank; valid until bootstrap_destroy(). */
 const struct bootstrap_info *bootstrap_info (struct bootstrap *b);
 
-/* One all-to-all exchange of small blobs (one PMIx put + fence with
- * collect + a get per rank): every rank passes its blob (len bytes, may be 0,
- * at most 64 KiB) and receives all ranks' blobs.  On success *all is one
- * malloc'd block (free() it) holding size blobs, blob r at all_off[r] with
- * length all_len[r] (all_off and all_len are arrays of size entries owned by
- * the caller), and 0 is returned.  Every rank must call it the same number of
- * times in the same order: each call uses a key no earlier call used, so a
- * stale value can never be read.  On failure returns DDP_EPMIX,
- * DDP_ETIMEDOUT or DDP_ENOMEM with a reason in err; *all is NULL. */
+/* One all-to-all exchange of small blobs (a round: one put, a fence with
+ * collect, a get per rank): every rank passes its blob (len bytes, may be
+ * 0, at most 64 KiB) and receives all ranks' blobs.  On success *all is
+ * one malloc'd block (free() it) holding size blobs, blob r at all_off[r]
+ * with length all_len[r] (all_off and all_len are arrays of size entries
+ * owned by the caller), and 0 is returned.  Every rank must call it the
+ * same number of times in the same order: each round uses keys no earlier
+ * round used, so a stale value can never be read.  On failure returns
+ * DDP_EINVAL (blob too large), DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
+ * DDP_EPEER (a rank known to have died or put nothing) or DDP_ENOMEM with
+ * a reason in err; *all is NULL. */
 int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
                         void **all, size_t *all_off, size_t *all_len,
                         char *err, size_t errlen);
 
-/* A fence with no data (every rank must call it).  Returns 0 or DDP_EPMIX /
- * DDP_ETIMEDOUT with a reason in err. */
+/* A fence with no data (a round; every rank must call it).  Returns 0 or
+ * DDP_EPMIX / DDP_ETRANSPORT / DDP_ETIMEDOUT / DDP_EPEER with a reason in
+ * err. */
 int bootstrap_fence (struct bootstrap *b, char *err, size_t errlen);
 
+/* Sparse exchange, step 1: publish this rank's blob (len bytes, at most
+ * 64 KiB; blob may be NULL when len is 0) for the open round, readable
+ * after the round's bootstrap_sync() by every rank (BOOTSTRAP_GLOBAL) or
+ * only by the ranks of this node (BOOTSTRAP_LOCAL: under PMIx it never
+ * leaves the node).  At most one blob per scope per round; a rank may put
+ * none.  Returns 0, DDP_EINVAL (a second put of that scope in the round,
+ * a blob too large, an unknown scope) or DDP_EPMIX / DDP_ETRANSPORT /
+ * DDP_ENOMEM with a reason in err. */
+int bootstrap_put (struct bootstrap *b, enum bootstrap_scope scope,
+                   const void *blob, size_t len, char *err, size_t errlen);
+
+/* Sparse exchange, step 2: close the round with one fence of every rank
+ * (bounded by the timeout) that also brings every GLOBAL blob of the round
+ * to this node (PMIx: PMIX_COLLECT_DATA), so that no later get has to ask
+ * another node (a PMIx direct-modex request can stall a Slurm node for
+ * about 30 s when the target node's tasks are gone).  Afterwards
+ * bootstrap_get() reads this round until the next round is synced.
+ * Returns 0 or DDP_ETIMEDOUT (naming the ranks that did not arrive as far
+ * as the method can tell), DDP_EPEER, DDP_EPMIX, DDP_ETRANSPORT with a
+ * reason in err; the round is closed either way. */
+int bootstrap_sync (struct bootstrap *b, char *err, size_t errlen);
+
+/* Sparse exchange, step 3: rank's blob of scope from the last synced
+ * round, as a malloc'd *blob (free() it) of *len bytes.  Answered from
+ * this node's data: costs no traffic to other nodes.  Returns 0, or
+ * DDP_EINVAL (no round synced yet, rank out of range, a LOCAL blob of a
+ * rank on another node), DDP_EMISMATCH (rank put no blob of that scope in
+ * the round), DDP_EPMIX, DDP_ENOMEM with a reason in err; *blob is then
+ * NULL. */
+int bootstrap_get (struct bootstrap *b, int rank, enum bootstrap_scope scope,
+                   void **blob, size_t *len, char *err, size_t errlen);
+
+/* The global ranks of node (0 .. num_nodes-1), ascending, as a malloc'd
+ * *ranks (free() it) of *n entries; read from the launcher's layout
+ * without any exchange (PMIx: one get of job data).  Returns 0, or
+ * DDP_EINVAL (node out of range), DDP_EPMIX, DDP_ENOMEM with a reason in
+ * err; *ranks is then NULL. */
+int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
+                          char *err, size_t errlen);
+
+/* The node of every rank (the launcher's layout, as bootstrap_node_ranks
+ * gives it node by node) into rank_node (room for size entries), without
+ * any exchange: num_nodes reads of job data under PMIx, O(size) work.
+ * Returns 0, or DDP_EPMIX (a node with no ranks, a rank on two nodes or on
+ * none), DDP_ENOMEM with a reason in err. */
+int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
+                      size_t errlen);
+
 /* Ask the launcher to end the whole job with exit status errcode, logging
- * msg (may be NULL).  Returns only when the launcher could not be told:
- * DDP_EPMIX, or DDP_ENOTSUP for the single method (the caller then exits). */
+ * msg (may be NULL).  Returns 0 when the launcher was told (the caller then
+ * exits), DDP_EPMIX / DDP_ETRANSPORT when it could not be told, or
+ * DDP_ENOTSUP for the single method (the caller then exits). */
 int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg);
 
-/* Free the handle (NULL is a no-op).  A PMIx client stays connected until
- * the process exits: a re-initialized one no longer sees the job data. */
+/* Free the handle (NULL is a no-op).  The connection to the launcher stays
+ * until the process exits (a PMIx client re-initialized no longer sees the
+ * job data), so that a later bootstrap_create() finds it again. */
 void bootstrap_destroy (struct bootstrap *b);
 
 #endif /* DDP_BOOTSTRAP_H */

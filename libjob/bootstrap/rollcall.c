@@ -1,36 +1,23 @@
-/* rollcall.c - pool the nodes' views of who never reached ddp_init
- * (rollcall.h).
+/* rollcall.c - the roll call's tally and wire messages (rollcall.h); the
+ * sockets are in rollcall_net.c.
  *
  * Wire format (host byte order: every party runs the same library on the
  * same kind of machine, and the magic would not match otherwise):
  *   report: struct report, then nlocal int32 ranks, then nmissing int32;
  *   answer: struct answer, then the listed missing, then the listed
  *           unheard ranks (int32 each).
- * A reporter sends its report in one send() and waits for the answer; the
- * hub answers every reporter at once when every node has reported and
- * every rank seen arriving has called in, or when its window ends.
  */
 #include "config.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "ddp_internal.h"
-#include "net.h"
 #include "rollcall.h"
 
 #define REPORT_MAGIC 0x6464702d726f6c6cULL  /* "ddp-roll" */
 #define ANSWER_MAGIC 0x6464702d72616e73ULL  /* "ddp-rans" */
-#define REPORT_MAX_RANKS 65536  /* ranks of one node in a report */
-#define HUB_MAX_CLIENTS 1024    /* reporters the hub answers; others wait
-                                   out their window and keep their view */
+#define REPORT_MAX_RANKS ROLLCALL_NODE_MAX
 
 struct report {
     uint64_t magic;
@@ -105,42 +92,6 @@ int ddpi_tally_list (const struct ddpi_tally *t, int st, int32_t *out,
     return n;
 }
 
-/* MASTER_ADDR and MASTER_PORT as a socket address.  Returns 0 or -1. */
-static int hub_address (struct sockaddr_in *sin)
-{
-    const char *addr = getenv ("MASTER_ADDR");
-    const char *port = getenv ("MASTER_PORT");
-    long p;
-
-    memset (sin, 0, sizeof (*sin));
-    sin->sin_family = AF_INET;
-    if (!addr || !port || ddpi_parse_long (port, 1, 65535, &p) < 0
-        || inet_pton (AF_INET, addr, &sin->sin_addr) != 1)
-        return -1;
-    sin->sin_port = htons ((uint16_t)p);
-    return 0;
-}
-
-/* Node 0: listen on MASTER_PORT unless someone else does.  Returns the
- * listening socket, or -1. */
-static int hub_listen (const struct sockaddr_in *hub)
-{
-    struct sockaddr_in any = *hub;
-    int one = 1;
-    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-
-    if (fd < 0)
-        return -1;
-    any.sin_addr.s_addr = htonl (INADDR_ANY);
-    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
-    if (bind (fd, (struct sockaddr *)&any, sizeof (any)) < 0
-        || listen (fd, HUB_MAX_CLIENTS) < 0) {
-        close (fd);
-        return -1;
-    }
-    return fd;
-}
-
 _Static_assert (sizeof (struct report) == ROLLCALL_REPORT_HDR,
                 "rollcall.h announces the report header's size");
 
@@ -176,35 +127,13 @@ int ddpi_report_add (struct ddpi_tally *t, uint64_t tag, const void *buf,
     return rc;
 }
 
-/* Read one report from fd (by end) and add it to t.  Returns 0 or -1. */
-static int report_in (int fd, const struct ddpi_rollcall_in *in,
-                      struct ddpi_tally *t, double end)
-{
-    char hdr[sizeof (struct report)], *buf = NULL;
-    size_t len;
-    int rc = -1;
-
-    if (ddpi_io_full (fd, hdr, sizeof (hdr), false, end) == 0
-        && (len = ddpi_report_len (hdr, in->tag)) > 0
-        && (buf = malloc (len))) {
-        memcpy (buf, hdr, sizeof (hdr));
-        if (ddpi_io_full (fd, buf + sizeof (hdr), len - sizeof (hdr), false,
-                          end) == 0)
-            rc = ddpi_report_add (t, in->tag, buf, len);
-    }
-    free (buf);
-    return rc;
-}
-
 /* How many of n ranks an answer lists. */
 static int listed_of (int n)
 {
     return n < ROLLCALL_LIST_MAX ? n : ROLLCALL_LIST_MAX;
 }
 
-/* The answer to everyone, from the tally. */
-static size_t answer_fill (const struct ddpi_tally *t, uint64_t tag,
-                           char *buf)
+size_t ddpi_answer_fill (const struct ddpi_tally *t, uint64_t tag, char *buf)
 {
     struct answer a = { ANSWER_MAGIC, tag, 0, 0, 0, 0 };
     int32_t *list = (int32_t *)(buf + sizeof (a));
@@ -254,156 +183,32 @@ int ddpi_answer_parse (const void *buf, size_t len, uint64_t tag, int size,
     return 0;
 }
 
-/* This node's report, in one malloc'd buffer; *len its size. */
-static char *report_make (const struct ddpi_rollcall_in *in, size_t *len)
+
+char *ddpi_report_make (uint64_t tag, int node, const int *ranks, int n,
+                        const int *missing, int m, size_t *len)
 {
-    struct report rp = { REPORT_MAGIC, in->tag, (uint32_t)in->node,
-                         (uint32_t)in->local_size, (uint32_t)in->nmissing, 0 };
+    struct report rp = { REPORT_MAGIC, tag, (uint32_t)node, (uint32_t)n,
+                         (uint32_t)m, 0 };
     int32_t *list;
     char *buf;
     int i;
 
-    *len = sizeof (rp) + (size_t)(in->local_size + in->nmissing)
-                         * sizeof (int32_t);
+    *len = sizeof (rp) + (size_t)(n + m) * sizeof (int32_t);
     if (!(buf = malloc (*len)))
         return NULL;
     memcpy (buf, &rp, sizeof (rp));
     list = (int32_t *)(buf + sizeof (rp));
-    for (i = 0; i < in->local_size; i++)
-        list[i] = in->local_ranks[i];
-    for (i = 0; i < in->nmissing; i++)
-        list[in->local_size + i] = in->missing[i];
+    for (i = 0; i < n; i++)
+        list[i] = ranks[i];
+    for (i = 0; i < m; i++)
+        list[n + i] = missing[i];
     return buf;
 }
 
-/* The hub: gather reports on lfd, then answer every reporter. */
-static int hub_run (const struct ddpi_rollcall_in *in, int lfd,
-                    struct ddpi_rollcall *out)
+int ddpi_report_node (const void *hdr)
 {
-    struct ddpi_tally t;
-    int *fds = calloc (HUB_MAX_CLIENTS, sizeof (int));
-    char *ans = malloc (sizeof (struct answer)
-                        + 2 * ROLLCALL_LIST_MAX * sizeof (int32_t));
-    double end = ddpi_now () + in->window;
-    int nfds = 0, rc = -1, i;
-    size_t len;
+    struct report rp;
 
-    if (ddpi_tally_init (&t, in->size, in->nnodes) < 0 || !fds || !ans
-        || ddpi_tally_add (&t, in->node, in->local_ranks, in->local_size,
-                           in->missing, in->nmissing) < 0)
-        goto out;
-    while (ddpi_now () < end) {
-        struct pollfd p = { lfd, POLLIN, 0 };
-        int fd;
-
-        /* Everyone in: every node reported, every rank seen arriving
-         * (ourselves included) called in. */
-        if (t.nheard == t.nnodes
-            && nfds + 1 >= ddpi_tally_list (&t, RANK_PRESENT, NULL, 0))
-            break;
-        if (poll (&p, 1, 10) <= 0)
-            continue;
-        fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            continue;
-        if (nfds < HUB_MAX_CLIENTS
-            && report_in (fd, in, &t, ddpi_now () + 0.2) == 0)
-            fds[nfds++] = fd;
-        else
-            close (fd);
-    }
-    len = answer_fill (&t, in->tag, ans);
-    end = ddpi_now () + 0.5;
-    for (i = 0; i < nfds; i++)
-        (void)ddpi_io_full (fds[i], ans, len, true, end);
-    rc = ddpi_answer_parse (ans, len, in->tag, in->size, out);
-out:
-    for (i = 0; fds && i < nfds; i++)
-        close (fds[i]);
-    free (fds);
-    free (ans);
-    ddpi_tally_free (&t);
-    return rc;
-}
-
-/* Connect to the hub, retrying until end (it may not be up yet).  Returns
- * a connected non-blocking socket, or -1. */
-static int hub_connect (const struct sockaddr_in *hub, double end)
-{
-    while (ddpi_now () < end) {
-        struct timespec nap = { 0, 50 * 1000 * 1000 };
-        int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                         0);
-        int err = 0;
-        socklen_t el = sizeof (err);
-
-        if (fd < 0)
-            return -1;
-        if (connect (fd, (const struct sockaddr *)hub, sizeof (*hub)) == 0)
-            return fd;
-        if (errno == EINPROGRESS) {
-            struct pollfd p = { fd, POLLOUT, 0 };
-            double left = end - ddpi_now ();
-            if (left > 0 && poll (&p, 1, (int)(left * 1000) + 1) == 1
-                && getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0
-                && err == 0)
-                return fd;
-        }
-        close (fd);
-        nanosleep (&nap, NULL);
-    }
-    return -1;
-}
-
-/* A reporter: send our report, read the answer. */
-static int report_run (const struct ddpi_rollcall_in *in,
-                       const struct sockaddr_in *hub,
-                       struct ddpi_rollcall *out)
-{
-    double end = ddpi_now () + in->window + 0.5;
-    size_t len, alen = sizeof (struct answer);
-    char *rep = report_make (in, &len);
-    char *ans = malloc (sizeof (struct answer)
-                        + 2 * ROLLCALL_LIST_MAX * sizeof (int32_t));
-    struct answer a;
-    int fd = -1, rc = -1;
-
-    if (!rep || !ans || (fd = hub_connect (hub, end)) < 0
-        || ddpi_io_full (fd, rep, len, true, end) < 0
-        || ddpi_io_full (fd, ans, alen, false, end) < 0)
-        goto out;
-    memcpy (&a, ans, sizeof (a));
-    if (a.nmissing_listed < 0 || a.nmissing_listed > ROLLCALL_LIST_MAX
-        || a.nunheard_listed < 0 || a.nunheard_listed > ROLLCALL_LIST_MAX)
-        goto out;
-    alen += (size_t)(a.nmissing_listed + a.nunheard_listed) * sizeof (int32_t);
-    if (ddpi_io_full (fd, ans + sizeof (a), alen - sizeof (a), false,
-                      end) < 0)
-        goto out;
-    rc = ddpi_answer_parse (ans, alen, in->tag, in->size, out);
-out:
-    if (fd >= 0)
-        close (fd);
-    free (rep);
-    free (ans);
-    return rc;
-}
-
-int ddpi_rollcall_run (const struct ddpi_rollcall_in *in,
-                       struct ddpi_rollcall *out)
-{
-    struct sockaddr_in hub;
-    int lfd, rc;
-
-    if (in->local_size < 1 || in->local_size > REPORT_MAX_RANKS
-        || in->nmissing < 0 || in->nmissing > in->local_size
-        || hub_address (&hub) < 0)
-        return -1;
-    if (in->node == 0 && (lfd = hub_listen (&hub)) >= 0) {
-        ddpi_debug ("roll call: hub on port %d", ntohs (hub.sin_port));
-        rc = hub_run (in, lfd, out);
-        close (lfd);
-        return rc;
-    }
-    return report_run (in, &hub, out);
+    memcpy (&rp, hdr, sizeof (rp));
+    return (int)rp.node;
 }

@@ -3,16 +3,31 @@
  *
  * Slurm's fence does not say who is missing, and a rank can safely ask
  * only its own node's PMIx server which local ranks committed their setup
- * data (bootstrap.c says why).  So the survivors pool what their nodes
- * know: a surviving rank of node 0 opens a short-lived hub on MASTER_PORT
- * (the step's rendezvous port, which the SPANK plugin derives from the job
- * step; MASTER_ADDR is node 0), every other survivor reports to it its
- * node's ranks and which of them never arrived, and all get back the
- * union.  This runs only after an init failed, for two seconds at most,
- * and is best effort: a rank that cannot reach the hub keeps its own
- * node's view.
+ * data (pmix_missing.c says why).  So the survivors pool what their nodes
+ * know, with one report per node:
+ *   - on each node the survivors meet on a node-local socket (an abstract
+ *     Unix socket named after the step and the node): the first surviving
+ *     local rank (by the node's PMIx probe) binds it and is the node's
+ *     delegate; the others connect and give it their view, so a rank one
+ *     probe missed is still seen; the delegate waits for every rank of
+ *     its node (whatever its own view says: a view may have missed one)
+ *     until the relay's window ends; a delegate that does not come is
+ *     replaced by whoever binds the socket next;
+ *   - node 0's delegate opens a short-lived hub on MASTER_PORT (the step's
+ *     rendezvous port, which the SPANK plugin derives from the job step;
+ *     MASTER_ADDR is node 0), every other delegate reports its node's
+ *     ranks and which of them never arrived; the hub reads the reports as
+ *     they come (epoll, no limit on their number) and answers every
+ *     delegate with the union once every node reported or its window
+ *     ended;
+ *   - each delegate relays the answer to its node's survivors.
+ * So the hub handles one connection per node, not per rank.  This runs
+ * only after an init failed, for a few seconds at most (every wait is
+ * bounded), and is best effort: a rank that cannot reach its delegate,
+ * or a delegate the hub, keeps its own node's view.
  * Reports come from the network and are checked, never trusted: at worst
- * a forged one changes the words of an error message.
+ * a forged one changes the words of an error message.  The node-local
+ * socket also checks that its peer runs as the same user.
  */
 #ifndef DDP_ROLLCALL_H
 #define DDP_ROLLCALL_H
@@ -22,6 +37,8 @@
 
 /* Ranks an answer lists; more are counted. */
 #define ROLLCALL_LIST_MAX 64
+/* Ranks of one node a report may hold. */
+#define ROLLCALL_NODE_MAX 65536
 
 /* What the hub knows of a rank. */
 enum ddpi_rank_state {
@@ -81,6 +98,23 @@ int ddpi_report_add (struct ddpi_tally *t, uint64_t tag, const void *buf,
 int ddpi_answer_parse (const void *buf, size_t len, uint64_t tag, int size,
                        struct ddpi_rollcall *out);
 
+/* Bytes of the largest answer. */
+#define ROLLCALL_ANSWER_MAX (32 + 2 * ROLLCALL_LIST_MAX * 4)
+
+/* Write the answer of tally t for step tag into buf (ROLLCALL_ANSWER_MAX
+ * bytes).  Returns its length. */
+size_t ddpi_answer_fill (const struct ddpi_tally *t, uint64_t tag, char *buf);
+
+/* node's report for step tag: its n ranks, of which the m in missing
+ * never arrived (n, m within ROLLCALL_NODE_MAX), in a malloc'd buffer of
+ * *len bytes.  Returns it, or NULL when out of memory. */
+char *ddpi_report_make (uint64_t tag, int node, const int *ranks, int n,
+                        const int *missing, int m, size_t *len);
+
+/* The node a report's header (ROLLCALL_REPORT_HDR bytes, checked by
+ * ddpi_report_len) speaks for. */
+int ddpi_report_node (const void *hdr);
+
 struct ddpi_rollcall {
     int nmissing, nmissing_listed;  /* reported missing: in all, listed */
     int32_t missing[ROLLCALL_LIST_MAX];
@@ -91,19 +125,31 @@ struct ddpi_rollcall {
 /* This rank's part in it. */
 struct ddpi_rollcall_in {
     uint64_t tag;           /* the job step, the same on every rank */
+    int rank;               /* this rank */
     int size, nnodes, node; /* world size, nodes, this node */
-    const int *local_ranks; /* this node's ranks (local_size) */
+    const int *local_ranks; /* this node's ranks (local_size), this one
+                               among them */
     int local_size;
-    const int *missing;     /* which of them never arrived (nmissing) */
+    const int *missing;     /* which of them never arrived, as far as this
+                               rank's probe saw (nmissing) */
     int nmissing;
-    double window;          /* seconds the hub waits for reports */
+    double relay;           /* seconds the delegate waits for its node's
+                               other ranks, at most (> 0) */
+    double window;          /* seconds the hub waits for the nodes */
 };
 
-/* Take part in the roll call: on node 0, become the hub if no other rank
- * there is; else report to it.  Needs MASTER_ADDR (an IPv4 address) and
- * MASTER_PORT.  Returns 0 with *out filled, or -1 when there was no roll
- * call to take part in (variables unset, no hub reached in time, a bad
- * answer).  Takes at most window + 1 seconds. */
+/* The relay's window libddp uses: a node's survivors come within
+ * milliseconds of each other (their PMIx server gave up on the fence for
+ * all of them at once); a node with a rank that never came waits all of
+ * it. */
+#define ROLLCALL_RELAY_WINDOW 0.5
+
+/* Take part in the roll call: become this node's delegate or give it this
+ * rank's view; node 0's delegate is the hub, the others report to it.
+ * Needs MASTER_ADDR (an IPv4 address) and MASTER_PORT.  Returns 0 with
+ * *out filled, or -1 when there was no roll call to take part in
+ * (variables unset, a relay window not > 0, no delegate or hub reached in
+ * time, a bad answer).  Takes at most relay + window + 2 seconds. */
 int ddpi_rollcall_run (const struct ddpi_rollcall_in *in,
                        struct ddpi_rollcall *out);
 

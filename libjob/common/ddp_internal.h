@@ -45,9 +45,21 @@ double ddpi_now (void);
  * no spaces, no trailing garbage).  Returns 0 and sets *out, or -1. */
 int ddpi_parse_long (const char *s, long min, long max, long *out);
 
-/* Parse a positive decimal number of seconds ("30", "0.5").  Returns 0 and
- * sets *out, or -1. */
-int ddpi_parse_seconds (const char *s, double *out);
+/* Parse a positive decimal number of seconds ("30", "0.5", "1e3"; no sign,
+ * blank, "inf" or "nan") of at most max.  Returns 0 and sets *out, -1 when s
+ * is not such a number (*out untouched), -2 when it is one above max. */
+int ddpi_parse_seconds (const char *s, double max, double *out);
+
+/* The longest timeout libddp takes (seconds, about 11.6 days), and what
+ * "inf" stands for: no job waits that long on purpose, and deadlines this
+ * far stay in the range the waits convert to milliseconds (an int). */
+#define DDPI_TIMEOUT_MAX 1e6
+
+/* Parse a timeout variable's value (DDP_TIMEOUT, DDP_INIT_TIMEOUT): seconds
+ * in (0, DDPI_TIMEOUT_MAX] as ddpi_parse_seconds() takes them, or "inf" /
+ * "infinity" for no timeout (*out = DDPI_TIMEOUT_MAX).  Returns 0, -1 (not
+ * a positive number) or -2 (above the maximum). */
+int ddpi_parse_timeout (const char *s, double *out);
 
 /* A 64-bit hash of the string s, the same on every machine: FNV-1a's
  * steps, from the offset 1469598103934665603 (not FNV's standard one; the
@@ -65,6 +77,15 @@ void ddpi_sort_ranks (int *r, int n);
  * compact list, "1,3-5,9"; when it does not fit, as much as fits followed by
  * ",... (N ranks)".  Always NUL-terminates.  Returns buf. */
 char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n);
+
+/* Room for one more element in the array v (cap elements of esize bytes,
+ * n of them used): v itself while n < *cap, else a new array of twice the
+ * room (16 at first) with the n elements copied over, v freed and *cap
+ * updated.  Returns the array, or NULL when out of memory (v and *cap
+ * unchanged).  Not realloc(): gcc 12's -fanalyzer loses track of the
+ * buffers that a realloc'd array's elements point to, and reports them
+ * leaked. */
+void *ddpi_grow (void *v, size_t n, size_t *cap, size_t esize);
 
 /* Identity used by the log prefix; set by core once known. */
 void ddpi_log_set_identity (int rank, int size);

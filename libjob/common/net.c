@@ -37,7 +37,9 @@ int ddpi_io_full (int fd, void *buf, size_t len, bool wr, double deadline)
             double left = deadline - ddpi_now ();
             if (left <= 0)
                 return -1;
-            poll (&p, 1, (int)(left * 1000) + 1);
+            /* Wake up now and then on a far deadline: the int stays in
+             * range, and the loop re-checks. */
+            poll (&p, 1, left < 1000 ? (int)(left * 1000) + 1 : 1000000);
         }
     }
     return 0;

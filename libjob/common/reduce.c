@@ -242,20 +242,10 @@ void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
     }
 }
 
-static size_t esize (ddp_dtype_t dtype)
-{
-    static const size_t sizes[DDP_NUM_DTYPES] = {
-        [DDP_INT8] = 1, [DDP_UINT8] = 1, [DDP_INT32] = 4, [DDP_UINT32] = 4,
-        [DDP_INT64] = 8, [DDP_UINT64] = 8, [DDP_FLOAT16] = 2,
-        [DDP_BFLOAT16] = 2, [DDP_FLOAT32] = 4, [DDP_FLOAT64] = 8,
-    };
-    return (unsigned)dtype < DDP_NUM_DTYPES ? sizes[dtype] : 0;
-}
-
 void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op)
 {
-    size_t es = esize (dtype);
+    size_t es = ddp_dtype_size (dtype);
     size_t block = 16384 / (es ? es : 1);   /* stay in L1 across sources */
     size_t off;
     int k;
@@ -301,7 +291,7 @@ void ddpi_widen (void *dst, const void *src, size_t count, ddp_dtype_t dtype,
 
     if (ddpi_acc_dtype (dtype, op) == dtype) {
         if (dst != src)
-            memcpy (dst, src, count * esize (dtype));
+            memcpy (dst, src, count * ddp_dtype_size (dtype));
         return;
     }
     for (size_t i = 0; i < count; i++)
@@ -317,7 +307,7 @@ void ddpi_narrow (void *dst, const void *src, size_t count,
 
     if (ddpi_acc_dtype (dtype, op) == dtype) {
         if (dst != src)
-            memmove (dst, src, count * esize (dtype));
+            memmove (dst, src, count * ddp_dtype_size (dtype));
         return;
     }
     /* In place, element i (2 bytes at 2i) is written after element i
@@ -330,7 +320,7 @@ void ddpi_reduce_many_acc (void *dst, const void *const *src, int n,
                            size_t count, ddp_dtype_t dtype, ddp_op_t op)
 {
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
-    size_t es = esize (dtype), block = 4096, off;
+    size_t es = ddp_dtype_size (dtype), block = 4096, off;
     float tmp[4096];
     int k;
 

@@ -146,7 +146,7 @@ int ddpi_parse_long (const char *s, long min, long max, long *out)
     return 0;
 }
 
-int ddpi_parse_seconds (const char *s, double *out)
+int ddpi_parse_seconds (const char *s, double max, double *out)
 {
     char *end;
     double v;
@@ -155,10 +155,23 @@ int ddpi_parse_seconds (const char *s, double *out)
         return -1;
     errno = 0;
     v = strtod (s, &end);
-    if (errno != 0 || *end != '\0' || !(v > 0) || v > 1e7)
+    if (*end != '\0' || !(v > 0) || (errno != 0 && errno != ERANGE))
         return -1;
+    if (errno == ERANGE && v < 1)
+        return -1;      /* underflow: no positive number is that small */
+    if (errno == ERANGE || v > max)
+        return -2;
     *out = v;
     return 0;
+}
+
+int ddpi_parse_timeout (const char *s, double *out)
+{
+    if (s && (strcmp (s, "inf") == 0 || strcmp (s, "infinity") == 0)) {
+        *out = DDPI_TIMEOUT_MAX;
+        return 0;
+    }
+    return ddpi_parse_seconds (s, DDPI_TIMEOUT_MAX, out);
 }
 
 char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n)
@@ -216,4 +229,21 @@ uint64_t ddpi_hash_str (const char *s)
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
+}
+
+void *ddpi_grow (void *v, size_t n, size_t *cap, size_t esize)
+{
+    size_t room = *cap ? 2 * *cap : 16;
+    void *nv;
+
+    if (n < *cap)
+        return v;
+    if (room < n + 1 || room > SIZE_MAX / esize
+        || !(nv = calloc (room, esize)))
+        return NULL;
+    if (n)
+        memcpy (nv, v, n * esize);
+    free (v);
+    *cap = room;
+    return nv;
 }

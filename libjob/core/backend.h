@@ -16,7 +16,9 @@
  * where it knows them.  After DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT the
  * core marks the library broken: later collectives fail with the same code
  * without calling the backend again.  Every wait is bounded by
- * cfg->timeout_s.  Collectives must give bitwise identical results on every
+ * cfg->timeout_s, the bound in force: read it at each wait, never keep a
+ * copy, since the core switches it from the init timeout to the
+ * collectives' one after create() and the first barrier.  Collectives must give bitwise identical results on every
  * rank (a fixed reduction order); reduce.h has the element arithmetic.
  *
  * Threading: the core calls a backend from one thread at a time.
@@ -32,8 +34,16 @@
 
 /* Settings read once by ddp_init() from the environment. */
 struct ddp_config {
-    double timeout_s;   /* DDP_TIMEOUT, seconds (default 30) */
-    bool debug;         /* DDP_DEBUG */
+    /* The bound in force on every wait, in seconds: init_timeout_s during
+     * create() and the first barrier, coll_timeout_s after.  At most
+     * DDPI_TIMEOUT_MAX (what "inf" stands for). */
+    double timeout_s;
+    const char *timeout_name;   /* "DDP_INIT_TIMEOUT" or "DDP_TIMEOUT",
+                                   for messages (NULL: "DDP_TIMEOUT") */
+    double coll_timeout_s;  /* DDP_TIMEOUT (default 30) */
+    double init_timeout_s;  /* DDP_INIT_TIMEOUT, by default DDP_TIMEOUT or
+                               0.05 s per rank, the longer */
+    bool debug;             /* DDP_DEBUG */
 };
 
 /* One collective as the caller described it, after the core's checks. */

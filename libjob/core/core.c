@@ -19,6 +19,11 @@
 #endif
 
 #define DEFAULT_TIMEOUT 30.0
+/* Seconds of start-up skew the default init timeout allows per rank:
+ * launching thousands of ranks, and their programs' own start (imports
+ * from a shared file system), spread their arrival at ddp_init over
+ * minutes, while a collective's peers are all there already. */
+#define INIT_SECONDS_PER_RANK 0.05
 
 static struct {
     bool init;
@@ -30,16 +35,62 @@ static struct {
     int broken;     /* sticky failure code, 0 if healthy */
 } g = { .size = 1, .lsize = 1, .nnodes = 1 };
 
+/* A timeout variable: unset leaves *out alone.  Returns 0 or DDP_EINVAL
+ * saying what is allowed. */
+static int read_timeout (const char *name, double *out)
+{
+    const char *s = getenv (name);
+    int rc;
+
+    if (!s || (rc = ddpi_parse_timeout (s, out)) == 0)
+        return 0;
+    if (rc == -2)
+        return ddpi_error (DDP_EINVAL, "%s='%s' is too long: give at most "
+                           "%.0f seconds (about 11 days), or inf for no "
+                           "timeout", name, s, DDPI_TIMEOUT_MAX);
+    return ddpi_error (DDP_EINVAL, "%s='%s' is not a number of seconds: "
+                       "give one in (0, %.0f], or inf for no timeout", name,
+                       s, DDPI_TIMEOUT_MAX);
+}
+
 static int read_config (struct ddp_config *cfg)
 {
-    const char *s = getenv ("DDP_TIMEOUT");
+    int rc;
 
     cfg->debug = ddpi_debug_enabled ();
-    cfg->timeout_s = DEFAULT_TIMEOUT;
-    if (s && ddpi_parse_seconds (s, &cfg->timeout_s) < 0)
-        return ddpi_error (DDP_EINVAL, "DDP_TIMEOUT='%s' is not a positive "
-                           "number of seconds", s);
+    cfg->coll_timeout_s = DEFAULT_TIMEOUT;
+    cfg->init_timeout_s = 0;
+    if ((rc = read_timeout ("DDP_TIMEOUT", &cfg->coll_timeout_s)) < 0
+        || (rc = read_timeout ("DDP_INIT_TIMEOUT", &cfg->init_timeout_s)) < 0)
+        return rc;
+    /* Until the world size is known (bootstrap_create's own waits). */
+    cfg->timeout_s = cfg->init_timeout_s > 0 ? cfg->init_timeout_s
+                                             : cfg->coll_timeout_s;
+    cfg->timeout_name = "DDP_INIT_TIMEOUT";
     return 0;
+}
+
+/* The init timeout of a world of size ranks: DDP_INIT_TIMEOUT, else
+ * DDP_TIMEOUT or INIT_SECONDS_PER_RANK per rank, the longer. */
+static void set_init_timeout (struct ddp_config *cfg, int size)
+{
+    double scaled = INIT_SECONDS_PER_RANK * size;
+
+    if (cfg->init_timeout_s <= 0)
+        cfg->init_timeout_s = scaled > cfg->coll_timeout_s
+                              ? (scaled < DDPI_TIMEOUT_MAX ? scaled
+                                                           : DDPI_TIMEOUT_MAX)
+                              : cfg->coll_timeout_s;
+    cfg->timeout_s = cfg->init_timeout_s;
+    cfg->timeout_name = "DDP_INIT_TIMEOUT";
+}
+
+/* Init is over: from now on the collectives' bound. */
+static void set_coll_timeout (struct ddp_config *cfg, struct bootstrap *b)
+{
+    cfg->timeout_s = cfg->coll_timeout_s;
+    cfg->timeout_name = "DDP_TIMEOUT";
+    bootstrap_set_timeout (b, cfg->timeout_s, cfg->timeout_name);
 }
 
 /* This rank's vote for the backend (choice.h): DDP_BACKEND, and for auto
@@ -132,6 +183,8 @@ int ddp_init (void)
         return init_failed (ddpi_error (rc, "init: %s", err));
     }
     in = bootstrap_info (g.boot);
+    set_init_timeout (&g.cfg, in->size);
+    bootstrap_set_timeout (g.boot, g.cfg.timeout_s, g.cfg.timeout_name);
     g.rank = in->rank;
     g.size = in->size;
     g.lrank = in->local_rank;
@@ -152,10 +205,12 @@ int ddp_init (void)
     }
     t3 = ddpi_now ();
     g.init = true;
+    set_coll_timeout (&g.cfg, g.boot);
     ddpi_debug ("init: libddp %s, bootstrap %s (job %s), rank %d/%d, local "
-                "%d/%d, node %d/%d, backend %s, timeout %g s", PACKAGE_VERSION,
-                in->method, in->job_id, g.rank, g.size, g.lrank, g.lsize,
-                g.node, g.nnodes, g.be->name, g.cfg.timeout_s);
+                "%d/%d, node %d/%d, backend %s, timeout %g s (init %g s)",
+                PACKAGE_VERSION, in->method, in->job_id, g.rank, g.size,
+                g.lrank, g.lsize, g.node, g.nnodes, g.be->name,
+                g.cfg.timeout_s, g.cfg.init_timeout_s);
     ddpi_debug ("init: bootstrap %.3f ms, backend choice %.3f ms, backend "
                 "setup %.3f ms, first barrier %.3f ms, total %.3f ms",
                 (t1 - t0) * 1e3, (tc - t1) * 1e3, (t2 - tc) * 1e3,

@@ -104,35 +104,22 @@ static int read_tune (struct host_tune *t)
     return 0;
 }
 
-/* Node tables from the blobs; every node has local ranks 0..n-1. */
-static int node_tables (struct host *h, const struct host_blob *blobs)
-{
-    int r, n;
-
-    for (r = 0; r < h->size; r++) {
-        h->rank_node[r] = blobs[r].node;
-        h->rank_lrank[r] = blobs[r].lrank;
-        h->node_size[blobs[r].node]++;
-    }
-    for (n = 0; n < h->nnodes; n++) {
-        if (h->node_size[n] < 1)
-            return ddpi_error (DDP_EMISMATCH, "node %d has no ranks", n);
-        if (!(h->node_ranks[n] = calloc ((size_t)h->node_size[n],
-                                         sizeof (int))))
-            return ddpi_error (DDP_ENOMEM, "out of memory");
-        h->node_size[n] = 0;
-    }
-    for (r = 0; r < h->size; r++) {
-        int nd = blobs[r].node;
-        int first = h->node_size[nd] > 0 ? h->node_ranks[nd][0] : r;
-        if (blobs[r].lrank != h->node_size[nd]
-            || blobs[r].lsize != blobs[first].lsize)
-            return ddpi_error (DDP_EMISMATCH, "local ranks of node %d are not "
-                               "0..%d in rank order", nd, blobs[r].lsize - 1);
-        h->node_ranks[nd][h->node_size[nd]++] = r;
-    }
-    return 0;
-}
+/* Set-up, one bootstrap round, sparse (bootstrap.h): every rank puts its
+ * blob for its node (LOCAL); the ranks that may be lanes, and rank 0 (whose
+ * tuning every rank follows), also put it for every rank (GLOBAL).  After
+ * the one fence a rank reads its node's blobs, rank 0's, and the lanes of
+ * its partner nodes; the layout (which rank is on which node) is the
+ * launcher's, read without an exchange.  Per rank, with W ranks, N nodes,
+ * P ranks on this node, L lanes and q <= 3 ceil(log2 N) + 3 partner nodes
+ * (sched_partners_max):
+ *   fences  1 (PMIx: collecting, of the GLOBAL blobs only: at most
+ *           min(P, 16) per node, so N min(P, 16) + 1 blobs reach each node)
+ *   gets    (P - 1) + 1 + L q blobs of sizeof (struct host_blob) bytes
+ *           (rank 0's from its node's copy when it is local)
+ *   layout  N reads of the launcher's job data (bootstrap_layout), O(W)
+ *           work for the W-entry tables the collectives use
+ * so a rank's set-up grows with P + L log N, not with W, and nothing is
+ * read from another node after the fence. */
 
 /* Is every node's set of ranks consecutive, nodes in order? */
 static bool is_block_layout (struct host *h)
@@ -146,51 +133,132 @@ static bool is_block_layout (struct host *h)
     return true;
 }
 
-static int check_blobs (struct host *h, const char *all, const size_t *off,
-                        const size_t *len, struct host_blob *blobs)
+/* Node tables from the launcher's layout; every node has local ranks
+ * 0..n-1 in rank order. */
+static int node_tables (struct host *h, struct bootstrap *b)
 {
-    int r, n, rc, minsize = h->size;
+    char err[256];
+    int r, n, rc;
 
+    if ((rc = bootstrap_layout (b, h->rank_node, err, sizeof (err))) < 0)
+        return ddpi_error (rc, "host backend setup: %s", err);
+    for (r = 0; r < h->size; r++)
+        h->node_size[h->rank_node[r]]++;
+    for (n = 0; n < h->nnodes; n++) {
+        if (!(h->node_ranks[n] = calloc ((size_t)h->node_size[n],
+                                         sizeof (int))))
+            return ddpi_error (DDP_ENOMEM, "out of memory");
+        h->node_size[n] = 0;
+    }
     for (r = 0; r < h->size; r++) {
-        struct host_blob *bl = &blobs[r];
-        if (len[r] != sizeof (*bl))
-            return ddpi_error (DDP_EMISMATCH, "rank %d sent a %zu-byte setup "
-                               "blob (another libddp version?)", r, len[r]);
-        memcpy (bl, all + off[r], sizeof (*bl));
-        if (bl->magic != BLOB_MAGIC || bl->node < 0 || bl->node >= h->nnodes
-            || bl->lsize < 1 || bl->lrank < 0 || bl->lrank >= bl->lsize)
-            return ddpi_error (DDP_EMISMATCH, "rank %d sent an invalid setup "
-                               "blob", r);
+        n = h->rank_node[r];
+        h->rank_lrank[r] = h->node_size[n];
+        h->node_ranks[n][h->node_size[n]++] = r;
     }
-    if ((rc = node_tables (h, blobs)) < 0)
+    if (h->node_size[h->node] != h->lsize
+        || memcmp (h->node_ranks[h->node], h->local_ranks,
+                   (size_t)h->lsize * sizeof (int)) != 0)
+        return ddpi_error (DDP_EMISMATCH, "local peers disagree with the "
+                           "launcher's layout");
+    h->block_layout = is_block_layout (h);
+    return 0;
+}
+
+/* How many ranks of each node may become lanes (and so listen and put a
+ * GLOBAL blob): 0 on one node. */
+static int lane_candidates (const struct host *h)
+{
+    int min = LANES_MAX;
+
+    if (h->nnodes < 2)
+        return 0;
+    for (int n = 0; n < h->nnodes; n++)
+        min = h->node_size[n] < min ? h->node_size[n] : min;
+    return min;
+}
+
+/* Read rank's blob of scope into *out and check that it is one, of the
+ * node and local rank the layout says.  Returns 0 or a DDP_E* code after
+ * ddpi_error(). */
+static int read_blob (struct host *h, struct bootstrap *b, int rank,
+                      enum bootstrap_scope scope, struct host_blob *out)
+{
+    char err[256];
+    void *raw = NULL;
+    size_t len = 0;
+    int rc;
+
+    rc = bootstrap_get (b, rank, scope, &raw, &len, err, sizeof (err));
+    if (rc == DDP_EMISMATCH)
+        return ddpi_error (DDP_EPEER, "host backend setup: rank %d never "
+                           "reached ddp_init (no setup data from it: it died "
+                           "or was not started)", rank);
+    if (rc < 0)
+        return ddpi_error (rc, "host backend setup: %s", err);
+    h->setup_gets++;
+    h->setup_bytes += len;
+    if (len == sizeof (*out))
+        memcpy (out, raw, sizeof (*out));
+    free (raw);
+    if (len != sizeof (*out))
+        return ddpi_error (DDP_EMISMATCH, "rank %d sent a %zu-byte setup "
+                           "blob (another libddp version?)", rank, len);
+    if (out->magic != BLOB_MAGIC || out->node != h->rank_node[rank]
+        || out->lrank != h->rank_lrank[rank]
+        || out->lsize != h->node_size[out->node])
+        return ddpi_error (DDP_EMISMATCH, "rank %d sent an invalid setup "
+                           "blob (node %d, local rank %d of %d; the launcher "
+                           "says %d, %d of %d)", rank, (int)out->node,
+                           (int)out->lrank, (int)out->lsize,
+                           h->rank_node[rank], h->rank_lrank[rank],
+                           h->node_size[h->rank_node[rank]]);
+    return 0;
+}
+
+/* This node's blobs: the local ranks' pids, local rank 0's memfd and
+ * blob (*first). */
+static int read_node (struct host *h, struct bootstrap *b,
+                      const struct host_blob *mine, struct host_blob *first)
+{
+    struct host_blob bl;
+    int rc;
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        if (lr == h->lrank)
+            bl = *mine;
+        else if ((rc = read_blob (h, b, h->local_ranks[lr], BOOTSTRAP_LOCAL,
+                                  &bl)) < 0)
+            return rc;
+        h->lpids[lr] = bl.pid;
+        if (lr == 0)
+            *first = bl;
+    }
+    return 0;
+}
+
+/* Rank 0's tuning (from *first when rank 0 is on this node), and the
+ * lanes. */
+static int read_tuning (struct host *h, struct bootstrap *b,
+                        const struct host_blob *first)
+{
+    struct host_blob r0 = *first;
+    int rc;
+
+    if (h->rank_node[0] != h->node
+        && (rc = read_blob (h, b, 0, BOOTSTRAP_GLOBAL, &r0)) < 0)
         return rc;
-    for (r = 0; r < h->lsize; r++) {
-        if (h->node_ranks[h->node][r] != h->local_ranks[r])
-            return ddpi_error (DDP_EMISMATCH, "local peers disagree with the "
-                               "launcher");
-        h->lpids[r] = blobs[h->local_ranks[r]].pid;
-    }
-    for (n = 0; n < h->nnodes; n++)
-        minsize = h->node_size[n] < minsize ? h->node_size[n] : minsize;
-    h->tune = blobs[0].tune;
-    h->lanes = h->nnodes > 1 ? minsize : 1;
+    h->tune = r0.tune;
+    h->lanes = h->nnodes > 1 ? lane_candidates (h) : 1;
     if (h->lanes > (int)h->tune.lanes)
         h->lanes = (int)h->tune.lanes;
-    if (h->lanes > LANES_MAX)
-        h->lanes = LANES_MAX;
-    h->block_layout = is_block_layout (h);
-    h->machine = blobs[h->rank].host;
-    for (r = 0, n = 0; r < h->size; r++)
-        if (blobs[r].host == h->machine)
-            n++;
-    h->spin_us = spin_default (n);
     return 0;
 }
 
 /* The partner nodes and their lanes' addresses. */
-static int setup_partners (struct host *h, const struct host_blob *blobs)
+static int setup_partners (struct host *h, struct bootstrap *b)
 {
-    int max = sched_partners_max (h->nnodes), nodes[max > 0 ? max : 1];
+    int max = sched_partners_max (h->nnodes), nodes[max > 0 ? max : 1], rc;
+    struct host_blob bl;
 
     h->npart = sched_partners (h->node, h->nnodes, nodes, max);
     if (!(h->part = calloc ((size_t)h->npart + 1, sizeof (*h->part))))
@@ -198,13 +266,32 @@ static int setup_partners (struct host *h, const struct host_blob *blobs)
     for (int i = 0; i < h->npart; i++) {
         struct host_partner *p = &h->part[i];
         p->node = nodes[i];
-        p->machine = blobs[h->node_ranks[p->node][0]].host;
         if (!(p->addr = calloc ((size_t)h->lanes, sizeof (*p->addr))))
             return ddpi_error (DDP_ENOMEM, "out of memory");
-        for (int l = 0; l < h->lanes; l++)
-            p->addr[l] = blobs[h->node_ranks[p->node][l]].addr;
+        for (int l = 0; l < h->lanes; l++) {
+            if ((rc = read_blob (h, b, h->node_ranks[p->node][l],
+                                 BOOTSTRAP_GLOBAL, &bl)) < 0)
+                return rc;
+            p->addr[l] = bl.addr;
+            if (l == 0)
+                p->machine = bl.host;
+        }
     }
     return 0;
+}
+
+/* How long to spin: from the ranks on this machine that this rank knows
+ * of (its node's and those of its partner nodes on the same machine: all
+ * of them on a real cluster, a lower bound where simulated nodes share a
+ * machine). */
+static void set_spin (struct host *h)
+{
+    int n = h->lsize;
+
+    for (int i = 0; i < h->npart; i++)
+        if (h->part[i].machine == h->machine)
+            n += h->node_size[h->part[i].node];
+    h->spin_us = spin_default (n);
 }
 
 static int open_pidfds (struct host *h)
@@ -282,7 +369,7 @@ static int make_blob (struct host *h, struct host_blob *blob)
     blob->lrank = h->lrank;
     blob->lsize = h->lsize;
     blob->memfd = -1;
-    blob->host = machine_id ();
+    blob->host = h->machine = machine_id ();
     if ((rc = read_tune (&blob->tune)) < 0)
         return rc;
     h->tune = blob->tune;
@@ -291,22 +378,46 @@ static int make_blob (struct host *h, struct host_blob *blob)
             return rc;
         blob->memfd = h->memfd;
     }
-    if (h->nnodes > 1 && h->lrank < LANES_MAX
+    if (h->lrank < lane_candidates (h)
         && (rc = host_tcp_listen (h, &blob->addr)) < 0)
         return rc;
     return 0;
 }
 
-/* After the exchange: attach, link the lanes, wait for the node. */
-static int connect_all (struct host *h, const struct host_blob *blobs)
+/* The round: put the blob (globally too when the others may need it),
+ * then the fence. */
+static int publish (struct host *h, struct bootstrap *b,
+                    const struct host_blob *blob)
 {
+    char err[256];
     int rc;
 
-    if (h->lrank != 0
-        && (rc = host_shm_attach (h, h->lpids[0],
-                                  blobs[h->local_ranks[0]].memfd)) < 0)
+    if ((rc = bootstrap_put (b, BOOTSTRAP_LOCAL, blob, sizeof (*blob), err,
+                             sizeof (err))) < 0
+        || ((h->rank == 0 || h->lrank < lane_candidates (h))
+            && (rc = bootstrap_put (b, BOOTSTRAP_GLOBAL, blob, sizeof (*blob),
+                                    err, sizeof (err))) < 0)
+        || (rc = bootstrap_sync (b, err, sizeof (err))) < 0)
+        return ddpi_error (rc, "host backend setup exchange: %s", err);
+    return 0;
+}
+
+/* After the exchange: read what this rank needs, attach, link the lanes,
+ * wait for the node. */
+static int connect_all (struct host *h, struct bootstrap *b,
+                        const struct host_blob *mine)
+{
+    struct host_blob first;
+    int rc;
+
+    if ((rc = read_node (h, b, mine, &first)) < 0
+        || (rc = read_tuning (h, b, &first)) < 0
+        || (h->nnodes > 1 && (rc = setup_partners (h, b)) < 0)
+        || (rc = open_pidfds (h)) < 0)
         return rc;
-    if (h->nnodes > 1 && (rc = setup_partners (h, blobs)) < 0)
+    set_spin (h);
+    if (h->lrank != 0
+        && (rc = host_shm_attach (h, h->lpids[0], first.memfd)) < 0)
         return rc;
     if (h->lrank >= h->lanes && h->listen_fd >= 0) {
         close (h->listen_fd);
@@ -323,45 +434,28 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
                         void **ctxp)
 {
     const struct bootstrap_info *in = bootstrap_info (b);
-    struct host_blob blob, *blobs = NULL;
-    size_t *off = NULL, *len = NULL;
-    void *all = NULL;
-    char err[256];
+    struct host_blob blob;
     struct host *h;
     int rc;
 
     if (!(h = host_new (in, cfg)))
         return DDP_ENOMEM;
-    if ((rc = alloc_tables (h, in)) < 0 || (rc = make_blob (h, &blob)) < 0)
-        goto out;
-    off = calloc ((size_t)h->size, sizeof (size_t));
-    len = calloc ((size_t)h->size, sizeof (size_t));
-    blobs = calloc ((size_t)h->size, sizeof (*blobs));
-    if (!off || !len || !blobs) {
-        rc = ddpi_error (DDP_ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((rc = bootstrap_exchange (b, &blob, sizeof (blob), &all, off, len, err,
-                                  sizeof (err))) < 0) {
-        ddpi_error (rc, "host backend setup exchange: %s", err);
-        goto out;
-    }
-    if ((rc = check_blobs (h, all, off, len, blobs)) < 0
-        || (rc = open_pidfds (h)) < 0 || (rc = connect_all (h, blobs)) < 0)
+    if ((rc = alloc_tables (h, in)) < 0 || (rc = node_tables (h, b)) < 0
+        || (rc = make_blob (h, &blob)) < 0 || (rc = publish (h, b, &blob)) < 0
+        || (rc = connect_all (h, b, &blob)) < 0)
         goto out;
     ddpi_debug ("host: node %d/%d local %d/%d, %zu-byte slots, spin %u us, "
                 "%d lane%s%s, %d partner nodes", h->node, h->nnodes, h->lrank,
                 h->lsize, h->slot_bytes, h->spin_us, h->lanes,
                 h->lanes > 1 ? "s" : "", h->lk ? " (one of them)" : "",
                 h->npart);
+    ddpi_debug ("host: set-up read %d blobs (%zu bytes) in one fence; local "
+                "size %d, lanes %d, nodes %d, ranks %d", h->setup_gets,
+                h->setup_bytes, h->lsize, h->lanes, h->nnodes, h->size);
     *ctxp = h;
     h = NULL;
     rc = 0;
 out:
-    free (all);
-    free (off);
-    free (len);
-    free (blobs);
     if (h)
         host_destroy (h);
     return rc;

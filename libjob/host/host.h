@@ -25,6 +25,10 @@
  * a rank waits until every local rank has seq >= s - 1, i.e. has finished
  * step s - 2, the last step that used that bank.
  *
+ * Set-up: one sparse bootstrap round (host.c has its cost per rank: the
+ * node's P - 1 blobs, rank 0's, the lanes of the O(log N) partner nodes;
+ * the layout comes from the launcher without an exchange).
+ *
  * Across nodes: lanes.  L = min(ranks per node over all nodes, DDP_LANES)
  * lanes; local rank l < L of every node is lane l, linked to lane l of its
  * partner nodes (sched_partners(): n +- 2^k, the recursive-doubling pairs,
@@ -256,6 +260,8 @@ struct host {
     uint64_t seq;               /* node-local steps */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
+    int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */
+    size_t setup_bytes;
     int broken;                 /* sticky DDP_E* code after a fault */
 
     int kind;                   /* enum host_kind of the call under way */

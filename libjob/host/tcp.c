@@ -384,8 +384,10 @@ static int missing_error (struct host *h, int code, double t)
         if (h->lk->l[i].fd < 0)
             list[n++] = h->lk->l[i].node;
     return ddpi_error (code, "lane %d could not link to node%s %s within %g "
-                       "s (DDP_TIMEOUT)%s", h->lrank, n > 1 ? "s" : "",
+                       "s (%s)%s", h->lrank, n > 1 ? "s" : "",
                        ddpi_format_ranks (buf, sizeof (buf), list, n), t,
+                       h->cfg->timeout_name ? h->cfg->timeout_name
+                                            : "DDP_TIMEOUT",
                        code == DDP_ETRANSPORT ? ": no address of theirs "
                        "answered (DDP_HOST_ADDR picks one)" : "");
 }

@@ -42,7 +42,8 @@ struct nccl_ctx {
     int rank;
     int size;
     int device;          /* CUDA device index in this process's view */
-    double timeout_s;
+    const struct ddp_config *cfg;   /* its timeout_s is the bound in force */
+    double cap_s;        /* a shorter bound of our own (finalize) */
     ncclComm_t comm;     /* NULL once aborted */
     cudaStream_t stream; /* the library's stream */
     int *flag;           /* one device int: the barrier's payload */
@@ -83,12 +84,20 @@ static int nccl_fail (struct nccl_ctx *c, ncclResult_t r, const char *what)
     return comm_break (c, code);
 }
 
+/* The bound of a wait now: the core's (it switches from the init timeout
+ * to the collectives' after init), at most our own cap. */
+static double bound (const struct nccl_ctx *c)
+{
+    return c->cfg->timeout_s < c->cap_s ? c->cfg->timeout_s : c->cap_s;
+}
+
 static int timed_out (struct nccl_ctx *c, const char *what)
 {
     ddpi_error (DDP_ETIMEDOUT,
-               "nccl: %s did not complete within DDP_TIMEOUT=%g s (a peer is"
+               "nccl: %s did not complete within %s=%g s (a peer is"
                " missing, hung or unreachable; NCCL_DEBUG=WARN may say more);"
-               " communicator aborted", what, c->timeout_s);
+               " communicator aborted", what, c->cfg->timeout_name
+               ? c->cfg->timeout_name : "DDP_TIMEOUT", bound (c));
     return comm_break (c, DDP_ETIMEDOUT);
 }
 
@@ -104,7 +113,7 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     struct ddpi_waiter w;
 
-    ddpi_wait_init (&w, c->timeout_s, SPIN_US);
+    ddpi_wait_init (&w, bound (c), SPIN_US);
     while (r == ncclInProgress) {
         if (ddpi_wait_step (&w) < 0)
             return timed_out (c, what);
@@ -122,7 +131,7 @@ static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
     struct ddpi_waiter w;
     cudaError_t e;
 
-    ddpi_wait_init (&w, c->timeout_s, SPIN_US);
+    ddpi_wait_init (&w, bound (c), SPIN_US);
     while ((e = cudaStreamQuery (s)) == cudaErrorNotReady) {
         ncclResult_t ar = ncclSuccess;
         int step = ddpi_wait_step (&w);
@@ -458,8 +467,7 @@ static void ctx_free (struct nccl_ctx *c)
         /* Flush, then free; abort if stuck.  After the core's final barrier
          * every rank finalizes at about the same time, so a short bound
          * keeps a dead peer from holding ddp_finalize() for DDP_TIMEOUT. */
-        if (c->timeout_s > FINALIZE_TIMEOUT)
-            c->timeout_s = FINALIZE_TIMEOUT;
+        c->cap_s = FINALIZE_TIMEOUT;
         if (nccl_settle (c, ncclCommFinalize (c->comm), "ncclCommFinalize")
                 == 0
             && c->comm) {
@@ -700,7 +708,8 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     c->rank = bi->rank;
     c->size = bi->size;
     c->device = -1;
-    c->timeout_s = cfg->timeout_s;
+    c->cfg = cfg;
+    c->cap_s = DDPI_TIMEOUT_MAX;
     memset (&me, 0, sizeof (me));
     me.magic = NCCL_BLOB_MAGIC;
     ncclGetVersion (&version);

@@ -7,7 +7,9 @@
  * checked against an independent reference (optional '-' only when negative
  * values are allowed, then digits only; the value in [min, max]); on failure
  * *out is untouched.  ddpi_parse_seconds must accept only finite numbers in
- * (0, 1e7] written without a leading sign, blanks, "inf" or "nan". */
+ * (0, max] written without a leading sign, blanks, "inf" or "nan", say -2
+ * for larger ones and -1 for the rest; ddpi_parse_timeout takes the same
+ * up to DDPI_TIMEOUT_MAX, and "inf" or "infinity" as that maximum. */
 #include "config.h"
 #include <ctype.h>
 #include <limits.h>
@@ -76,14 +78,25 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         fuzz_assert (rc == -1 && out == 4242);
     fuzz_assert (ddpi_parse_long (NULL, min, max, &out) == -1);
 
-    rc = ddpi_parse_seconds (s, &secs);
+    rc = ddpi_parse_seconds (s, 1e7, &secs);
     if (rc == 0) {
         fuzz_assert (isfinite (secs) && secs > 0 && secs <= 1e7);
         fuzz_assert (isdigit ((unsigned char) s[0]) || s[0] == '.');
         fuzz_assert (!strpbrk (s, " \t\n\v\f\r"));
     }
     else
-        fuzz_assert (rc == -1 && secs == -1);
+        fuzz_assert ((rc == -1 || rc == -2) && secs == -1);
+    if (rc == -2)
+        fuzz_assert (isdigit ((unsigned char) s[0]) || s[0] == '.');
+    secs = -1;
+    rc = ddpi_parse_timeout (s, &secs);
+    if (rc == 0)
+        fuzz_assert (secs > 0 && secs <= DDPI_TIMEOUT_MAX
+                     && (secs < DDPI_TIMEOUT_MAX || strcmp (s, "inf") == 0
+                         || strcmp (s, "infinity") == 0
+                         || strtod (s, NULL) == DDPI_TIMEOUT_MAX));
+    else
+        fuzz_assert ((rc == -1 || rc == -2) && secs == -1);
     free (s);
     return 0;
 }

@@ -114,4 +114,19 @@ static inline int done_testing (void)
     return (tap_failed || (tap_planned >= 0 && tap_planned != tap_run)) ? 1 : 0;
 }
 
+/* In a child process that plays a rank of a job the test started (its
+ * output is not the TAP stream): count a failed check in tap_rank_fails
+ * and say which on stderr, naming the rank ($RANK).  The child exits
+ * non-zero when tap_rank_fails is, and the parent reports that with ok(). */
+static int tap_rank_fails __attribute__ ((unused));
+#define RANK_CHECK(cond, ...)                                                 \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            tap_rank_fails++;                                                 \
+            fprintf (stderr, "rank %s: check failed: ", getenv ("RANK"));     \
+            fprintf (stderr, __VA_ARGS__);                                    \
+            fputc ('\n', stderr);                                             \
+        }                                                                     \
+    } while (0)
+
 #endif /* DDP_TAP_H */

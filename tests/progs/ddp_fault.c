@@ -32,7 +32,9 @@ int main (int argc, char **argv)
     bool big = argc > 3 && strcmp (argv[3], "allreduce") == 0;
     size_t n = (4u << 20) / sizeof (float);
     float *a = calloc (n, sizeof (float));
-    const char *procid = getenv ("SLURM_PROCID");
+    /* Before init only the launcher's variables say who we are. */
+    const char *procid = getenv ("SLURM_PROCID") ? getenv ("SLURM_PROCID")
+                                                 : getenv ("RANK");
     double t0 = 0;
     long i;
     int rc;

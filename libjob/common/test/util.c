@@ -45,6 +45,65 @@ static void ranks_is (const int *r, int n, size_t len, const char *want,
     ok (strlen (buf) < len, "%s: fits in %zu bytes", what, len);
 }
 
+static void seconds_checks (void)
+{
+    double v = -1;
+
+    ok (ddpi_parse_seconds ("30", 100, &v) == 0 && v == 30, "seconds: 30");
+    ok (ddpi_parse_seconds ("0.25", 100, &v) == 0 && v == 0.25,
+        "seconds: 0.25");
+    ok (ddpi_parse_seconds ("1e2", 100, &v) == 0 && v == 100,
+        "seconds: 1e2, the maximum itself");
+    v = -1;
+    is_int (ddpi_parse_seconds ("101", 100, &v), -2, "seconds: above the "
+            "maximum is -2");
+    is_int (ddpi_parse_seconds ("1e999", 100, &v), -2, "seconds: overflow "
+            "is above the maximum too");
+    is_int (ddpi_parse_seconds ("0", 100, &v), -1, "seconds: 0 is not "
+            "positive");
+    is_int (ddpi_parse_seconds ("-5", 100, &v), -1, "seconds: no sign");
+    is_int (ddpi_parse_seconds ("soon", 100, &v), -1, "seconds: a word");
+    is_int (ddpi_parse_seconds ("5s", 100, &v), -1, "seconds: a suffix");
+    is_int (ddpi_parse_seconds ("inf", 1e300, &v), -1, "seconds: inf is not "
+            "a number of seconds");
+    is_int (ddpi_parse_seconds ("1e-999", 100, &v), -1, "seconds: underflow");
+    ok (v == -1, "seconds: failures leave the output alone");
+    ok (ddpi_parse_timeout ("inf", &v) == 0 && v == DDPI_TIMEOUT_MAX,
+        "timeout: inf is the maximum");
+    ok (ddpi_parse_timeout ("infinity", &v) == 0 && v == DDPI_TIMEOUT_MAX,
+        "timeout: infinity too");
+    ok (ddpi_parse_timeout ("1000000", &v) == 0 && v == DDPI_TIMEOUT_MAX,
+        "timeout: the maximum written out");
+    is_int (ddpi_parse_timeout ("1e9", &v), -2, "timeout: 1e9 is too long");
+    is_int (ddpi_parse_timeout ("0", &v), -1, "timeout: 0 is not one");
+    is_int (ddpi_parse_timeout ("INF", &v), -1, "timeout: INF is not inf");
+}
+
+/* ddpi_grow: room for one more, the elements kept. */
+static void grow_checks (void)
+{
+    size_t cap = 0, n;
+    int *v = NULL, *w;
+    bool kept = true;
+
+    for (n = 0; n < 100; n++) {
+        if (!(w = ddpi_grow (v, n, &cap, sizeof (int))))
+            break;
+        v = w;
+        v[n] = (int)n * 3;
+    }
+    for (size_t i = 0; i < n; i++)
+        kept = kept && v[i] == (int)i * 3;
+    ok (n == 100 && cap >= 100 && cap < 256 && kept, "grow: 100 elements "
+        "one by one, kept in order, %zu of room", cap);
+    w = ddpi_grow (v, 50, &cap, sizeof (int));
+    ok (w == v, "grow: the same array while there is room");
+    free (v);
+    cap = 4;
+    ok (ddpi_grow (NULL, 4, &cap, SIZE_MAX / 4) == NULL && cap == 4,
+        "grow: a size that overflows is refused, the room unchanged");
+}
+
 int main (void)
 {
     static const int one[] = { 7 };
@@ -54,6 +113,7 @@ int main (void)
     int i;
 
     plan (NO_PLAN);
+    grow_checks ();
     ranks_is (one, 0, 64, "", "no ranks: empty");
     ranks_is (one, 1, 64, "7", "one rank");
     ranks_is (mixed, 7, 64, "0-2,5,7-8,10", "runs become ranges");
@@ -84,6 +144,7 @@ int main (void)
     ok (ddpi_hash_str ("slurm.pmix.12.0") != ddpi_hash_str ("slurm.pmix.12.1"),
         "hash: two steps' namespaces differ");
     wait_extend_checks ();
+    seconds_checks ();
     done_testing ();
     return 0;
 }

@@ -5,14 +5,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "ddp.h"
+#include "ddp_internal.h"
 
 static void clean_env (void)
 {
     static const char *vars[] = { "WORLD_SIZE", "RANK", "LOCAL_RANK",
-        "DDP_TIMEOUT", "DDP_BACKEND", "DDP_BOOTSTRAP", "SLURM_STEP_NUM_TASKS",
+        "DDP_TIMEOUT", "DDP_INIT_TIMEOUT", "DDP_DEBUG", "DDP_BACKEND", "DDP_BOOTSTRAP", "SLURM_STEP_NUM_TASKS",
         "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_NAMESPACE",
         "PMIX_SERVER_URI", "PMIX_SERVER_URI2", "PMIX_SERVER_URI3",
         "PMIX_SERVER_URI4", "PMIX_SERVER_URI21", "PMIX_SERVER_URI41", NULL };
@@ -106,6 +108,12 @@ static void environment (void)
     env_case ("DDP_TIMEOUT", "abc", NULL, NULL, DDP_EINVAL, "DDP_TIMEOUT=abc");
     env_case ("DDP_TIMEOUT", "0", NULL, NULL, DDP_EINVAL, "DDP_TIMEOUT=0");
     env_case ("DDP_TIMEOUT", "2.5", NULL, NULL, 0, "DDP_TIMEOUT=2.5 is fine");
+    env_case ("DDP_TIMEOUT", "1e9", NULL, NULL, DDP_EINVAL, "DDP_TIMEOUT=1e9");
+    env_case ("DDP_TIMEOUT", "inf", NULL, NULL, 0, "DDP_TIMEOUT=inf is fine");
+    env_case ("DDP_INIT_TIMEOUT", "-1", NULL, NULL, DDP_EINVAL,
+              "DDP_INIT_TIMEOUT=-1");
+    env_case ("DDP_INIT_TIMEOUT", "600", "DDP_TIMEOUT", "5", 0,
+              "DDP_INIT_TIMEOUT=600 with DDP_TIMEOUT=5 is fine");
     env_case ("DDP_BACKEND", "bogus", NULL, NULL, DDP_EINVAL,
               "DDP_BACKEND=bogus");
     env_case ("DDP_BACKEND", "host", NULL, NULL, 0, "DDP_BACKEND=host");
@@ -113,6 +121,59 @@ static void environment (void)
               "DDP_BOOTSTRAP=carrier-pigeon");
     env_case ("DDP_BOOTSTRAP", "single", "WORLD_SIZE", "2", DDP_ENOLAUNCH,
               "DDP_BOOTSTRAP=single with WORLD_SIZE=2");
+}
+
+/* What a bad timeout says, and the bounds init uses (DDP_DEBUG's line). */
+static void timeout_messages (void)
+{
+    static const struct {
+        const char *name, *val, *want;
+    } cases[] = {
+        { "DDP_TIMEOUT", "1e9", "DDP_TIMEOUT='1e9' is too long: give at most "
+          "1000000 seconds (about 11 days), or inf for no timeout" },
+        { "DDP_TIMEOUT", "soon", "DDP_TIMEOUT='soon' is not a number of "
+          "seconds: give one in (0, 1000000], or inf for no timeout" },
+        { "DDP_INIT_TIMEOUT", "0", "DDP_INIT_TIMEOUT='0' is not a number of "
+          "seconds" },
+    };
+    char path[] = "/tmp/ddp-core-t.XXXXXX", log[2048] = "";
+    int fd, saved;
+    ssize_t n;
+
+    for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
+        clean_env ();
+        setenv (cases[i].name, cases[i].val, 1);
+        is_int (ddp_init (), DDP_EINVAL, "%s=%s", cases[i].name,
+                cases[i].val);
+        ok (strstr (ddpi_last_error (), cases[i].want) != NULL,
+            "says what is allowed: %s", ddpi_last_error ());
+    }
+    /* The bounds in force, from DDP_DEBUG's init line. */
+    clean_env ();
+    if ((fd = mkstemp (path)) < 0 || (saved = dup (2)) < 0)
+        return;
+    unlink (path);
+    fflush (stderr);
+    dup2 (fd, 2);
+    setenv ("DDP_DEBUG", "1", 1);
+    setenv ("DDP_TIMEOUT", "inf", 1);
+    if (ddp_init () == 0)
+        ddp_finalize ();
+    setenv ("DDP_TIMEOUT", "7", 1);
+    setenv ("DDP_INIT_TIMEOUT", "90", 1);
+    if (ddp_init () == 0)
+        ddp_finalize ();
+    fflush (stderr);
+    dup2 (saved, 2);
+    close (saved);
+    clean_env ();
+    n = pread (fd, log, sizeof (log) - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close (fd);
+    ok (strstr (log, "timeout 1e+06 s (init 1e+06 s)") != NULL,
+        "DDP_TIMEOUT=inf: no timeout (the maximum), for init too");
+    ok (strstr (log, "timeout 7 s (init 90 s)") != NULL,
+        "DDP_INIT_TIMEOUT apart from DDP_TIMEOUT");
 }
 
 static void bad_args (void)
@@ -261,6 +322,7 @@ int main (void)
     before_init ();
     misc ();
     environment ();
+    timeout_messages ();
     single ();
     gpu_section ();
     done_testing ();

@@ -14,7 +14,7 @@
 
 static struct host *new_host (int size)
 {
-    static struct ddp_config cfg = { 5.0, false };
+    static struct ddp_config cfg = {.timeout_s = 5.0, .debug = false};
     struct host *h = calloc (1, sizeof (*h));
     h->hdr = calloc (1, sizeof (*h->hdr));
     h->size = size;

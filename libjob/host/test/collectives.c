@@ -1,0 +1,343 @@
+/* collectives.c - the host backend on several ranks without Slurm: ranks
+ * started on this machine by the local launcher (bootstrap/localjob.h),
+ * grouped into simulated nodes, drive the backend through its interface
+ * (backend.h: ddpi_backend_host's create, collectives, destroy) over the
+ * local bootstrap method.  Shared memory within a node, TCP between the
+ * nodes' leaders, as on a cluster.
+ *
+ * Every collective, several dtypes and ops, sizes that take one step and
+ * many (a small DDP_SHM_SLOT), roots on either node; then the faults: a
+ * rank killed in a barrier loop, one killed from outside in a large
+ * all-reduce, one that never comes (timeout).  Each rank checks its own
+ * results and errors and exits 0 when all is as expected; this test
+ * asserts every rank's exit. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "backend.h"
+#include "bootstrap.h"
+#include "ddp_internal.h"
+#include "localjob.h"
+
+#define SIZE 4
+#define NODES 2
+
+
+static const struct ddp_backend *be = &ddpi_backend_host;
+
+/* A rank's set-up: bootstrap (local method) and the backend, then the
+ * first barrier, as ddp_init() does.  Returns the context or NULL. */
+static void *setup (struct bootstrap **bp, struct ddp_config *cfg,
+                    double timeout)
+{
+    char err[512];
+    void *ctx = NULL;
+    int rc;
+
+    cfg->timeout_s = timeout;
+    cfg->debug = false;
+    if ((rc = bootstrap_create (bp, timeout, err, sizeof (err))) < 0) {
+        fprintf (stderr, "rank %s: bootstrap: %s\n", getenv ("RANK"), err);
+        return NULL;
+    }
+    ddpi_log_set_identity (bootstrap_info (*bp)->rank,
+                           bootstrap_info (*bp)->size);
+    if ((rc = be->create (*bp, cfg, &ctx)) < 0) {
+        fprintf (stderr, "rank %s: create: %d %s\n", getenv ("RANK"), rc,
+                 ddpi_last_error ());
+        bootstrap_destroy (*bp);
+        return NULL;
+    }
+    if ((rc = be->barrier (ctx)) < 0) {
+        fprintf (stderr, "rank %s: first barrier: %d %s\n", getenv ("RANK"),
+                 rc, ddpi_last_error ());
+        be->destroy (ctx);
+        bootstrap_destroy (*bp);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void teardown (void *ctx, struct bootstrap *b, bool barrier)
+{
+    if (barrier)
+        RANK_CHECK (be->barrier (ctx) == 0, "final barrier: %s",
+                    ddpi_last_error ());
+    be->destroy (ctx);
+    bootstrap_destroy (b);
+}
+
+/* Rank r's input at index i: small integers, exact in every dtype. */
+static int32_t input (int r, size_t i)
+{
+    return (int32_t)((r * 5 + (int)(i % 97) * 3) % 13) - 6;
+}
+
+/* What an all-reduce of every rank's input (SUM, MAX or AVG) gives at i. */
+static double want_of (ddp_op_t op, size_t i)
+{
+    double v = op == DDP_MAX ? input (0, i) : 0;
+
+    for (int r = 0; r < SIZE; r++)
+        v = op == DDP_MAX ? (input (r, i) > v ? input (r, i) : v)
+                          : v + input (r, i);
+    return op == DDP_AVG ? v / SIZE : v;
+}
+
+/* All-reduce src (n elements of dtype: int32 or float64) into dst under
+ * op, and check every element. */
+static void allreduce_one (void *ctx, const void *src, void *dst, size_t n,
+                           ddp_dtype_t dtype, ddp_op_t op, const char *what)
+{
+    RANK_CHECK (be->allreduce (ctx, src, dst, n, dtype, op) == 0,
+                "allreduce %s: %s", what, ddpi_last_error ());
+    for (size_t i = 0; i < n; i++) {
+        double got = dtype == DDP_INT32 ? ((int32_t *)dst)[i]
+                                        : ((double *)dst)[i];
+        if (got != want_of (op, i)) {
+            RANK_CHECK (0, "allreduce %s of %zu at %zu: %g, not %g", what, n,
+                        i, got, want_of (op, i));
+            break;
+        }
+    }
+}
+
+static void check_allreduce (void *ctx, int me, size_t n)
+{
+    int32_t *a = calloc (n, sizeof (int32_t)), *s = calloc (n, 4);
+    double *d = calloc (n, sizeof (double)), *x = calloc (n, 8);
+    size_t i;
+
+    for (i = 0; a && d && i < n; i++) {
+        a[i] = input (me, i);
+        d[i] = input (me, i);
+    }
+    RANK_CHECK (a && s && d && x, "out of memory");
+    if (a && s && d && x) {
+        allreduce_one (ctx, a, s, n, DDP_INT32, DDP_SUM, "sum");
+        allreduce_one (ctx, a, s, n, DDP_INT32, DDP_MAX, "max");
+        allreduce_one (ctx, d, x, n, DDP_FLOAT64, DDP_AVG, "avg");
+    }
+    free (a);
+    free (s);
+    free (d);
+    free (x);
+}
+
+static void check_rooted (void *ctx, int me, size_t n)
+{
+    int32_t *a = calloc (n, 4), *g = calloc (n * SIZE, 4), *s = calloc (n, 4);
+    size_t i;
+
+    RANK_CHECK (a && g && s, "out of memory");
+    if (!a || !g || !s)
+        goto out;
+    for (i = 0; i < n; i++)
+        a[i] = me == 3 ? (int32_t)(i * 7 + 1) : -1;
+    RANK_CHECK (be->bcast (ctx, a, n, DDP_INT32, 3) == 0, "bcast: %s",
+                ddpi_last_error ());
+    for (i = 0; i < n; i++)
+        if (a[i] != (int32_t)(i * 7 + 1)) {
+            RANK_CHECK (0, "bcast from 3 at %zu: %d", i, a[i]);
+            break;
+        }
+    for (i = 0; i < n; i++)
+        a[i] = input (me, i);
+    RANK_CHECK (be->reduce (ctx, a, me == 1 ? s : NULL, n, DDP_INT32,
+                            DDP_MIN, 1) == 0,
+                "reduce: %s", ddpi_last_error ());
+    for (i = 0; me == 1 && i < n; i++) {
+        int32_t want = input (0, i);
+        for (int r = 1; r < SIZE; r++)
+            want = input (r, i) < want ? input (r, i) : want;
+        if (s[i] != want) {
+            RANK_CHECK (0, "reduce min to 1 at %zu", i);
+            break;
+        }
+    }
+    RANK_CHECK (be->gather (ctx, a, me == 2 ? g : NULL, n, DDP_INT32, 2) == 0,
+                "gather: %s", ddpi_last_error ());
+    for (i = 0; me == 2 && i < n * SIZE; i++)
+        if (g[i] != input ((int)(i / n), i % n)) {
+            RANK_CHECK (0, "gather to 2 at %zu", i);
+            break;
+        }
+    memset (g, 0, n * SIZE * 4);
+    RANK_CHECK (be->allgather (ctx, a, g, n, DDP_INT32) == 0, "allgather: %s",
+                ddpi_last_error ());
+    for (i = 0; i < n * SIZE; i++)
+        if (g[i] != input ((int)(i / n), i % n)) {
+            RANK_CHECK (0, "allgather at %zu", i);
+            break;
+        }
+out:
+    free (a);
+    free (g);
+    free (s);
+}
+
+static int rank_collectives (int rank, void *arg)
+{
+    static const size_t sizes[] = { 1, 1000, 70000 };
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+
+    (void)arg;
+    if (!ctx)
+        return 2;
+    for (size_t k = 0; k < sizeof (sizes) / sizeof (sizes[0]); k++) {
+        check_allreduce (ctx, rank, sizes[k]);
+        check_rooted (ctx, rank, sizes[k]);
+    }
+    RANK_CHECK (be->barrier (ctx) == 0, "barrier: %s", ddpi_last_error ());
+    teardown (ctx, b, true);
+    return tap_rank_fails ? 1 : 0;
+}
+
+/* ---- faults ------------------------------------------------------------ */
+
+struct fault {
+    int victim;
+    const char *how;    /* "die": raise SIGKILL after 50 barriers; "absent":
+                           sleep before barrier 50; "wait": loop on large
+                           all-reduces until killed from outside */
+    int code;           /* what the others must see */
+    double timeout;
+};
+
+/* The others: loop until a call fails; it must fail with the expected
+ * code, naming the victim, within the bound. */
+static int rank_fault (int rank, void *arg)
+{
+    const struct fault *f = arg;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, f->timeout);
+    size_t n = 1u << 18;
+    float *a = calloc (n, sizeof (float));
+    char name[32];
+    double t0 = 0, took;
+    int i, rc = 0;
+
+    if (!ctx || !a)
+        return 2;
+    for (i = 0; i < 100000 && rc == 0; i++) {
+        if (i == 50 && rank == f->victim && strcmp (f->how, "die") == 0)
+            raise (SIGKILL);
+        if (i == 50 && rank == f->victim && strcmp (f->how, "absent") == 0) {
+            sleep ((unsigned)(3 * f->timeout + 2));
+            free (a);
+            _exit (0);
+        }
+        if (i == 50)
+            t0 = ddpi_now ();
+        rc = strcmp (f->how, "wait") == 0
+             ? be->allreduce (ctx, a, a, n, DDP_FLOAT32, DDP_SUM)
+             : be->barrier (ctx);
+    }
+    took = t0 ? ddpi_now () - t0 : 0;
+    snprintf (name, sizeof (name), "rank %d", f->victim);
+    RANK_CHECK (rc == f->code, "failed with %d, not %d: %s", rc, f->code,
+                ddpi_last_error ());
+    RANK_CHECK (strstr (ddpi_last_error (), name) != NULL,
+                "the error does not name %s: %s", name, ddpi_last_error ());
+    RANK_CHECK (took < f->timeout + 20, "took %.1f s", took);
+    fprintf (stderr, "rank %d: %d after %.2f s: %s\n", rank, rc, took,
+             ddpi_last_error ());
+    teardown (ctx, b, false);
+    free (a);
+    return tap_rank_fails ? 1 : 0;
+}
+
+static char err[512];
+
+static int run (ddpi_ljob_fn fn, void *arg, int *st)
+{
+    struct ddpi_ljob_opts o = { SIZE, NODES, NULL, 120, "collectives.t" };
+    struct ddpi_ljob *j = ddpi_ljob_start (&o, fn, arg, err, sizeof (err));
+
+    if (!j) {
+        diag ("start: %s", err);
+        return -1;
+    }
+    return ddpi_ljob_wait (j, st, err, sizeof (err));
+}
+
+static void survivors_ok (const int *st, int victim, const char *what)
+{
+    for (int r = 0; r < SIZE; r++)
+        if (r != victim)
+            ok (WIFEXITED (st[r]) && WEXITSTATUS (st[r]) == 0,
+                "%s: rank %d saw it, named it, in time", what, r);
+}
+
+static void faults (void)
+{
+    struct fault f;
+    int st[SIZE];
+
+    f = (struct fault){ 2, "die", DDP_EPEER, 30 };
+    run (rank_fault, &f, st);
+    ok (WIFSIGNALED (st[2]), "rank 2 (node 1) killed in a barrier loop");
+    survivors_ok (st, 2, "killed rank 2");
+
+    f = (struct fault){ 1, "absent", DDP_ETIMEDOUT, 1.5 };
+    run (rank_fault, &f, st);
+    survivors_ok (st, 1, "rank 1 absent, a 1.5 s timeout");
+}
+
+static int rank_killed (int rank, void *arg)
+{
+    return rank_fault (rank, arg);
+}
+
+/* Killed from outside (the test) during large all-reduces. */
+static void killed_outside (void)
+{
+    struct fault f = { 0, "wait", DDP_EPEER, 30 };
+    struct ddpi_ljob_opts o = { SIZE, NODES, NULL, 120, "collectives.t" };
+    struct ddpi_ljob *j = ddpi_ljob_start (&o, rank_killed, &f, err,
+                                           sizeof (err));
+    int st[SIZE];
+
+    if (!j) {
+        ok (0, "start: %s", err);
+        return;
+    }
+    sleep (2);
+    ok (ddpi_ljob_kill (j, 0, SIGKILL) == 0, "kill rank 0 (a leader) during "
+        "all-reduces");
+    ddpi_ljob_wait (j, st, err, sizeof (err));
+    ok (WIFSIGNALED (st[0]) && WTERMSIG (st[0]) == SIGKILL, "rank 0 killed");
+    survivors_ok (st, 0, "killed rank 0 from outside");
+}
+
+int main (void)
+{
+    int st[SIZE], rc;
+
+    plan (NO_PLAN);
+    signal (SIGPIPE, SIG_IGN);
+    unsetenv ("DDP_BOOTSTRAP");
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "4 ranks on 2 nodes: every collective right%s%s",
+            rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_SHM_SLOT", "4096", 1);
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_SHM_SLOT");
+    faults ();
+    killed_outside ();
+    done_testing ();
+    return 0;
+}
