@@ -286,6 +286,14 @@ int main (void)
 
     single_process_env ("2");
     unsetenv ("DDP_STOP_SIGNALS");
+    /* "Untouched" below means as found at start: start from the defaults
+     * whatever was inherited (a shell runs background jobs with INT and
+     * QUIT ignored, e.g. `make check &` from a script, or nohup HUP). */
+    {
+        const int sigs[] = { SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2 };
+        for (size_t i = 0; i < sizeof (sigs) / sizeof (sigs[0]); i++)
+            signal (sigs[i], SIG_DFL);
+    }
     plan (NO_PLAN);
     check_restart_count ();
     check_before_init ();
