@@ -1,4 +1,4 @@
-/* sched.h - who talks to whom, about which block, at each step of the host
+/* schedule.h - who talks to whom, about which block, at each step of the host
  * backend's cross-node algorithms.  Pure functions of the node n, the node
  * count N and the step; no I/O.  Internal to libddp.
  *
@@ -19,8 +19,8 @@
  * All of these are n +- 2^k mod N or the recursive-doubling pairs and the
  * fold pairs: O(log N) partners per node, and the relation is symmetric.
  */
-#ifndef DDP_SCHED_H
-#define DDP_SCHED_H
+#ifndef DDP_SCHEDULE_H
+#define DDP_SCHEDULE_H
 
 #include <stddef.h>
 
@@ -120,4 +120,4 @@ int sched_partners_max (int N);
 int sched_segments_done (size_t total, size_t seg, size_t done0,
                          size_t done1, size_t *first);
 
-#endif /* DDP_SCHED_H */
+#endif /* DDP_SCHEDULE_H */
