@@ -1,5 +1,5 @@
 /* algo.c - the cross-node algorithms of the host backend (host.h), run by
- * one lane on its buffers over its links; sched.c says who talks to whom.
+ * one lane on its buffers over its links; schedule.c says who talks to whom.
  *
  * Tags: every message of a call carries (phase << 16 | step), so that a
  * message of another phase or step fails the call instead of being taken
@@ -12,7 +12,7 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "reduce.h"
-#include "sched.h"
+#include "schedule.h"
 
 enum {
     PH_BARRIER = 1, PH_FOLD, PH_DOUBLING, PH_HALVING, PH_HALVING_AG,

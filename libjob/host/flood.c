@@ -37,7 +37,7 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "net.h"
-#include "sched.h"
+#include "schedule.h"
 #include "tcp.h"
 
 #define STAGGER 0.1         /* seconds between tries of a partner's lanes */

@@ -15,7 +15,7 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "reduce.h"
-#include "sched.h"
+#include "schedule.h"
 
 #define BLOB_MAGIC 0x6464702d686f7374ULL    /* "ddp-host" */
 #define SPLIT_MIN (32 * 1024)

@@ -3,11 +3,11 @@
  *   host.c   create/destroy, the collectives' three phases (below)
  *   shm.c    the node's shared segment, waiting on its flags
  *   tcp.c    the links between nodes: connect, frames, rounds of messages
- *   algo.c   the cross-node algorithms over the links (sched.c: schedules)
+ *   algo.c   the cross-node algorithms over the links (schedule.c: schedules)
  *   flood.c  fault records over the links (the relay of fault.h)
  *   fault.c  the node's fault record (fault.h)
  * They call each other along a DAG (test/deps.t): host -> algo, flood,
- * shm -> ...; algo -> tcp, sched; flood -> tcp; tcp, shm -> fault.
+ * shm -> ...; algo -> tcp, schedule; flood -> tcp; tcp, shm -> fault.
  *
  * Within a node.  Ranks of a node share one memory segment made by local
  * rank 0 (a memfd: it has no name, so nothing is left behind even after

@@ -23,7 +23,7 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "net.h"
-#include "sched.h"
+#include "schedule.h"
 #include "tcp.h"
 
 #define IOV_BATCH 64        /* iovecs per sendmsg/recvmsg */

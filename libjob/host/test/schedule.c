@@ -1,4 +1,4 @@
-/* sched.c - the cross-node schedules (libjob/host/sched.c) for N = 1..64:
+/* schedule.c - the cross-node schedules (libjob/host/schedule.c) for N = 1..64:
  * every algorithm is simulated on sets of contributions (one bit per node)
  * and must end with every node holding what the collective promises, each
  * contribution combined exactly once, and every peer it talks to among its
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "sched.h"
+#include "schedule.h"
 
 #define NMAX 64
 #define ALL(N) ((N) == 64 ? ~0ULL : (1ULL << (N)) - 1)

@@ -1,7 +1,7 @@
-/* sched.c - the schedules of the cross-node algorithms (sched.h). */
+/* schedule.c - the schedules of the cross-node algorithms (schedule.h). */
 #include "config.h"
 
-#include "sched.h"
+#include "schedule.h"
 
 int sched_pow2_floor (int n)
 {

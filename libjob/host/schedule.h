@@ -1,4 +1,4 @@
-/* sched.h - who talks to whom, about which block, at each step of the host
+/* schedule.h - who talks to whom, about which block, at each step of the host
  * backend's cross-node algorithms.  Pure functions of the node n, the node
  * count N and the step; no I/O.  Internal to libddp.
  *
