@@ -56,4 +56,40 @@ test_expect_success 'a rank stuck waiting in a barrier for its missing node-mate
 	late_run late.4 3 0,1,2 -N2 -n4 --ntasks-per-node=2 &&
 	! grep -F "error: " "$REL_DIR.err" | grep -E "rank 2 \(node|still in"
 '
+# ddp_victim slow: rank 5 sleeps 20 ms before each of 50 allreduces; the
+# straggler report rank 0 logs at ddp_finalize (DDP_STRAGGLERS=1, or
+# DDP_DEBUG) names it first, last in most of them, about 20 ms late.
+# slow_report NAME ENV...: run it on 2 nodes, keep rank 0's report line.
+slow_report () {
+	local name=$1 dir=$PWD/$1
+	shift
+	rm -rf "$dir" && mkdir -p "$dir" &&
+	(export "$@" DDP_VICTIM_RANKS=5 &&
+	 ddp_srun --ddp=host -N2 -n8 --ntasks-per-node=4 \
+		"$DDP_PROGS/ddp_victim" slow "$dir") >"$name.out" 2>"$name.err" &&
+	grep -F "[ddp rank 0/8] stragglers over " "$name.err" >"$name.report" &&
+	cat "$name.report" &&
+	test "$(wc -l <"$name.report")" = 1
+}
+# check_first NAME: rank 5 (node 1) comes first, in 40 or more of the 50,
+# 10 ms late or more on average.
+check_first () {
+	sed -n "s/.*collectives: rank 5 (node 1) last in \([0-9]*\) ([0-9]*%), \([0-9]*\)\.[0-9] ms late on average.*/\1 \2/p" \
+		"$1.report" >"$1.first" &&
+	test -s "$1.first" &&
+	read n ms <"$1.first" &&
+	test "$n" -ge 40 && test "$ms" -ge 10
+}
+test_expect_success 'a rank made consistently slow comes first in the straggler report (DDP_STRAGGLERS=1)' '
+	slow_report slow.1 DDP_STRAGGLERS=1 && check_first slow.1
+'
+test_expect_success 'DDP_DEBUG=1 prints the same report' '
+	slow_report slow.2 DDP_DEBUG=1 && check_first slow.2
+'
+test_expect_success 'without either, no report' '
+	rm -rf slow.3 && mkdir slow.3 &&
+	DDP_VICTIM_RANKS=5 ddp_srun --ddp=host -N2 -n8 --ntasks-per-node=4 \
+		"$DDP_PROGS/ddp_victim" slow "$PWD/slow.3" >slow.3.out 2>slow.3.err &&
+	! grep -F stragglers slow.3.err
+'
 test_done
