@@ -92,4 +92,49 @@ test_expect_success 'without either, no report' '
 		"$DDP_PROGS/ddp_victim" slow "$PWD/slow.3" >slow.3.out 2>slow.3.err &&
 	! grep -F stragglers slow.3.err
 '
+# ddp_victim late-first: rank 1 comes 1.5 s late to the first allreduce,
+# with DDP_TIMEOUT=1.  A collective ends the same way on every rank: a
+# rank that gives up on it leaves the fault record before it returns, and
+# a rank that completes it checks for one.  Within a node the wait is
+# DDP_TIMEOUT, so everyone fails with DDP_ETIMEDOUT (-7); between nodes a
+# lane waits DDP_TIMEOUT + 2 graces (3.2 s here), so with rank 1 alone on
+# its node everyone succeeds, with the right sum.
+# agree_runs NAME CODE SRUN ARGS...: 3 runs, every rank prints code CODE
+# (and the sum of the ranks' 1s when CODE is 0).
+agree_runs () {
+	local name=$1 code=$2 i n
+	shift 2
+	for i in 1 2 3; do
+		rm -rf "$name.$i" && mkdir -p "$name.$i" &&
+		(export DDP_TIMEOUT=1 DDP_VICTIM_RANKS=1 &&
+		 ddp_srun --ddp=host --kill-on-bad-exit=0 "$@" \
+			"$DDP_PROGS/ddp_victim" late-first "$PWD/$name.$i") \
+			>"$name.$i.out" 2>"$name.$i.err" || return 1
+		cat "$name.$i.out"
+		n=$(grep -c "^ddp_victim: rank [0-9]*: allreduce " "$name.$i.out")
+		test "$n" = "$(ddp_ntasks "$@")" || return 1
+		sed -n "s/^ddp_victim: rank [0-9]*: allreduce \(-*[0-9]*\) .*/\1/p" \
+			"$name.$i.out" | sort -u >"$name.$i.codes"
+		test "$(cat "$name.$i.codes")" = "$code" || return 1
+		test "$code" != 0 ||
+		! grep "allreduce 0 " "$name.$i.out" | grep -v " allreduce 0 $n\$" ||
+		return 1
+	done
+}
+# ddp_ntasks SRUN ARGS...: the -nN of the arguments.
+ddp_ntasks () {
+	echo "$*" | sed -n "s/.*-n\([0-9]*\).*/\1/p"
+}
+test_expect_success 'a collective given up by one rank fails on the late rank too (-n2, one node, 3 runs)' '
+	agree_runs agree.1 -7 -N1 -n2
+'
+test_expect_success 'the same with -n3 on one node' '
+	agree_runs agree.2 -7 -N1 -n3
+'
+test_expect_success 'the same on two nodes, the late rank with an on-time node-mate (-N2 -n3)' '
+	agree_runs agree.3 -7 -N2 -n3
+'
+test_expect_success 'on two nodes with one rank each, 1.5 s is within the cross-node slack: both succeed (-N2 -n2)' '
+	agree_runs agree.4 0 -N2 -n2
+'
 test_done

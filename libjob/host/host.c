@@ -564,9 +564,28 @@ static int call_begin (struct host *h, int kind)
     return h->broken;
 }
 
+/* A collective that succeeded here: a rank that gave up on it (a timeout)
+ * claimed the fault record before it returned, in this node's segment or,
+ * through the FAULT frame it sent first, on a lane's links.  Then this
+ * rank fails it too, so that a collective ends the same way everywhere;
+ * see doc/ddp.7 (a collective's outcome) for the window that is left. */
+static int call_agree (struct host *h)
+{
+    if (h->lk && h->relay && h->relay->poll)
+        h->relay->poll (h);
+    if (atomic_load (&h->hdr->fault_rank) == 0)
+        return 0;
+    ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
+              "it fails here too", kind_names[h->kind],
+              (unsigned long long)h->call);
+    return host_check_fault (h);
+}
+
 /* The collective under way ended with rc: show that it was left. */
 static int call_end (struct host *h, int rc)
 {
+    if (rc == 0)
+        rc = call_agree (h);
     atomic_store_explicit (&h->flags[h->lrank].state,
                            FAULT_STATE (h->call, h->kind, 0),
                            memory_order_relaxed);
