@@ -95,6 +95,11 @@ struct ddp_backend {
 
     int (*barrier) (void *ctx);
 
+    /* ddp_finalize()'s last collective: a barrier, and whatever report the
+     * backend makes at the end (every rank calls it when no fault is
+     * known).  Returns 0 or a negative DDP_E* code.  May be NULL: barrier. */
+    int (*finalize) (void *ctx);
+
     /* The collectives, either as one function taking the call's description
      * (coll, which also serves the _stream calls: with !k->on_stream it runs
      * on the backend's own means and returns when complete), or as the five

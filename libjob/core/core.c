@@ -230,7 +230,8 @@ int ddp_finalize (void)
     if (!g.init)
         return DDP_ENOINIT;
     if (!g.broken)
-        (void)g.be->barrier (g.ctx);
+        (void)(g.be->finalize ? g.be->finalize (g.ctx)
+                              : g.be->barrier (g.ctx));
     g.be->destroy (g.ctx);
     bootstrap_destroy (g.boot);
     g.ctx = NULL;

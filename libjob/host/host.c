@@ -347,6 +347,9 @@ static struct host *host_new (const struct bootstrap_info *in,
     h->node = in->node_rank;
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
+    h->strag = ddpi_debug_enabled ()
+               || (getenv ("DDP_STRAGGLERS")
+                   && strcmp (getenv ("DDP_STRAGGLERS"), "1") == 0);
     h->memfd = h->listen_fd = -1;
     h->relay = &host_flood_relay;
     h->kind = KIND_OTHER;
@@ -540,6 +543,103 @@ static void host_destroy (void *ctx)
     free (h);
 }
 
+/* ---------------------------------------------------------- stragglers */
+
+/* An arrival stamp: the low 24 bits of the call number, then the low 40
+ * bits of the monotonic clock in ns (18 minutes around: differences of
+ * arrivals at one call are far smaller). */
+#define STRAG_NS_BITS 40
+#define STRAG_NS_MASK ((UINT64_C(1) << STRAG_NS_BITS) - 1)
+#define STRAG_STAMP(c, ns) \
+    ((uint64_t)(c) << STRAG_NS_BITS | ((uint64_t)(ns) & STRAG_NS_MASK))
+#define STRAG_CALL(st) ((st) >> STRAG_NS_BITS)
+
+static uint64_t mono_ns (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* This rank's collective h->call succeeded: if every local rank's stamp of
+ * it is there and none is later than this rank's (ties go to the higher
+ * local rank), this rank was the node's last: count it and how long after
+ * the node's first it came.  A local rank is never 3 calls ahead of one
+ * still in a call (each call has a node step, and a step waits for every
+ * local rank to have finished the step before), so arrive[c % 3] is
+ * either c's stamp or an older one: a rank not yet arrived. */
+static void strag_count (struct host *h)
+{
+    int slot = (int)(h->call % 3);
+    uint64_t tag = h->call & ((UINT64_C(1) << (64 - STRAG_NS_BITS)) - 1);
+    uint64_t mine = atomic_load (&h->flags[h->lrank].arrive[slot]);
+    uint64_t late = 0;
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        uint64_t st = atomic_load (&h->flags[lr].arrive[slot]);
+        uint64_t d = (mine - st) & STRAG_NS_MASK;   /* how much earlier */
+        if (lr == h->lrank)
+            continue;
+        if (STRAG_CALL (st) != tag || d > STRAG_NS_MASK / 2
+            || (d == 0 && lr > h->lrank))
+            return;
+        if (d > late)
+            late = d;
+    }
+    h->strag_last++;
+    h->strag_late_ns += late;
+}
+
+/* At finalize (every rank, the straggler report on): find the 3 ranks
+ * that were last most often, by rounds of a 2-element allreduce (MAX):
+ * element 0 is (count << 32 | ~rank) of the ranks not yet picked, element
+ * 1 the average lateness (us) of the rank picked in the round before.  The
+ * traffic does not grow with the world size.  Rank 0 logs them. */
+static int strag_report (struct host *h)
+{
+    uint64_t calls = h->call, v[2], key[3] = { 0 }, avg[3] = { 0 };
+    uint64_t me = h->strag_last << 32 | (UINT32_MAX - (uint32_t)h->rank);
+    char out[512];
+    size_t at;
+    int rc;
+
+    for (int i = 0; i <= 3; i++) {
+        bool picked = false, prev = false;
+        for (int j = 0; j < i; j++)
+            picked |= key[j] == me;
+        prev = i > 0 && key[i - 1] == me;
+        v[0] = i < 3 && !picked ? me : 0;
+        v[1] = prev && h->strag_last
+                   ? h->strag_late_ns / h->strag_last / 1000 : 0;
+        rc = ddpi_backend_host.allreduce (h, v, v, 2, DDP_UINT64, DDP_MAX);
+        if (rc < 0)
+            return rc;
+        if (i < 3)
+            key[i] = v[0];
+        if (i > 0)
+            avg[i - 1] = v[1];
+    }
+    if (h->rank != 0)
+        return 0;
+    at = (size_t)snprintf (out, sizeof (out),
+                           "stragglers over %llu collectives:",
+                           (unsigned long long)calls);
+    for (int i = 0; i < 3 && key[i] >> 32 && at < sizeof (out); i++) {
+        int r = (int)(UINT32_MAX - (uint32_t)key[i]);
+        unsigned long long n = key[i] >> 32;
+        at += (size_t)snprintf (out + at, sizeof (out) - at,
+                                "%s rank %d (node %d) last in %llu (%llu%%), "
+                                "%.1f ms late on average", i ? ";" : "", r,
+                                h->rank_node[r], n, calls ? n * 100 / calls : 0,
+                                (double)avg[i] / 1e3);
+    }
+    if (!(key[0] >> 32) && at < sizeof (out))
+        snprintf (out + at, sizeof (out) - at,
+                  " none (no node has two ranks)");
+    ddpi_log ("%s", out);
+    return 0;
+}
+
 /* ------------------------------------------------------------ steps */
 
 /* Start a collective of kind: counts it, numbers it, and shows it to the
@@ -552,15 +652,39 @@ static int call_begin (struct host *h, int kind)
     atomic_store_explicit (&h->flags[h->lrank].state,
                            FAULT_STATE (h->call, kind, 1),
                            memory_order_relaxed);
+    if (h->strag)
+        atomic_store (&h->flags[h->lrank].arrive[h->call % 3],
+                      STRAG_STAMP (h->call, mono_ns ()));
     return h->broken;
+}
+
+/* A collective that succeeded here: a rank that gave up on it (a timeout)
+ * claimed the fault record before it returned, in this node's segment or,
+ * through the FAULT frame it sent first, on a lane's links.  Then this
+ * rank fails it too, so that a collective ends the same way everywhere;
+ * see doc/ddp.7 (a collective's outcome) for the window that is left. */
+static int call_agree (struct host *h)
+{
+    if (h->lk && h->relay && h->relay->poll)
+        h->relay->poll (h);
+    if (atomic_load (&h->hdr->fault_rank) == 0)
+        return 0;
+    ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
+              "it fails here too", kind_names[h->kind],
+              (unsigned long long)h->call);
+    return host_check_fault (h);
 }
 
 /* The collective under way ended with rc: show that it was left. */
 static int call_end (struct host *h, int rc)
 {
+    if (rc == 0)
+        rc = call_agree (h);
     atomic_store_explicit (&h->flags[h->lrank].state,
                            FAULT_STATE (h->call, h->kind, 0),
                            memory_order_relaxed);
+    if (rc == 0 && h->strag && h->lsize > 1)
+        strag_count (h);
     return rc;
 }
 
@@ -1187,6 +1311,15 @@ static int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
                                        -1));
 }
 
+/* ddp_finalize's barrier, then the straggler report when it is on. */
+static int host_finalize (void *ctx)
+{
+    struct host *h = ctx;
+    int rc = host_barrier (h);
+
+    return rc < 0 || !h->strag ? rc : strag_report (h);
+}
+
 static void host_abort (void *ctx)
 {
     struct host *h = ctx;
@@ -1198,6 +1331,7 @@ const struct ddp_backend ddpi_backend_host = {
     .create = host_create,
     .destroy = host_destroy,
     .barrier = host_barrier,
+    .finalize = host_finalize,
     .bcast = host_bcast,
     .reduce = host_reduce,
     .allreduce = host_allreduce,

@@ -143,7 +143,9 @@ struct shm_flags {
     _Atomic uint64_t fin;
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (fault.h) */
-    char pad[64 - 5 * sizeof (uint64_t)];
+    /* With the straggler report on: when this rank entered collective c,
+     * in arrive[c % 3] as STRAG_STAMP(c, ns) (host.c). */
+    _Atomic uint64_t arrive[3];
 };
 
 struct shm_hdr {
@@ -266,6 +268,10 @@ struct host {
 
     int kind;                   /* enum host_kind of the call under way */
     struct host_stats stats[HOST_KINDS];
+    /* The straggler report (DDP_DEBUG or DDP_STRAGGLERS=1): collectives
+     * this rank entered last of its node, and by how much in all. */
+    bool strag;
+    uint64_t strag_last, strag_late_ns;
     void *scratch[3];           /* kept between calls, grown on demand: */
     size_t scratch_len[3];      /* 0 a lane's work, 1 algo.c's receives,
                                    2 a lane's result */

@@ -22,6 +22,13 @@
  *              DDP_VICTIM_RANKS sleep DDP_VICTIM_SKIP_SLEEP seconds (default
  *              2 x DDP_TIMEOUT + 1) before the DDP_VICTIM_AT-th barrier of
  *              the loop (default 5), then exit 0
+ *   slow       init, then DDP_VICTIM_AT (default 50) allreduces of one
+ *              float, the ranks in DDP_VICTIM_RANKS sleeping 20 ms before
+ *              each; then ddp_finalize() and exit 0 (the straggler
+ *              report's test)
+ *   late-first init; the ranks in DDP_VICTIM_RANKS sleep 1.5 s, then every
+ *              rank makes one ddp_allreduce() (SUM of 1 over the ranks)
+ *              and prints "ddp_victim: rank R: allreduce RC VALUE"; exit 0
  *   fail-main  ddp_run_on_main() whose function fails on rank 0
  *   fail-first ddp_rank0_first() whose function fails on rank 0
  * Loops stop after DDP_VICTIM_SECS seconds (default 60): a rank that gets
@@ -220,6 +227,37 @@ static void loop_late (double secs, double timeout)
     finish (4, "not noticed");
 }
 
+static void loop_slow (void)
+{
+    int n = (int)env_double ("DDP_VICTIM_AT", 50), rc;
+    float x = 1.0f;
+
+    ready ();
+    for (int i = 0; i < n; i++) {
+        if (is_victim (my_rank))
+            usleep (20000);
+        call_start = now ();
+        if ((rc = ddp_allreduce (&x, &x, 1, DDP_FLOAT32, DDP_MAX)) < 0)
+            failed ("ddp_allreduce", rc);
+    }
+    if ((rc = ddp_finalize ()) < 0)
+        failed ("ddp_finalize", rc);
+    finish (0, "done");
+}
+
+static void late_first (void)
+{
+    float x = 1.0f;
+    int rc;
+
+    ready ();
+    if (is_victim (my_rank))
+        usleep (1500000);
+    rc = ddp_allreduce (&x, &x, 1, DDP_FLOAT32, DDP_SUM);
+    printf ("ddp_victim: rank %d: allreduce %d %g\n", my_rank, rc, x);
+    finish (0, "done");
+}
+
 static int fail_on_main (void *arg)
 {
     (void)arg;
@@ -269,6 +307,10 @@ int main (int argc, char **argv)
     }
     if (strcmp (mode, "allreduce") == 0)
         loop_allreduce (secs);
+    if (strcmp (mode, "late-first") == 0)
+        late_first ();
+    if (strcmp (mode, "slow") == 0)
+        loop_slow ();
     if (strcmp (mode, "late") == 0)
         loop_late (secs, timeout);
     call_start = now ();
