@@ -646,6 +646,13 @@ static int strag_report (struct host *h)
  * node (the diagnosis of a timeout names it). */
 static int call_begin (struct host *h, int kind)
 {
+    if (h->lk) {
+        /* Across nodes only: a clock read is lost in a network call. */
+        if (h->kind == KIND_BARRIER || h->kind == KIND_ALLREDUCE
+            || h->kind == KIND_ALLGATHER)
+            h->full_entry = h->entry;
+        h->entry = ddpi_now ();
+    }
     h->kind = kind;
     h->stats[kind].calls++;
     h->call++;
@@ -665,7 +672,16 @@ static int call_begin (struct host *h, int kind)
  * see doc/ddp.7 (a collective's outcome) for the window that is left. */
 static int call_agree (struct host *h)
 {
-    if (h->lk && h->relay && h->relay->poll)
+    /* A peer that gave up on this call entered it after it finished the
+     * last call in which it waited for this rank (a barrier, allreduce or
+     * allgather, entered here at full_entry), and waited DDP_TIMEOUT since:
+     * not before full_entry + timeout in real time.  Until then there is
+     * nothing on the links to look for (a poll costs a system call on every
+     * collective otherwise); 0.9 leaves room for clock rates.  This takes
+     * DDP_TIMEOUT to be the same on every rank, as srun gives it. */
+    if (h->lk && h->relay && h->relay->poll
+        && (h->full_entry == 0
+            || ddpi_now () - h->full_entry >= 0.9 * h->cfg->timeout_s))
         h->relay->poll (h);
     if (atomic_load (&h->hdr->fault_rank) == 0)
         return 0;

@@ -267,6 +267,11 @@ struct host {
     int broken;                 /* sticky DDP_E* code after a fault */
 
     int kind;                   /* enum host_kind of the call under way */
+    /* When this rank entered its last barrier, allreduce or allgather
+     * (a call every rank waits on every other rank for), and when it
+     * entered the call under way; seconds, 0 for none.  call_agree()
+     * polls the links only when a peer could have given up by now. */
+    double full_entry, entry;
     struct host_stats stats[HOST_KINDS];
     /* The straggler report (DDP_DEBUG or DDP_STRAGGLERS=1): collectives
      * this rank entered last of its node, and by how much in all. */
