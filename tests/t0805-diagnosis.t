@@ -137,4 +137,22 @@ test_expect_success 'the same on two nodes, the late rank with an on-time node-m
 test_expect_success 'on two nodes with one rank each, 1.5 s is within the cross-node slack: both succeed (-N2 -n2)' '
 	agree_runs agree.4 0 -N2 -n2
 '
+# scancel signals every task, node by node, milliseconds apart: a rank
+# that sees a peer die of it first must not name it dead (issue 15: "rank
+# 0 died" before Slurm's "Terminated"); its own SIGTERM ends it within the
+# grace libddp gives a death (DIED_GRACE, libjob/host/fault.c).
+test_expect_success 'scancel of a barrier loop on 2 nodes: no rank names another dead (3 runs)' '
+	for i in 1 2 3; do
+		rel_start cancel.$i barrier - -N2 -n8 &&
+		rel_wait_file "$REL_DIR/pid.0" 30 &&
+		rel_wait_file "$REL_DIR/pid.7" 30 &&
+		sleep 0.5 &&
+		scancel "$(cut -d" " -f3 "$REL_DIR/pid.0")" &&
+		rel_wait &&
+		rel_show &&
+		cat "$REL_DIR".e.* &&
+		test "$REL_RC" != 0 &&
+		! grep -h "died" "$REL_DIR".e.* "$REL_DIR.err" || return 1
+	done
+'
 test_done

@@ -368,6 +368,23 @@ int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
     return 1;
 }
 
+/* A peer found dead may have been killed by a signal that is on its way to
+ * this rank too: scancel, preemption and the end of a step signal every
+ * task, node by node, milliseconds apart.  Give that signal DIED_GRACE
+ * seconds to end this rank quietly before it names the peer dead (else
+ * "rank 0 died" comes before Slurm's "Terminated" and misleads), and take
+ * a record another rank claims meanwhile. */
+#define DIED_GRACE 0.1
+
+static void died_grace (struct host *h)
+{
+    const struct timespec step = { 0, 5 * 1000 * 1000 };
+    double end = ddpi_now () + DIED_GRACE;
+
+    while (atomic_load (&h->hdr->fault_rank) == 0 && ddpi_now () < end)
+        nanosleep (&step, NULL);
+}
+
 int host_fault_set (struct host *h, const int *ranks, int n, int kind)
 {
     char list[192];
@@ -378,6 +395,8 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind)
                            ddpi_format_ranks (list, sizeof (list), ranks, n),
                            kind_str (kind));
     }
+    if (kind == FAULT_DIED)
+        died_grace (h);
     host_fault_claim (h, ranks, n, n, kind, h->rank);
     return report (h);
 }
