@@ -745,6 +745,8 @@ static void node_reduce (struct host *h, int bank, void *dst, size_t lo,
     ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
 }
 
+#define ACC_ALIGN 64         /* bytes; a power of two */
+
 /* Elements a reduction step on one node takes: they fit a slot, and the
  * result area holds them in dtype and, after, in the accumulation type. */
 static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
@@ -752,9 +754,19 @@ static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
     size_t es = ddp_dtype_size (dtype);
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
     size_t need = es + (at != dtype ? ddp_dtype_size (at) : 0);
-    size_t a = h->slot_bytes / es, b = h->res_bytes / need;
+    size_t a = h->slot_bytes / es;
+    /* The accumulation starts aligned after the result (acc_offset). */
+    size_t b = (h->res_bytes - (at != dtype ? ACC_ALIGN : 0)) / need;
 
     return a < b ? a : b;
+}
+
+/* Where the accumulation of n elements of es bytes starts in the result
+ * area: after the result, aligned for any accumulation type (an odd count
+ * of 16-bit elements would leave float32 partials misaligned: UB). */
+static size_t acc_offset (size_t n, size_t es)
+{
+    return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
 }
 
 /* One step of a reduction on one node: n elements of send; out (NULL: not
@@ -776,7 +788,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
         return rc;
     bank = (int)(s & 1);
     res = host_result (h, bank);
-    acc = at == dtype ? res : res + n * es;
+    acc = at == dtype ? res : res + acc_offset (n, es);
     memcpy (host_slot (h, bank, h->lrank), send, n * es);
     host_post (h, 0, s);
     if (n * es < SPLIT_MIN || h->lsize == 1) {
