@@ -596,8 +596,12 @@ static int nodes_iov (struct host *h, void *r, size_t bytes, int first,
 
     for (int j = 0; j < cnt; j++)
         cap += h->block_layout ? 1 : h->node_size[sched_mod (first + j, N)];
-    if (!(v = calloc ((size_t)(cap ? cap : 1), sizeof (*v))))
-        return ddpi_error (DDP_ENOMEM, "out of memory");
+    if (!(v = calloc ((size_t)(cap ? cap : 1), sizeof (*v)))) {
+        /* The code itself, not ddpi_error's value: gcc -fanalyzer cannot
+         * see that one is negative and follows *out as set. */
+        ddpi_error (DDP_ENOMEM, "out of memory");
+        return DDP_ENOMEM;
+    }
     for (int j = 0; j < cnt; j++) {
         int m = sched_mod (first + j, N);
         int parts = h->block_layout ? 1 : h->node_size[m];
