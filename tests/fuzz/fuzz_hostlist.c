@@ -1,4 +1,4 @@
-/* fuzz-sources: spank/sp_hostlist.c spank/sp_strint.c */
+/* fuzz-sources: spank/sp_hostlist.c spank/sp_strint.c spank/sp_err.c */
 /* fuzz_hostlist.c - Slurm host lists from the job environment
  * (sp_hostlist_count, sp_hostlist_first).
  *
