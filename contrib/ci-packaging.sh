@@ -88,9 +88,11 @@ tarball=$work/build/slurm-ddp-$version.tar.bz2
 
 # Every file under version control is in the tarball (a file missing from
 # EXTRA_DIST breaks only builds from the tarball, which distcheck catches
-# only when the build needs it).  Not shipped: .gitignore files.
+# only when the build needs it).  Not shipped: .gitignore files, and
+# doc/status.md (the developers' working log, kept in git only).
 if git -C "$srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$srcdir" ls-files | grep -v -E '(^|/)\.gitignore$' | sort >"$work/git.files"
+    git -C "$srcdir" ls-files | grep -v -E '(^|/)\.gitignore$|^doc/status\.md$' \
+        | sort >"$work/git.files"
     tar -tjf "$tarball" | sed -e "s|^slurm-ddp-$version/||" -e '/\/$/d' -e '/^$/d' \
         | sort >"$work/dist.files"
     comm -23 "$work/git.files" "$work/dist.files" >"$work/not-in-dist"
