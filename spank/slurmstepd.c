@@ -29,6 +29,7 @@
 #include "slurmstepd.h"
 #include "sp_addr.h"
 #include "sp_args.h"
+#include "sp_drain.h"
 #include "sp_err.h"
 #include "sp_gpus.h"
 #include "sp_hostlist.h"
@@ -271,11 +272,18 @@ int sp_slurmstepd_user_init (spank_t sp)
     return 0;
 }
 
+#define DRAIN_MS 2000      /* the longest a refused task waits for that */
+
 /* Log MSG: in the task, slurmstepd's log goes to the task's stderr too, so
- * srun shows it to the user. */
+ * srun shows it to the user.  The task then waits (up to DRAIN_MS) until
+ * slurmstepd has read MSG from the pipe: under kill-on-bad-exit, srun stops
+ * reading output once a task elsewhere ends by its signal, and a reason
+ * still in the pipe then never reaches the user (sp_drain.h). */
 static int task_fail (const char *msg)
 {
     slurm_error ("%s", msg);
+    fflush (stderr);
+    (void) sp_drain_pipe (STDERR_FILENO, DRAIN_MS);
     return -1;
 }
 

@@ -67,6 +67,26 @@ ddp_srun () {
     timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"
 }
 
+# ddp_step_fails SRUN-ARGS...: ddp_srun SRUN-ARGS, true when the step failed
+# as a step does.  srun exits with the highest status among its tasks, so a
+# step whose task failed on one node while a task on another was still
+# running ends with 143 (that task got srun's SIGTERM) or 1, depending on
+# which came first; both are a failed step.  Not a failed step: success,
+# the time limit (124, 137), a signal that is not srun's (srun or a task
+# crashing), a command that could not be run (126, 127).
+ddp_step_fails () {
+    local rc=0
+    ddp_srun "$@" || rc=$?
+    case $rc in
+    0) echo "ddp_step_fails: the step succeeded: srun $*" >&2; return 1 ;;
+    143) return 0 ;;
+    124|126|127|1[2-9][0-9]|2[0-9][0-9])
+        echo "ddp_step_fails: srun $* ended with status $rc: not a step" \
+             "refused or failed by its tasks" >&2
+        return 1 ;;
+    esac
+}
+
 # ddp_check_run NAME NTASKS CHECK-ARGS SRUN-ARGS...: run progs/ddp_check
 # (CHECK-ARGS: its -q, -l COUNT) under srun SRUN-ARGS, output in NAME.out
 # and NAME.err; true when srun succeeded and all NTASKS tasks report 0
