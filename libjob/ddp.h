@@ -131,9 +131,11 @@ const char *ddp_version (void);
 
 /* End the whole job: every other rank's pending and next collective fails
  * with DDP_EPEER naming this rank, then the step ends.  errcode is the exit
- * status the launcher reports; msg (may be NULL) is logged.  A single
- * process (or one not initialized) exits with errcode.  Returns only if it
- * could not reach the launcher (then a negative DDP_E* code). */
+ * status the launcher reports; msg (may be NULL) is logged, and the call
+ * waits (at most 1 s) until a stderr pipe has been read, so that ending the
+ * step does not lose the message.  A single process (or one not
+ * initialized) exits with errcode.  Returns only if it could not reach the
+ * launcher (then a negative DDP_E* code). */
 int ddp_abort (int errcode, const char *msg);
 
 /* ---- Collectives ------------------------------------------------------ *

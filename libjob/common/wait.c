@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ddp_internal.h"
@@ -81,4 +83,20 @@ void ddpi_wait_restart (struct ddpi_waiter *w)
 double ddpi_wait_elapsed (const struct ddpi_waiter *w)
 {
     return w->start == 0 ? 0 : ddpi_now () - w->start;
+}
+
+int ddpi_wait_pipe_read (int fd, double timeout_s)
+{
+    struct ddpi_waiter w;
+    struct stat st;
+    int pending = 0;
+
+    if (fstat (fd, &st) < 0 || !S_ISFIFO (st.st_mode))
+        return 0;
+    ddpi_wait_init (&w, timeout_s, 0);
+    /* Linux answers FIONREAD on either end of a pipe. */
+    while (ioctl (fd, FIONREAD, &pending) == 0 && pending > 0)
+        if (ddpi_wait_step (&w) < 0)
+            return DDP_ETIMEDOUT;
+    return 0;
 }

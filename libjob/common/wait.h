@@ -37,4 +37,13 @@ void ddpi_wait_restart (struct ddpi_waiter *w);
 /* Seconds waited so far (0 if the wait never left the spin phase). */
 double ddpi_wait_elapsed (const struct ddpi_waiter *w);
 
+/* Wait until the reader of pipe fd (slurmstepd, for a task's stderr) has
+ * read all that is in it, for at most timeout_s seconds.  A process about
+ * to exit after logging why calls it: under kill-on-bad-exit srun stops
+ * reading a step's output once another task ends by its signal, and a line
+ * still in the pipe is then lost.  Returns 0 when the pipe is empty or fd
+ * is not a pipe (a file, a terminal, closed: nothing to wait for), or
+ * DDP_ETIMEDOUT with data still unread at the deadline. */
+int ddpi_wait_pipe_read (int fd, double timeout_s);
+
 #endif /* DDP_WAIT_H */

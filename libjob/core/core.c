@@ -14,6 +14,7 @@
 #include "bootstrap.h"
 #include "choice.h"
 #include "ddp_internal.h"
+#include "wait.h"
 #ifdef HAVE_NCCL
 #include "nccl_backend.h"
 #endif
@@ -24,6 +25,9 @@
  * from a shared file system), spread their arrival at ddp_init over
  * minutes, while a collective's peers are all there already. */
 #define INIT_SECONDS_PER_RANK 0.05
+/* The longest ddp_abort waits for slurmstepd to read its last words from
+ * the stderr pipe before the step is ended (ddpi_wait_pipe_read). */
+#define ABORT_DRAIN_S 1.0
 
 static struct {
     bool init;
@@ -264,6 +268,8 @@ int ddp_abort (int errcode, const char *msg)
 
     ddpi_error (DDP_EPEER, "ddp_abort (%d)%s%s", errcode, msg ? ": " : "",
                 msg ? msg : "");
+    fflush (NULL);
+    (void) ddpi_wait_pipe_read (STDERR_FILENO, ABORT_DRAIN_S);
     if (g.init) {
         if (g.be->abort)
             g.be->abort (g.ctx);

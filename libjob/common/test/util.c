@@ -1,10 +1,16 @@
 /* util.c - libddp's internal helpers: the compact rank lists that failure
  * messages are made of (ddpi_format_ranks), sorting them
  * (ddpi_sort_ranks), the string hash (ddpi_hash_str), and a bounded
- * wait's deadline (ddpi_wait_*). */
+ * wait's deadline (ddpi_wait_*), and waiting for a pipe's reader
+ * (ddpi_wait_pipe_read). */
 #include "config.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "ddp_internal.h"
@@ -104,6 +110,55 @@ static void grow_checks (void)
         "grow: a size that overflows is refused, the room unchanged");
 }
 
+/* Reads pipe end *arg empty after 100 ms. */
+static void *late_reader (void *arg)
+{
+    struct timespec nap = { 0, 100000000L };
+    char buf[64];
+
+    nanosleep (&nap, NULL);
+    while (read (*(int *)arg, buf, sizeof (buf)) > 0)
+        ;
+    return NULL;
+}
+
+/* ddpi_wait_pipe_read returns when the reader has read, gives up at its
+ * deadline, and does not wait on what is not a pipe. */
+static void pipe_read_checks (void)
+{
+    int p[2], fd;
+    pthread_t th;
+    double t0, took;
+    char name[] = "util-pipe.XXXXXX";
+
+    if (pipe (p) < 0 || fcntl (p[0], F_SETFL, O_NONBLOCK) < 0)
+        bail_out ("pipe failed");
+    is_int (ddpi_wait_pipe_read (p[1], 0), 0, "pipe: empty, at once");
+    ok (write (p[1], "last words\n", 11) == 11, "pipe: a line in it");
+    t0 = ddpi_now ();
+    is_int (ddpi_wait_pipe_read (p[1], 0.05), DDP_ETIMEDOUT,
+            "pipe: nobody reads: DDP_ETIMEDOUT");
+    took = ddpi_now () - t0;
+    ok (took >= 0.05 && took < 1, "pipe: gave up after its timeout (%.3f s)",
+        took);
+    pthread_create (&th, NULL, late_reader, &p[0]);
+    t0 = ddpi_now ();
+    is_int (ddpi_wait_pipe_read (p[1], 5), 0, "pipe: read late: 0");
+    took = ddpi_now () - t0;
+    ok (took >= 0.09 && took < 4, "pipe: returned after the reader "
+        "(%.3f s), not at the deadline", took);
+    pthread_join (th, NULL);
+    close (p[0]);
+    close (p[1]);
+    if ((fd = mkstemp (name)) < 0)
+        bail_out ("mkstemp failed");
+    ok (write (fd, "text", 4) == 4, "pipe: a file with data");
+    is_int (ddpi_wait_pipe_read (fd, 0), 0, "pipe: a file: nothing to wait");
+    close (fd);
+    unlink (name);
+    is_int (ddpi_wait_pipe_read (fd, 0), 0, "pipe: a closed fd: nothing");
+}
+
 int main (void)
 {
     static const int one[] = { 7 };
@@ -114,6 +169,7 @@ int main (void)
 
     plan (NO_PLAN);
     grow_checks ();
+    pipe_read_checks ();
     ranks_is (one, 0, 64, "", "no ranks: empty");
     ranks_is (one, 1, 64, "7", "one rank");
     ranks_is (mixed, 7, 64, "0-2,5,7-8,10", "runs become ranges");
