@@ -8,15 +8,19 @@ why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
 test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"
 test -x "$DDP_PROGS/port_holder" || ddp_cluster_unavailable "tests/progs/port_holder not built"
 
-# free_port LO: the first port from LO on that nothing listens on.
+# free_port LO: the first port from LO on that no TCP socket uses.
 free_port () {
 	p=$1
-	while ss -Hltn "sport = :$p" 2>/dev/null | grep -q . ; do
+	while ss -Hatn "sport = :$p" 2>/dev/null | grep -q . ; do
 		p=$((p + 1))
 	done
 	echo $p
 }
-RESV_LO=$(( 33000 + ($$ % 50) * 40 ))
+# The ports lie in 12000-15999: below the ephemeral range (32768 up), where
+# any connection (Slurm's own RPCs) may take the one port the tests hold
+# (a CI run: port_holder's bind failed), and below the test clusters'
+# 20000-29499.
+RESV_LO=$(( 12000 + ($$ % 100) * 40 ))
 RESV_HI=$(( RESV_LO + 19 ))
 ONE=$(free_port $(( RESV_LO + 20 )))
 PRIVATE=$(DDP_CLUSTER_RESV_PORTS=$RESV_LO-$RESV_HI "$DDP_CLUSTER" start \
