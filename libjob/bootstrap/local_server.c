@@ -499,6 +499,24 @@ int ddpi_lserver_serve (struct ddpi_lserver *s, double wait_s)
     return open;
 }
 
+void ddpi_lserver_drain (struct ddpi_lserver *s, int rank)
+{
+    struct pollfd p;
+    int n;
+
+    if (rank < 0 || rank >= s->size)
+        return;
+    for (n = 0; n < 64 && s->r[rank].fd >= 0 && !s->aborted; n++) {
+        p.fd = s->r[rank].fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll (&p, 1, 0) <= 0)
+            break;
+        on_message (s, rank);
+    }
+    check_round (s);
+}
+
 void ddpi_lserver_ended (struct ddpi_lserver *s, int rank, int st)
 {
     if (rank < 0 || rank >= s->size)

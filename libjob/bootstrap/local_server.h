@@ -35,6 +35,12 @@ struct ddpi_lserver *ddpi_lserver_create (int size, int nnodes,
  * how many ranks still have their connection open. */
 int ddpi_lserver_serve (struct ddpi_lserver *s, double wait_s);
 
+/* Read what rank sent before its process ended, up to the end of its
+ * connection or the first abort (of any rank), without waiting: a rank
+ * that aborts and exits at once has its abort seen before its exit, and
+ * the others are not told "rank R exited" first.  At most 64 messages. */
+void ddpi_lserver_drain (struct ddpi_lserver *s, int rank);
+
 /* Rank's process ended with wait status st (waitpid()): it will never
  * arrive at a round, and messages say how it ended. */
 void ddpi_lserver_ended (struct ddpi_lserver *s, int rank, int st);

@@ -100,6 +100,22 @@ static void kill_all (struct ddpi_ljob *j, int except)
             kill (-j->pid[r], SIGKILL);
 }
 
+/* An abort ends the job: the others at once, the aborting rank after a
+ * grace to exit by itself. */
+static void watch_abort (struct ddpi_ljob *j)
+{
+    if (!j->aborted && ddpi_lserver_aborted (j->srv, &j->abort_rank,
+                                             &j->abort_code)) {
+        j->aborted = true;
+        j->abort_at = ddpi_now ();
+        kill_all (j, j->abort_rank);
+    }
+    if (j->aborted && !j->killed && ddpi_now () - j->abort_at > ABORT_GRACE) {
+        j->killed = true;
+        kill_all (j, -1);
+    }
+}
+
 /* Reap the ranks that ended.  The first to end badly is the first one
  * reaped so; among those a pass finds together, one killed by a signal
  * before one that exited: a rank that exits because a peer died does so
@@ -119,26 +135,13 @@ static void reap (struct ddpi_ljob *j)
             exited_bad = r;
         atomic_store (&j->reaped[r], true);
         j->nreaped++;
+        /* What it sent before it ended (an abort) comes first. */
+        ddpi_lserver_drain (j->srv, r);
+        watch_abort (j);
         ddpi_lserver_ended (j->srv, r, st);
     }
     if (j->first_bad < 0)
         j->first_bad = exited_bad;
-}
-
-/* An abort ends the job: the others at once, the aborting rank after a
- * grace to exit by itself. */
-static void watch_abort (struct ddpi_ljob *j)
-{
-    if (!j->aborted && ddpi_lserver_aborted (j->srv, &j->abort_rank,
-                                             &j->abort_code)) {
-        j->aborted = true;
-        j->abort_at = ddpi_now ();
-        kill_all (j, j->abort_rank);
-    }
-    if (j->aborted && !j->killed && ddpi_now () - j->abort_at > ABORT_GRACE) {
-        j->killed = true;
-        kill_all (j, -1);
-    }
 }
 
 static void *serve (void *arg)
