@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "sp_drain.h"
+#include "pipes.h"
 #include "tap.h"
 
 /* Milliseconds on the monotonic clock. */
@@ -17,19 +18,6 @@ static long now_ms (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-/* A reader that waits 100 ms, then reads the pipe empty. */
-static void *late_reader (void *arg)
-{
-    int fd = *(int *) arg;
-    struct timespec nap = { 0, 100000000L };
-    char buf[256];
-
-    nanosleep (&nap, NULL);
-    while (read (fd, buf, sizeof (buf)) > 0)
-        ;
-    return NULL;
 }
 
 static void test_read_late (void)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pipes.h"
 #include "tap.h"
 #include "ddp_internal.h"
 #include "wait.h"
@@ -108,18 +109,6 @@ static void grow_checks (void)
     cap = 4;
     ok (ddpi_grow (NULL, 4, &cap, SIZE_MAX / 4) == NULL && cap == 4,
         "grow: a size that overflows is refused, the room unchanged");
-}
-
-/* Reads pipe end *arg empty after 100 ms. */
-static void *late_reader (void *arg)
-{
-    struct timespec nap = { 0, 100000000L };
-    char buf[64];
-
-    nanosleep (&nap, NULL);
-    while (read (*(int *)arg, buf, sizeof (buf)) > 0)
-        ;
-    return NULL;
 }
 
 /* ddpi_wait_pipe_read returns when the reader has read, gives up at its
