@@ -9,32 +9,37 @@
 
 #define POLL_NS 5000000L        /* 5 ms between looks at the pipe */
 
-/* Bytes waiting in pipe FD (Linux answers FIONREAD on either end). */
-static int pipe_pending (int fd, int *pending)
+/* Milliseconds on the monotonic clock. */
+static long now_ms (void)
 {
-    return ioctl (fd, FIONREAD, pending);
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 int sp_drain_pipe (int fd, int timeout_ms)
 {
     struct stat st;
     struct timespec nap = { 0, POLL_NS };
-    long waited_ms = 0;
+    long deadline;
     int pending = 0;
 
     if (fstat (fd, &st) < 0)
         return -1;
     if (!S_ISFIFO (st.st_mode))
         return 0;
+    /* The clock, not a count of naps: on a loaded node a nap overruns. */
+    deadline = now_ms () + timeout_ms;
     for (;;) {
-        if (pipe_pending (fd, &pending) < 0)
+        /* Linux answers FIONREAD on either end of a pipe. */
+        if (ioctl (fd, FIONREAD, &pending) < 0)
             return -1;
         if (pending == 0)
             return 0;
-        if (waited_ms >= timeout_ms)
+        if (now_ms () >= deadline)
             break;
         nanosleep (&nap, NULL);
-        waited_ms += POLL_NS / 1000000L;
     }
     errno = ETIMEDOUT;
     return -1;
