@@ -72,15 +72,15 @@ ddp_srun () {
 # step whose task failed on one node while a task on another was still
 # running ends with 143 (that task got srun's SIGTERM) or 1, depending on
 # which came first; both are a failed step.  Not a failed step: success,
-# the time limit (124, 137), a signal that is not srun's (srun or a task
-# crashing), a command that could not be run (126, 127).
+# the time limit or a command timeout could not run (124-127), a signal
+# that is not srun's SIGTERM (srun or a task crashing, timeout's KILL).
 ddp_step_fails () {
     local rc=0
     ddp_srun "$@" || rc=$?
     case $rc in
     0) echo "ddp_step_fails: the step succeeded: srun $*" >&2; return 1 ;;
     143) return 0 ;;
-    124|126|127|1[2-9][0-9]|2[0-9][0-9])
+    12[4-9]|1[3-9][0-9]|2[0-9][0-9])
         echo "ddp_step_fails: srun $* ended with status $rc: not a step" \
              "refused or failed by its tasks" >&2
         return 1 ;;
