@@ -106,18 +106,28 @@ ddp_check_run () {
 # holds a requeued job for its credential lifetime plus one second (121 s
 # here); once it is pending for that, its start is moved to two seconds
 # later (a start in the very second of the requeue is refused: credential
-# revoked).
+# revoked), but only once every slurmstepd of the job's last run has ended
+# (all nodes are on this machine): the hold is what keeps them apart in
+# Slurm, and a step of the new run that starts beside its namesake of the
+# old one fails ("Cannot bind() UNIX socket .../stepd.slurm.pmix.J.0:
+# Address already in use") while srun still exits 0 (Slurm 22.05).  A start
+# time that has passed is set again to now: the update runs the scheduler,
+# which otherwise may not look at the job before its next backfill pass.
 ddp_wait_job_gone () {
-    local end s st
+    local end s st now
     end=$(( $(date +%s) + $2 ))
-    while test $(date +%s) -lt $end; do
+    while now=$(date +%s); test $now -lt $end; do
         s=$(squeue -h -j "$1" -o "%T %r %S" 2>/dev/null)
         test -z "$s" && return 0
         case "$s" in
         PENDING*BeginTime*)
             st=$(date -d "${s##* }" +%s 2>/dev/null) || st=0
-            test "$st" -le $(( $(date +%s) + 5 )) ||
-                scontrol update jobid="$1" starttime=now+2 ;;
+            if test "$st" -gt $((now + 5)); then
+                pgrep -f "^slurmstepd: \\[$1\\." >/dev/null ||
+                    scontrol update jobid="$1" starttime=now+2
+            elif test "$st" -lt $((now - 1)); then
+                scontrol update jobid="$1" starttime=now
+            fi ;;
         esac
         sleep 0.3
     done
