@@ -110,15 +110,18 @@ test_expect_success 'an uninterrupted run: the reference' '
 	grep "parameters identical on all 4 ranks: yes" ref.0.out
 '
 
-# Slurm checks time limits every 30 s and sends a --signal whose time has
-# come at the next check: USR1@105 of a 2-minute limit comes 15 to 45 s
-# after the start (late enough for the step to be running even on a
-# loaded machine), while the first run would need about 60 s.  The job
-# runs beside the tests below.
+# Slurm sends a --signal=SIG@T warning once, from its time-limit check
+# (every 30 s), at the first check with now + T + 30 >= the end time, and
+# only to the steps running then (slurmctld send_job_warn_signal).  With
+# --time=1 and USR1@20 that is 10 to 40 s after a run starts: its step is
+# long running by then (a signal before main() would kill a task), and the
+# throttled first run (about 60 s) is still training.  A requeue starts the
+# clock again and sends the warning again: the resumed run (well under a
+# second here) is over 10 s before that.  The job runs beside the tests below.
 test_expect_success '--signal=USR1: submit a job that requeues itself on exit 75' '
 	cat >sig.sbatch <<-EOF &&
 	#!/bin/sh
-	#SBATCH -J ddp-t0710-sig $SRUN --time=2 --signal=USR1@105
+	#SBATCH -J ddp-t0710-sig $SRUN --time=1 --signal=USR1@20
 	#SBATCH --requeue --open-mode=append -o sig.out
 	slow=; test -z "\$SLURM_RESTART_COUNT" && slow="--throttle 300"
 	srun --open-mode=append -o sig.%t.out "$TRAIN" $ARGS \$slow \
@@ -304,7 +307,8 @@ test_expect_success '--signal=USR1: every rank stopped after the same step, on S
 '
 test_expect_success '--signal=USR1: the final parameters are bitwise those of the reference' '
 	set -- $(head -n 1 sig.stops.0) &&
-	grep "restart 1: resuming epoch $1 after step $2 from sig.ckpt" sig.0.out &&
+	{ grep "restart 1: resuming epoch $1 after step $2 from sig.ckpt" sig.0.out ||
+	  { cat sig.0.out; false; }; } &&
 	same_as_ref sig sig.ckpt
 '
 
