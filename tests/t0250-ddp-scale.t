@@ -23,9 +23,12 @@ scale_layout () {
 # under srun --ddp=host on as many nodes as LAYOUT has counts and as many
 # tasks as they add up to.  LAYOUT is the ranks on each node in node order
 # ("6 1x7": six on the first, one on each of the seven others).  Every task
-# reports 0 failures, and every node ran the ranks LAYOUT gives it.
+# reports 0 failures, and every node ran the ranks LAYOUT gives it.  The
+# layout is Slurm's only on an idle cluster (the last step's CPUs given
+# back): once -N16 -n37 got 15 ranks on n1, 8 on n2.
 scale_check () {
 	name=$1 args=$3
+	ddp_wait_idle 30 &&
 	scale_layout "$2" | awk '{ print NR - 1, $1, $1 }' >"$name.layout" &&
 	nodes=$(wc -l <"$name.layout") &&
 	n=$(awk '{ s += $2 } END { print s }' "$name.layout") &&

@@ -67,6 +67,24 @@ ddp_srun () {
     timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"
 }
 
+# ddp_wait_idle SECS: wait until no job is queued and every node is idle.
+# srun returns when its tasks have ended, before Slurm has given back their
+# CPUs (the job is still completing): a test whose layout depends on free
+# CPUs (block distribution filling the first node) waits for this first.
+ddp_wait_idle () {
+    local end busy
+    end=$(( $(date +%s) + $1 ))
+    while :; do
+        busy=$(squeue -h -o "%i %T" 2>&1; sinfo -h -N -o "%N %T" 2>&1 |
+               grep -v " idle$")
+        test -z "$busy" && return 0
+        test $(date +%s) -lt $end || break
+        sleep 0.2
+    done
+    echo "the cluster is not idle after $1 s:" $busy >&2
+    return 1
+}
+
 # ddp_step_fails SRUN-ARGS...: ddp_srun SRUN-ARGS, true when the step failed
 # as a step does.  srun exits with the highest status among its tasks, so a
 # step whose task failed on one node while a task on another was still
