@@ -188,8 +188,39 @@ test_expect_success 'a heterogeneous step is refused before launch, with the rea
 	grep "drop --ddp and use --mpi=pmix" het.err &&
 	test ! -e ran
 '
+# Slurm before 24.11: srun of a heterogeneous --mpi=pmix step hangs, about
+# one time in three here, after its tasks have ended (each component joins
+# the PMIx abort agent's thread, at the same time; SchedMD a2e9643694).
+# What the test is about is the tasks' output: it waits for that (or for
+# srun), then ends a hung srun and its job.
+# het_probe: run the step; true when srun ended by itself, or hung after
+# both tasks reported.
+het_probe () {
+	p=$DDP_PROGS/pmix_probe
+	ddp_srun -J ddp-t0160-het --mpi=pmix -N1 -n1 "$p" : -N1 -n1 "$p" \
+		>het.out 2>het.err &
+	pid=$! end=$(( $(date +%s) + 60 ))
+	while kill -0 $pid 2>/dev/null &&
+	      test $(grep -c "^pmix ok" het.out) -lt 2 &&
+	      test $(date +%s) -lt $end; do
+		sleep 0.2
+	done
+	end=$(( $(date +%s) + 5 ))
+	while kill -0 $pid 2>/dev/null && test $(date +%s) -lt $end; do
+		sleep 0.2
+	done
+	if kill -0 $pid 2>/dev/null; then
+		echo "srun still runs 5 s after its tasks reported (Slurm < 24.11): ended"
+		scancel -n ddp-t0160-het
+		pkill -KILL -f "^srun -J ddp-t0160-het"
+		wait $pid
+		test $(grep -c "^pmix ok" het.out) = 2
+	else
+		wait $pid
+	fi
+}
 test_expect_success PMIX_PROBE '... and PMIx does give its components one world, as the message says' '
-	ddp_srun --mpi=pmix -N1 -n1 "$DDP_PROGS/pmix_probe" : -N1 -n1 "$DDP_PROGS/pmix_probe" >het.out &&
+	het_probe &&
 	cat het.out &&
 	test $(grep -c "^pmix ok rank=[01] size=2 " het.out) = 2 &&
 	test $(sed -n "s/.* nspace=//p" het.out | sort -u | wc -l) = 1
