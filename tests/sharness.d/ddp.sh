@@ -90,8 +90,9 @@ ddp_wait_idle () {
 # step whose task failed on one node while a task on another was still
 # running ends with 143 (that task got srun's SIGTERM) or 1, depending on
 # which came first; both are a failed step.  Not a failed step: success,
-# the time limit or a command timeout could not run (124-127), a signal
-# that is not srun's SIGTERM (srun or a task crashing, timeout's KILL).
+# what timeout(1) reports (124 its limit, 125 its own failure, 126 and 127
+# a command it could not run), a signal that is not srun's SIGTERM (srun
+# or a task crashing, timeout's KILL: 137).
 ddp_step_fails () {
     local rc=0
     ddp_srun "$@" || rc=$?
