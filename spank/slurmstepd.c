@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "slurmstepd.h"
@@ -273,17 +274,24 @@ int sp_slurmstepd_user_init (spank_t sp)
 }
 
 #define DRAIN_MS 2000      /* the longest a refused task waits for that */
+#define FORWARD_NS 200000000L   /* then 200 ms for slurmstepd to send it */
 
 /* Log MSG: in the task, slurmstepd's log goes to the task's stderr too, so
  * srun shows it to the user.  The task then waits (up to DRAIN_MS) until
  * slurmstepd has read MSG from the pipe: under kill-on-bad-exit, srun stops
  * reading output once a task elsewhere ends by its signal, and a reason
- * still in the pipe then never reaches the user (sp_drain.h). */
+ * still in the pipe then never reaches the user (sp_drain.h).  Read is not
+ * yet sent: slurmstepd forwards it to srun on its I/O connection, apart
+ * from the exit message, so the task also gives that a moment (once seen
+ * lost in a main-suite run, with the pipe already read). */
 static int task_fail (const char *msg)
 {
+    struct timespec forward = { 0, FORWARD_NS };
+
     slurm_error ("%s", msg);
     fflush (stderr);
-    (void) sp_drain_pipe (STDERR_FILENO, DRAIN_MS);
+    if (sp_drain_pipe (STDERR_FILENO, DRAIN_MS) == 0)
+        nanosleep (&forward, NULL);
     return -1;
 }
 
