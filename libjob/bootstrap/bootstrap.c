@@ -347,10 +347,14 @@ int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
     for (r = 0; r < size; r++) {
         rc = get_blob (b, r, BOOTSTRAP_GLOBAL, &parts[r], &lens[r], err,
                        errlen);
+        /* The round's fence completed, so rank r reached it; a launcher
+         * may complete a fence without a rank whose connection it lost. */
         if (rc == DDP_EMISMATCH)
-            rc = bootstrap_err (err, errlen, DDP_EPEER, "rank %d never "
-                                "reached ddp_init (no setup data from it: "
-                                "it died or was not started)", r);
+            rc = bootstrap_err (err, errlen, DDP_EPEER, "no setup data from "
+                                "rank %d although the setup fence completed "
+                                "(%s): it left before its data was stored, "
+                                "e.g. by exiting during ddp_init", r,
+                                b->info.method);
         if (rc < 0)
             goto out;
     }

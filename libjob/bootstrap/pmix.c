@@ -1,11 +1,11 @@
-/* pmix.c - the PMIx bootstrap method (method.h): identity and layout from
- * the PMIx server, blobs through PMIx_Put, fences with collected data.
- * What a timed-out fence tells about the missing ranks is in
- * pmix_missing.c. */
+/* pmix.c - the PMIx bootstrap method (method.h): blobs through PMIx_Put,
+ * fences with collected data, and reading the blobs whatever the server's
+ * data store.  Identity and layout from the server's job data are in
+ * pmix_job.c, the bounded gets both use in pmix_get.c, and what a
+ * timed-out fence tells about the missing ranks in pmix_missing.c. */
 #include "config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,11 @@
  * job's data (PMIX_NODEID ...), and ddp_init() may follow ddp_finalize(). */
 static bool pmix_up;
 pmix_proc_t ddpi_pmix_me;
+
+/* DDP_PMIX_COLLECT=0: fences do not ask the server to collect the round's
+ * data, so that every remote blob comes by direct modex (a diagnosis knob,
+ * and how the tests reach that path with servers that do collect). */
+static bool collect_data = true;
 
 static void __attribute__ ((destructor)) pmix_at_exit (void)
 {
@@ -50,151 +55,29 @@ static bool pmix_probe (char *why, size_t why_len)
     return false;
 }
 
-/* Read an unsigned integer of any PMIx integer type (info: qualifiers). */
-static int get_uint (pmix_proc_t *p, const char *key, pmix_info_t *info,
-                     size_t ninfo, unsigned long *out)
+/* The method's settings from the environment (DDP_PMIX_COLLECT). */
+static int read_settings (char *err, size_t errlen)
 {
-    pmix_value_t *v = NULL;
-    int rc = 0;
+    const char *s = getenv ("DDP_PMIX_COLLECT");
 
-    if (PMIx_Get (p, key, info, ninfo, &v) != PMIX_SUCCESS || !v)
-        return -1;
-    switch (v->type) {
-    case PMIX_UINT8: *out = v->data.uint8; break;
-    case PMIX_UINT16: *out = v->data.uint16; break;
-    case PMIX_UINT32: *out = v->data.uint32; break;
-    case PMIX_UINT64: *out = v->data.uint64; break;
-    case PMIX_SIZE: *out = v->data.size; break;
-    case PMIX_INT:
-        if (v->data.integer < 0)
-            rc = -1;
-        *out = (unsigned long)v->data.integer;
-        break;
-    case PMIX_INT32:
-        if (v->data.int32 < 0)
-            rc = -1;
-        *out = (unsigned long)v->data.int32;
-        break;
-    default: rc = -1; break;
-    }
-    PMIX_VALUE_RELEASE (v);
-    return rc;
-}
-
-/* Parse a PMIX_LOCAL_PEERS list ("0,1,5") of ranks below size into out
- * (room for max); sorted, no duplicates.  Returns the count, or -1. */
-static int parse_peers (const char *s, int size, int *out, int max)
-{
-    int i = 0;
-    long v;
-    char tok[32];
-
-    while (*s) {
-        size_t len = strcspn (s, ",");
-        if (len == 0 || len >= sizeof (tok) || i >= max)
-            return -1;
-        memcpy (tok, s, len);
-        tok[len] = '\0';
-        if (ddpi_parse_long (tok, 0, size - 1, &v) < 0)
-            return -1;
-        out[i++] = (int)v;
-        s += len;
-        if (*s == ',')
-            s++;
-    }
-    ddpi_sort_ranks (out, i);
-    for (int j = 1; j < i; j++)
-        if (out[j] == out[j - 1])
-            return -1;
-    return i;
-}
-
-/* The ranks of a node, from PMIX_LOCAL_PEERS: this node's (node < 0), or
- * node's (a node-qualified get of job data the server holds: no traffic).
- * Returns the count, or -1. */
-static int peers_of (int node, int size, int *out, int max)
-{
-    pmix_proc_t wild;
-    pmix_info_t q[2];
-    pmix_value_t *v = NULL;
-    uint32_t id = (uint32_t)node;
-    bool yes = true;
-    size_t nq = 0;
-    int n = -1;
-
-    memset (q, 0, sizeof (q));
-    PMIX_LOAD_PROCID (&wild, ddpi_pmix_me.nspace, PMIX_RANK_WILDCARD);
-    if (node >= 0) {
-        PMIX_INFO_LOAD (&q[0], PMIX_NODE_INFO, &yes, PMIX_BOOL);
-        PMIX_INFO_LOAD (&q[1], PMIX_NODEID, &id, PMIX_UINT32);
-        nq = 2;
-    }
-    if (PMIx_Get (&wild, PMIX_LOCAL_PEERS, nq ? q : NULL, nq, &v)
-            == PMIX_SUCCESS
-        && v && v->type == PMIX_STRING && v->data.string)
-        n = parse_peers (v->data.string, size, out, max);
-    if (v)
-        PMIX_VALUE_RELEASE (v);
-    for (size_t i = 0; i < nq; i++)
-        PMIX_INFO_DESTRUCT (&q[i]);
-    return n;
-}
-
-/* Size, node and node count from the server's job data. */
-static int read_job (struct bootstrap *b, char *err, size_t errlen)
-{
-    pmix_proc_t wild;
-    unsigned long size, nodeid, nnodes, lsize;
-
-    PMIX_LOAD_PROCID (&wild, ddpi_pmix_me.nspace, PMIX_RANK_WILDCARD);
-    if (get_uint (&wild, PMIX_JOB_SIZE, NULL, 0, &size) < 0 || size < 1
-        || size > INT_MAX || ddpi_pmix_me.rank >= size)
-        return bootstrap_err (err, errlen, DDP_EPMIX,
-                              "PMIx: no valid PMIX_JOB_SIZE");
-    if (get_uint (&ddpi_pmix_me, PMIX_NODEID, NULL, 0, &nodeid) < 0)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no PMIX_NODEID");
-    if (get_uint (&wild, PMIX_NUM_NODES, NULL, 0, &nnodes) < 0 || nnodes < 1
-        || nodeid >= nnodes)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
-                              "PMIX_NUM_NODES (node id %lu)", nodeid);
-    if (get_uint (&wild, PMIX_LOCAL_SIZE, NULL, 0, &lsize) < 0 || lsize < 1
-        || lsize > size)
-        return bootstrap_err (err, errlen, DDP_EPMIX,
-                              "PMIx: no valid PMIX_LOCAL_SIZE");
-    b->info.rank = (int)ddpi_pmix_me.rank;
-    b->info.size = (int)size;
-    b->info.node_rank = (int)nodeid;
-    b->info.num_nodes = (int)nnodes;
-    b->info.local_size = (int)lsize;
-    return 0;
-}
-
-/* This node's ranks and our place among them. */
-static int read_local (struct bootstrap *b, char *err, size_t errlen)
-{
-    int i, n;
-
-    if (!(b->info.local_ranks = calloc ((size_t)b->info.local_size,
-                                        sizeof (int))))
-        return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
-    n = peers_of (-1, b->info.size, b->info.local_ranks, b->info.local_size);
-    if (n != b->info.local_size)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
-                              "PMIX_LOCAL_PEERS for %d local ranks",
-                              b->info.local_size);
-    b->info.local_rank = -1;
-    for (i = 0; i < n; i++)
-        if (b->info.local_ranks[i] == b->info.rank)
-            b->info.local_rank = i;
-    if (b->info.local_rank < 0)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: rank %d is not "
-                              "among its node's local peers", b->info.rank);
+    if (!s || strcmp (s, "1") == 0)
+        collect_data = true;
+    else if (strcmp (s, "0") == 0)
+        collect_data = false;
+    else
+        return bootstrap_err (err, errlen, DDP_EINVAL, "DDP_PMIX_COLLECT='%s'"
+                              " is not 1 (fences collect the setup data: the "
+                              "default) or 0 (each rank's data is fetched "
+                              "from its node when read)", s);
     return 0;
 }
 
 static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
 {
     int rc;
+
+    if ((rc = read_settings (err, errlen)) < 0)
+        return rc;
 
     if (!pmix_up) {
         if ((rc = PMIx_Init (&ddpi_pmix_me, NULL, 0)) != PMIX_SUCCESS)
@@ -207,8 +90,7 @@ static int pmix_create (struct bootstrap *b, char *err, size_t errlen)
                               "singleton namespace (%s): the PMIx server in "
                               "the environment is not reachable",
                               ddpi_pmix_me.nspace);
-    if ((rc = read_job (b, err, errlen)) < 0
-        || (rc = read_local (b, err, errlen)) < 0)
+    if ((rc = ddpi_pmix_read_job (b, err, errlen)) < 0)
         return rc;
     snprintf (b->job_id, sizeof (b->job_id), "%s", ddpi_pmix_me.nspace);
     return 0;
@@ -333,6 +215,31 @@ static int fence_wait (struct bootstrap *b, char *err, size_t errlen)
     return 0;
 }
 
+/* Reading a round's blobs.
+ *
+ * A collecting fence leaves every blob of the round in this node's PMIx
+ * server (Slurm, PRRTE), so a get qualified PMIX_IMMEDIATE (the server's
+ * own store, never a request to another node) finds it: in the shared-
+ * memory store (gds ds12/ds21, shmem2) without even asking the server, in
+ * the hash store (gds hash, where shared memory is unavailable, or
+ * PMIX_MCA_gds=hash) by asking it.  (PMIX_OPTIONAL, which this code used
+ * first, reads the client's own store only: with the hash store it finds
+ * no peer's blob at all.)  A blob this node's server does not hold is:
+ *   - of a rank of this node: it put nothing (its server has every blob
+ *     its own ranks committed);
+ *   - of a remote rank: not collected (a server that ignores
+ *     PMIX_COLLECT_DATA, or DDP_PMIX_COLLECT=0), or never put (a server
+ *     completes a fence without a client whose connection it lost).  It is
+ *     asked of the rank's node (a direct modex) with
+ *     PMIX_GET_REFRESH_CACHE (a server that fetched the rank's data in an
+ *     earlier round answers from that copy otherwise, which lacks this
+ *     round's key), and waited for until the round's deadline: its node
+ *     may not answer at all (Slurm's slurmstepd retries a send to a node
+ *     whose tasks are gone for about 30 s). */
+static struct round_view {
+    double deadline;            /* of every get of the round */
+} round_view;
+
 /* Every rank also puts a one-byte marker, local to its node, so that after
  * a timeout its node can tell it arrived (pmix_missing.c), whatever blobs
  * the round had. */
@@ -348,35 +255,70 @@ static int pmix_sync (struct bootstrap *b, const char *key, bool collect,
     if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx_Commit: %s",
                               PMIx_Error_string (rc));
-    if ((rc = fence_start (b, collect, err, errlen)) < 0)
+    if ((rc = fence_start (b, collect && collect_data, err, errlen)) < 0)
         return rc;
     rc = fence_wait (b, err, errlen);
     if (rc == DDP_ETIMEDOUT)
         rc = ddpi_pmix_missing_error (b, mark, err, errlen);
+    round_view.deadline = ddpi_now () + b->timeout_s;
     return rc;
 }
 
-/* After a collecting fence every blob this rank may read is local:
- * PMIX_OPTIONAL keeps a missing one (a rank that put nothing, or died
- * before it put anything, which Slurm's fence does not always wait for)
- * from turning into a request to another node, which could block. */
+/* Is rank one of this node's? */
+static bool is_local (const struct bootstrap *b, int rank)
+{
+    return ddpi_rank_in (b->info.local_ranks, b->info.local_size, rank);
+}
+
+/* Read rank's blob under key into *v: from this node's server, or from
+ * rank's node (see round_view).  Returns PMIX_SUCCESS, PMIX_ERR_NOT_FOUND
+ * (rank put nothing), PMIX_ERR_TIMEOUT (the round's deadline passed) or
+ * another PMIx status. */
+static pmix_status_t read_blob (struct bootstrap *b, int rank,
+                                const char *key, pmix_value_t **v)
+{
+    pmix_info_t refresh;
+    pmix_proc_t p;
+    pmix_status_t rc;
+    double nap = 0.01;
+    bool yes = true;
+
+    PMIX_LOAD_PROCID (&p, ddpi_pmix_me.nspace, (pmix_rank_t)rank);
+    rc = ddpi_pmix_get_by (&p, key, NULL, 0, true, round_view.deadline, v);
+    if (rc != PMIX_ERR_NOT_FOUND || is_local (b, rank))
+        return rc;
+    PMIX_INFO_CONSTRUCT (&refresh);
+    PMIX_INFO_LOAD (&refresh, PMIX_GET_REFRESH_CACHE, &yes, PMIX_BOOL);
+    for (;;) {
+        rc = ddpi_pmix_get_by (&p, key, &refresh, 1, false,
+                               round_view.deadline, v);
+        ddpi_debug ("bootstrap: pmix: %s of rank %d, from its node (direct "
+                    "modex): %s", key, rank, PMIx_Error_string (rc));
+        if (rc != PMIX_ERR_NOT_FOUND || ddpi_now () + nap
+                                        >= round_view.deadline)
+            break;
+        nanosleep (&(struct timespec){ 0, (long)(nap * 1e9) }, NULL);
+        nap = nap < 0.2 ? nap * 2 : nap;
+    }
+    PMIX_INFO_DESTRUCT (&refresh);
+    return rc;
+}
+
 static int pmix_get (struct bootstrap *b, int rank, const char *key,
                      void **blob, size_t *len, char *err, size_t errlen)
 {
     pmix_value_t *v = NULL;
-    pmix_info_t opt;
-    pmix_proc_t p;
-    bool yes = true;
     int rc;
 
-    (void)b;
-    PMIX_LOAD_PROCID (&p, ddpi_pmix_me.nspace, (pmix_rank_t)rank);
-    PMIX_INFO_CONSTRUCT (&opt);
-    PMIX_INFO_LOAD (&opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-    rc = PMIx_Get (&p, key, &opt, 1, &v);
-    PMIX_INFO_DESTRUCT (&opt);
+    rc = read_blob (b, rank, key, &v);
     if (rc == PMIX_ERR_NOT_FOUND)
         rc = 1;
+    else if (rc == PMIX_ERR_TIMEOUT)
+        rc = bootstrap_err (err, errlen, DDP_ETIMEDOUT, "no setup data "
+                            "(%s) came from rank %d's node within %g s of "
+                            "the fence (%s): its PMIx server did not answer "
+                            "the direct modex", key, rank, b->timeout_s,
+                            b->timeout_name);
     else if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT
              || v->data.bo.size > BOOTSTRAP_MAX_BLOB)
         rc = bootstrap_err (err, errlen, DDP_EPMIX, "PMIx_Get(%s) of rank "
@@ -404,7 +346,7 @@ static int pmix_node_ranks (struct bootstrap *b, int node, int *ranks,
         *n = b->info.local_size;
         return 0;
     }
-    if ((*n = peers_of (node, b->info.size, ranks, b->info.size)) < 1)
+    if ((*n = ddpi_pmix_node_peers (b, node, ranks)) < 1)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
                               "PMIX_LOCAL_PEERS for node %d", node);
     return 0;

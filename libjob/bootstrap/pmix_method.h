@@ -3,6 +3,7 @@
 #ifndef DDP_PMIX_METHOD_H
 #define DDP_PMIX_METHOD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <pmix.h>
 
@@ -14,6 +15,34 @@
  * not time out (it waits on the other nodes), so ranks there give up this
  * much later than ranks on the node that misses one. */
 #define PMIX_FENCE_SLACK 1.0
+
+/* Qualifiers a ddpi_pmix_get_by takes, at most. */
+#define PMIX_GET_QUALS 2
+
+/* Read proc's key, waiting until deadline (ddpi_now()'s clock) at most,
+ * with the nquals qualifiers quals (copied; at most PMIX_GET_QUALS, else
+ * PMIX_ERR_BAD_PARAM).  immediate: ask this node's PMIx server only (PMIX_IMMEDIATE: what its
+ * store holds, never a request to another node); otherwise the server may
+ * fetch it from proc's node (a direct modex), told the seconds left
+ * (PMIX_TIMEOUT).  Returns PMIX_SUCCESS with *v set (PMIX_VALUE_RELEASE
+ * it), PMIx's own status (PMIX_ERR_NOT_FOUND: the answer is that there is
+ * no such key), or PMIX_ERR_TIMEOUT when the deadline passed first (the
+ * request is then left to PMIx; its answer is freed when it comes). */
+pmix_status_t ddpi_pmix_get_by (const pmix_proc_t *proc, const char *key,
+                                const pmix_info_t *quals, size_t nquals,
+                                bool immediate, double deadline,
+                                pmix_value_t **v);
+
+/* Fill b->info's rank, size, node_rank, num_nodes, local_size,
+ * local_ranks (malloc'd) and local_rank from the server's job data, each
+ * get bounded by b->timeout_s (pmix_job.c).  Returns 0, or DDP_EPMIX /
+ * DDP_ENOMEM with err. */
+int ddpi_pmix_read_job (struct bootstrap *b, char *err, size_t errlen);
+
+/* The ranks of node (0 <= node < num_nodes) into ranks (room for
+ * b->info.size), ascending, from the server's PMIX_LOCAL_PEERS.  Returns
+ * their count, or -1 when the server has no valid list. */
+int ddpi_pmix_node_peers (const struct bootstrap *b, int node, int *ranks);
 
 /* This process, once PMIx_Init succeeded. */
 extern pmix_proc_t ddpi_pmix_me;
