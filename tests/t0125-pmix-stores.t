@@ -1,0 +1,80 @@
+#!/bin/sh
+test_description='every PMIx data store the server offers: what PMIx does (pmix_ref), and libddp on top of it'
+. "$(dirname "$0")/test-lib.sh"
+ddp_cluster_require
+. "$DDP_SRC_DIR/tests/reliability-lib.sh"
+
+test -x "$DDP_PROGS/pmix_ref" || {
+	skip_all="tests/progs/pmix_ref not built (no PMIx)"
+	test_done
+}
+
+# The stores: the server offers them in its tasks' PMIX_GDS_MODULE (PMIx
+# 4.2: ds21,ds12,hash; PMIx 5: shmem2,hash).  A client restricted to one
+# store also needs hash (its own data lives there): PMIX_MCA_gds=hash, or
+# STORE,hash.  "default" leaves the choice to PMIx.
+test_expect_success 'the server names the data stores it offers' '
+	ddp_srun --mpi=pmix -N1 -n1 printenv PMIX_GDS_MODULE >offered &&
+	cat offered &&
+	grep -q hash offered &&
+	{
+		echo default
+		tr , "\n" <offered | grep -vx hash | sed "s/\$/,hash/"
+		echo hash
+	} >stores &&
+	cat stores
+'
+STORES=$(cat stores 2>/dev/null)
+
+# gds STORE: the PMIX_MCA_gds value for STORE ("" for default).
+gds () {
+	case $1 in default) echo "" ;; *) echo "$1" ;; esac
+}
+
+# ref_ok OUT N: the reference run of N ranks completed on every rank, and
+# every plain get of a peer's value came back right (pmix_ref exits 0 then).
+ref_ok () {
+	test $(grep -c "^ref [0-9]* done\$" "$1") = "$2" &&
+	test $(grep -c "^ref [0-9]* peer [0-9]* round [01] plain PMIX_SUCCESS ok\|^ref [0-9]* peer [0-9]* round [01] plain SUCCESS ok" "$1") = $(( 2 * $2 * ($2 - 1) ))
+}
+
+for store in $STORES; do
+	test_expect_success "$store: a plain PMIx put/fence/get (the reference)" "
+		PMIX_MCA_gds=\$(gds $store) ddp_srun --mpi=pmix -N2 -n4 \
+			\"\$DDP_PROGS/pmix_ref\" >ref.$store.out &&
+		cat ref.$store.out &&
+		ref_ok ref.$store.out 4
+	"
+	test_expect_success "$store: ... also when the fence collects nothing (direct modex)" "
+		PMIX_MCA_gds=\$(gds $store) ddp_srun --mpi=pmix -N2 -n4 \
+			\"\$DDP_PROGS/pmix_ref\" --no-collect >nocollect.$store.out &&
+		grep -e ' peer ' -e fence nocollect.$store.out &&
+		ref_ok nocollect.$store.out 4
+	"
+	test_expect_success "$store: srun --ddp=host -N2 -n4 ddp_check passes" "
+		PMIX_MCA_gds=\$(gds $store) ddp_srun --ddp=host -N2 -n4 \
+			\"\$DDP_PROGS/ddp_check\" -q >check.$store.out &&
+		cat check.$store.out &&
+		test \$(grep -c ' 0 failed in all' check.$store.out) = 4
+	"
+	test_expect_success "$store: ... and -N2 -n3 with DDP_PMIX_COLLECT=0 (every blob by direct modex)" "
+		PMIX_MCA_gds=\$(gds $store) DDP_PMIX_COLLECT=0 ddp_srun --ddp=host \
+			-N2 -n3 \"\$DDP_PROGS/ddp_check\" -q >direct.$store.out &&
+		cat direct.$store.out &&
+		test \$(grep -c ' 0 failed in all' direct.$store.out) = 3
+	"
+	test_expect_success "$store: kill -9 of a rank in a barrier loop: named in time, nothing left" "
+		PMIX_MCA_gds=\$(gds $store) &&
+		export PMIX_MCA_gds &&
+		rel_kill_run kill.$store barrier 3 0.3 ddp_barrier;
+		rc=\$?; unset PMIX_MCA_gds; test \$rc = 0
+	"
+done
+
+test_expect_success 'DDP_PMIX_COLLECT takes 0 or 1 only, and says so' '
+	DDP_PMIX_COLLECT=yes test_must_fail ddp_srun --ddp=host -N1 -n2 \
+		"$DDP_PROGS/ddp_check" -q 2>collect.err &&
+	cat collect.err &&
+	grep "DDP_PMIX_COLLECT=.yes. is not 1 (fences collect the setup data: the default) or 0" collect.err
+'
+test_done
