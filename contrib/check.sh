@@ -9,6 +9,8 @@
 #
 # Stages (all run; the exit status is non-zero if any failed):
 #   suite      the unit and cluster tests of a normal build, with prove
+#   debian13   the same suite built and run inside a Debian 13 root file
+#              system (Slurm 24.11, PMIx 5, Open MPI 5; contrib/debian13.sh)
 #   packaging  make distcheck, rpmbuild -ta, the Debian packages, a
 #              pkg-config user program against an installed copy
 #              (contrib/ci-packaging.sh --deb)
@@ -18,7 +20,8 @@
 #   extra      the suite again under ASan+UBSan, valgrind on the unit tests,
 #              cppcheck and gcc -fanalyzer, short libFuzzer runs
 #              (contrib/ci-extra.sh)
-# `contrib/check.sh --quick` runs the suite stage only.
+# Each suite's summary line names the Slurm and PMIx it ran against and
+# prove's counts.  `contrib/check.sh --quick` runs the suite stage only.
 set -eu
 set -o pipefail
 
@@ -45,14 +48,40 @@ stop_cluster () {
 }
 trap stop_cluster EXIT
 
-echo "== check: tests"
+# versions: what this machine's suite runs against, in one line.
+versions () {
+    printf 'Debian %s, Slurm %s, PMIx %s, Open MPI %s' "$(cat /etc/debian_version)" \
+        "$(dpkg-query -W -f='${Version}' slurm-wlm 2>/dev/null)" \
+        "$(dpkg-query -W -f='${Version}' libpmix-dev 2>/dev/null)" \
+        "$(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null)"
+}
+
+# tap_summary LOG: prove's closing lines (the counts and the verdict).
+tap_summary () {
+    grep -E '^(Files=|Result:|Failed [0-9]+/)' "$1" | tr '\n' ' '
+}
+
+echo "== check: tests ($(versions))"
 cd "$top"
 start=$(date +%s)
 status=0
-ddp_prove "$build" -v --timer || status=1
+ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
 stop_cluster
 echo "== check: suite took $(( $(date +%s) - start )) s"
+echo "== check: suite ($(versions)): $(tap_summary "$build/suite.log")"
 summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
+
+if [ "${1:-}" != --quick ]; then
+    # The same suite against Debian 13's Slurm 24.11 and PMIx 5, in a root
+    # file system of its own (contrib/debian13.sh).
+    start=$(date +%s)
+    log=$top/build-debian13.log
+    if DDP_REQUIRE_CLUSTER=1 "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
+        r=PASS; else r=FAIL; status=1; fi
+    echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
+    echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$log" | sed 's/^== debian13: //')): $(tap_summary "$log")"
+    summary="$summary debian13:$r"
+fi
 
 if [ "${1:-}" != --quick ]; then
     # The stages below build and test their own trees; the suite's settings
