@@ -128,6 +128,12 @@ inside () {
             c=$(readlink -f /usr/local/cuda)
             mkdir -p "$r$c" && mount --bind -o ro "$c" "$r$c"
             [ "$c" = /usr/local/cuda ] || ln -sfn "$c" "$r/usr/local/cuda"
+            # The host finds libnccl and libcudart through ld.so.conf.d;
+            # so must programs run inside.
+            for f in /etc/ld.so.conf.d/*cuda*.conf; do
+                [ -f "$f" ] && cp "$f" "$r/etc/ld.so.conf.d/"
+            done
+            chroot "$r" ldconfig
         fi
         cd "$r$src"
         exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \

@@ -347,13 +347,16 @@ int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
     for (r = 0; r < size; r++) {
         rc = get_blob (b, r, BOOTSTRAP_GLOBAL, &parts[r], &lens[r], err,
                        errlen);
-        /* The round's fence completed, so rank r reached it; a launcher
-         * may complete a fence without a rank whose connection it lost. */
+        /* The fence completed, yet no rank's data: PMIx 5 under Slurm
+         * 24.11 completes a fence without a rank that exited before it
+         * (seen: t0802), as PMIx servers do for a client whose connection
+         * they lost. */
         if (rc == DDP_EMISMATCH)
-            rc = bootstrap_err (err, errlen, DDP_EPEER, "no setup data from "
-                                "rank %d although the setup fence completed "
-                                "(%s): it left before its data was stored, "
-                                "e.g. by exiting during ddp_init", r,
+            rc = bootstrap_err (err, errlen, DDP_EPEER, "rank %d did not "
+                                "reach ddp_init: the start-up fence (%s) "
+                                "completed without it, and no node holds "
+                                "its setup data (a launcher ends a fence "
+                                "so for a rank that has exited)", r,
                                 b->info.method);
         if (rc < 0)
             goto out;

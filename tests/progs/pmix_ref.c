@@ -1,31 +1,33 @@
 /* pmix_ref.c - what the PMIx server of a step does, asked plainly: the
  * reference libddp's PMIx bootstrap is checked against (t0125).  No libddp.
  *
- * Every rank reads the job data libddp reads, each key for the rank and for
- * the wildcard, plainly and node-qualified where that applies, as libddp
- * does: PMIX_IMMEDIATE (what this node's server holds; asked otherwise,
- * Slurm 22.05 never answers some of them, and a get left unanswered holds
- * up every later get of the same rank); then, in two
- * rounds, puts a 100-byte value under a key of the round, commits, fences
- * (collecting data unless --no-collect) and reads every peer's value three
- * ways: plainly, with PMIX_OPTIONAL (the
- * client's own store only) and with PMIX_IMMEDIATE (this node's server's
- * store only).  One line a result:
+ * Every rank reads the job data libddp reads, each key for the rank and
+ * for the wildcard, plainly and node-qualified where that applies, as
+ * libddp does: PMIX_IMMEDIATE (what this node's server holds; asked
+ * otherwise, Slurm 22.05 never answers some of them, and a get left
+ * unanswered holds up every later get of the same rank).  Then, in two
+ * rounds, it puts a 100-byte value under a key of the round, commits,
+ * fences (collecting data unless --no-collect) and reads every peer's
+ * value four ways, in this order: with PMIX_OPTIONAL (the client's own
+ * store only), PMIX_IMMEDIATE (this node's server's store only),
+ * PMIX_GET_REFRESH_CACHE (from the peer's node if need be, whatever was
+ * fetched before: what libddp does for data its server lacks) and
+ * plainly (last: a plain get left unanswered would hold up every later get
+ * of the same peer).  One line a result:
  *
  *   ref RANK job KEY TARGET WAY STATUS [VALUE]
+ *   ref RANK rank R KEY STATUS [VALUE]
  *   ref RANK peer PEER round K WAY STATUS [ok|bad] [after N NOT-FOUND]
  *
- *   ref RANK rank R KEY STATUS [VALUE]
- *
- * TARGET is "me" or "wild"; WAY plain, node (PMIX_NODE_INFO qualified),
- * nodeid (also qualified by this node's PMIX_NODEID), optional or
- * immediate (a node qualified by its PMIX_HOSTNAME is not asked: PMIx 4.2
- * under Slurm 22.05 then never answers, even PMIX_IMMEDIATE, and holds up
- * every later get); the rank lines are rank R's own
- * PMIX_NODEID, PMIX_LOCAL_RANK and PMIX_HOSTNAME; STATUS PMIx's status name.  A last line
- * "ref RANK done" ends a complete run.  Exits 0 when the plain peer gets all
- * succeeded with the right bytes (the contract libddp relies on), 1 if not,
- * 2 when PMIx could not start. */
+ * TARGET is "me" or "wild"; WAY plain, node (PMIX_NODE_INFO qualified) or
+ * nodeid (also qualified by this node's PMIX_NODEID; a node qualified by
+ * its PMIX_HOSTNAME is not asked: PMIx 4.2 under Slurm 22.05 then never
+ * answers, even PMIX_IMMEDIATE, and holds up every later get).  The rank
+ * lines are rank R's own PMIX_NODEID, PMIX_LOCAL_RANK and PMIX_HOSTNAME.
+ * STATUS is PMIx's status name, or NO-ANSWER after 3 s.  A last line
+ * "ref RANK done" ends a complete run.  Exits 0 when every refresh get of
+ * a peer (libddp's way) came back right, 1 if not, 2 when PMIx could not
+ * start. */
 #include "config.h"
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,9 +43,13 @@ static void show_value (const pmix_value_t *v)
     switch (v->type) {
     case PMIX_UINT16: printf (" %u", (unsigned)v->data.uint16); break;
     case PMIX_UINT32: printf (" %u", v->data.uint32); break;
-    case PMIX_UINT64: printf (" %llu", (unsigned long long)v->data.uint64); break;
+    case PMIX_UINT64:
+        printf (" %llu", (unsigned long long)v->data.uint64);
+        break;
     case PMIX_INT: printf (" %d", v->data.integer); break;
-    case PMIX_STRING: printf (" %s", v->data.string ? v->data.string : "-"); break;
+    case PMIX_STRING:
+        printf (" %s", v->data.string ? v->data.string : "-");
+        break;
     default: printf (" type=%d", (int)v->type); break;
     }
 }
@@ -161,7 +167,7 @@ static bool peer_get (pmix_rank_t r, int k, const char *way)
     pmix_proc_t p;
     pmix_info_t q;
     pmix_value_t *v = NULL;
-    bool yes = true, good = false;
+    bool yes = true, good = false, refresh = strcmp (way, "refresh") == 0;
     pmix_status_t rc;
     size_t n = 0;
     int retries = 0;
@@ -172,15 +178,18 @@ static bool peer_get (pmix_rank_t r, int k, const char *way)
         PMIX_INFO_LOAD (&q, PMIX_OPTIONAL, &yes, PMIX_BOOL), n = 1;
     else if (strcmp (way, "immediate") == 0)
         PMIX_INFO_LOAD (&q, PMIX_IMMEDIATE, &yes, PMIX_BOOL), n = 1;
+    else if (refresh)
+        PMIX_INFO_LOAD (&q, PMIX_GET_REFRESH_CACHE, &yes, PMIX_BOOL), n = 1;
     snprintf (key, sizeof (key), "ref.blob.%d", k);
     rc = get_bounded (&p, key, n ? &q : NULL, n, &v);
-    /* A plain get answered NOT-FOUND can be a stale answer: PMIx 4.2 under
-     * Slurm 22.05 gives one now and then for a second round's direct
-     * modex, and the same get a moment later succeeds.  Say so. */
-    while (n == 0 && rc == PMIX_ERR_NOT_FOUND && retries < 30) {
+    /* A get that may ask another node answered NOT-FOUND can be a stale
+     * answer: PMIx 4.2 under Slurm 22.05 gives one now and then for a
+     * second round's direct modex, and the same get a moment later
+     * succeeds.  Say so. */
+    while ((n == 0 || refresh) && rc == PMIX_ERR_NOT_FOUND && retries < 30) {
         usleep (100000);
         retries++;
-        rc = get_bounded (&p, key, NULL, 0, &v);
+        rc = get_bounded (&p, key, n ? &q : NULL, n, &v);
     }
     if (rc == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT
         && v->data.bo.size == 100) {
@@ -203,10 +212,10 @@ static bool peer_get (pmix_rank_t r, int k, const char *way)
 }
 
 /* Round k: put, commit, fence, then every peer's value every way.
- * Returns how many plain gets failed. */
+ * Returns how many refresh gets (libddp's way) failed. */
 static int exchange (uint32_t size, bool collect, int k)
 {
-    static const char *ways[] = { "optional", "immediate", "plain" };
+    static const char *ways[] = { "optional", "immediate", "refresh", "plain" };
     char blob[100], key[32];
     pmix_value_t val;
     pmix_info_t q;
@@ -237,7 +246,7 @@ static int exchange (uint32_t size, bool collect, int k)
     /* The client's own store first, then this node's server, then a plain
      * get: an answer from the server is kept in the client's store, and
      * would answer the narrower ways after it. */
-    for (int w = 0; w < 3; w++)
+    for (int w = 0; w < 4; w++)
         for (uint32_t r = 0; r < size; r++)
             if (r != me.rank && !peer_get (r, k, ways[w]) && w == 2)
                 bad++;
@@ -285,7 +294,8 @@ int main (int argc, char **argv)
     }
     /* Two rounds: a server may answer a second key of a peer whose data it
      * fetched once from what it fetched then. */
-    status = !size || exchange (size, collect, 0) || exchange (size, collect, 1);
+    status = !size || exchange (size, collect, 0)
+             || exchange (size, collect, 1);
     printf ("ref %u done\n", me.rank);
     fflush (stdout);
     PMIx_Finalize (NULL, 0);

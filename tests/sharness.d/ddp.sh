@@ -62,6 +62,15 @@ ddp_cluster_nodes () {
     seq -f 'n%g' 1 "${DDP_CLUSTER_NODES:?ddp_cluster_require first}"
 }
 
+# ddp_slurm_version: the Slurm of srun as one number, MAJOR * 100 + MINOR
+# (2205 for 22.05.8, 2411 for 24.11.5), for behaviour that differs by
+# version; 0 when srun does not say.
+ddp_slurm_version () {
+    srun --version 2>/dev/null |
+        sed -n 's/^slurm[^ ]* \([0-9][0-9]*\)\.0*\([0-9][0-9]*\)\..*/\1 \2/p' |
+        { read -r a b && echo $(( a * 100 + b )) || echo 0; }
+}
+
 # ddp_srun ARGS...: srun with a bounded run time so a hang fails the test.
 ddp_srun () {
     timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"

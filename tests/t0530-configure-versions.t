@@ -3,7 +3,7 @@ test_description='configure names the Slurm and PMIx it found, and refuses ones 
 . "$(dirname "$0")/test-lib.sh"
 
 # No cluster needed.  configure runs in directories under the build tree
-# (in .t0520: sharness's trash directory has a space in its name, which
+# (in .t0530: sharness's trash directory has a space in its name, which
 # -I flags cannot hold) against copies of this machine's Slurm and PMIx headers whose version
 # lines say an older release (the copies live in prefixes given with
 # --with-slurm= and --with-pmix=).  The oldest supported versions are
@@ -14,7 +14,7 @@ PMIXH=$(pkg-config --variable=includedir pmix 2>/dev/null)
 test -n "$SPANK" && test -f "$(dirname "$SPANK")/slurm_version.h" && test_set_prereq SLURM
 test -n "$PMIXH" && test -f "$PMIXH/pmix_version.h" && test_set_prereq PMIX
 
-W=$DDP_BUILD_DIR/tests/.t0520
+W=$DDP_BUILD_DIR/tests/.t0530
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 
 # conf NAME ARGS...: configure (no CUDA, quickly) in a fresh directory NAME.
