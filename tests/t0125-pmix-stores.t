@@ -39,7 +39,19 @@ ref_ok () {
 	test $(grep -Ec "^ref [0-9]+ peer [0-9]+ round [01] $3 (PMIX_)?SUCCESS ok" "$1") = $(( 2 * $2 * ($2 - 1) ))
 }
 
+# Under AddressSanitizer (contrib/ci-extra.sh, san): with the hash store
+# alone, libpmix 4.2.2 copies the host name the server sends into a global
+# of its own, in its progress thread, and never frees it (3 bytes in every
+# client, pmix_ref included).  LSan's fast unwinder stops at libpmix, which
+# has no frame pointers, so the hash runs unwind fully, to the
+# pmix_ptl_base_process_msg frame that contrib/lsan.supp names.
+ASAN_BEFORE=${ASAN_OPTIONS-}
 for store in $STORES; do
+	if test -n "$ASAN_BEFORE" && test "$store" = hash; then
+		ASAN_OPTIONS=$ASAN_BEFORE:fast_unwind_on_malloc=0
+	elif test -n "$ASAN_BEFORE"; then
+		ASAN_OPTIONS=$ASAN_BEFORE
+	fi
 	test_expect_success "$store: a plain PMIx put/fence/get (the reference)" "
 		PMIX_MCA_gds=\$(gds $store) ddp_srun --mpi=pmix -N2 -n4 \
 			\"\$DDP_PROGS/pmix_ref\" >ref.$store.out &&

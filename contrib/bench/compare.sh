@@ -45,8 +45,13 @@
 # git describe of the tree compare.sh is in).
 # MPI runs with OMPI_MCA_pml=ob1 (the PML Open MPI selects anyway here, without
 # first probing UCX, ~200 ms of MPI_Init) and its shared-memory segments in the
-# node's private /tmp (the test nodes share one /dev/shm and one hostname,
-# and Open MPI's segment names then collide); MPI_ENV overrides both.  A run
+# node's private /tmp (vader in Open MPI 4, sm in 5; the test nodes share
+# one /dev/shm, and Open MPI's
+# segment names could collide), and its TCP links on the loopback interface
+# (the test nodes are namespaces of one machine: with distinct host names Open
+# MPI takes them for separate hosts and would otherwise try every interface,
+# some unreachable on a CI machine; seen there as exit 1 and segfaults of
+# mpi-bench); MPI_ENV overrides all three.  A run
 # with more ranks than the machine has cores also gets
 # OMPI_MCA_mpi_yield_when_idle=1, as mpirun sets it when it sees the
 # oversubscription (srun cannot tell Open MPI).
@@ -117,8 +122,8 @@ CLUSTER=${DDP_CLUSTER:-$src/tests/cluster/ddp-test-cluster}
 DDP_BENCH=${DDP_BENCH:-$build/contrib/bench/ddp-bench}
 MPI_BENCH=${MPI_BENCH:-$build/contrib/bench/mpi-bench}
 FENCES=${DDP_BENCH_FENCES-$build/contrib/bench/.libs/ddp-bench-fences.so}
-MPI_ENV=${MPI_ENV-OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory=/tmp}
-MPI_ENV_DEFAULT="OMPI_MCA_btl_vader_backing_directory=/tmp"
+MPI_ENV=${MPI_ENV-OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp OMPI_MCA_btl_tcp_if_include=lo}
+MPI_ENV_DEFAULT="OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp OMPI_MCA_btl_tcp_if_include=lo"
 SCALE_RANKS="2 4 8 16 32"
 CORES=$(nproc)
 
