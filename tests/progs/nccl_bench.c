@@ -250,6 +250,11 @@ static int avg_probe (void)
     unsigned char *h = malloc (maxb);
     int cases = 0, raw_bad = 0, ddp_bad = 0, failed = 0;
 
+    if (rank == 0) {
+        int v = 0;
+        ncclGetVersion (&v);
+        printf ("# avg-probe: %d rank(s), NCCL %d\n", size, v);
+    }
     if (!h || cudaMalloc ((void **)&s, maxb) != cudaSuccess
         || cudaMalloc ((void **)&r, maxb) != cudaSuccess) {
         fprintf (stderr, "nccl_bench: --avg-probe: out of memory\n");

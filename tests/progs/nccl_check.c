@@ -8,7 +8,11 @@
  * variants, barrier, the accessors and the argument checks.
  *
  *   nccl_check --probe   exit 0 if a CUDA device is visible, else print why
- *                        and exit 1 (the sharness test skips on that)
+ *                        and exit 1 (the sharness test skips on that); with
+ *                        a device also print, one line each, the first
+ *                        device's name and PCI bus id, the CUDA runtime and
+ *                        driver versions, and libddp's version (for
+ *                        contrib/gpu-check.sh's report)
  *   nccl_check [-v] [--quick] [--count N] [--op NAME]
  *                        run the checks (--quick: no 1M-element counts;
  *                        --count: that count only; --op: the reductions
@@ -411,6 +415,39 @@ static void check_misc (void)
     }
 }
 
+/* "MAJOR.MINOR" of a CUDA version number (13000 -> "13.0"). */
+static const char *cuda_version (int v, char *buf, size_t len)
+{
+    if (v <= 0)
+        snprintf (buf, len, "unknown");
+    else
+        snprintf (buf, len, "%d.%d", v / 1000, v % 1000 / 10);
+    return buf;
+}
+
+/* --probe with ndev >= 1 devices: what they are.  Returns 0. */
+static int probe_report (int ndev)
+{
+    struct cudaDeviceProp prop;
+    char bus[32] = "?", rt[16], drv[16];
+    int vr = 0, vd = 0;
+
+    printf ("%d GPU(s)\n", ndev);
+    if (cudaGetDeviceProperties (&prop, 0) == cudaSuccess)
+        printf ("device 0: %s\n", prop.name);
+    else
+        printf ("device 0: name unknown\n");
+    if (cudaDeviceGetPCIBusId (bus, sizeof (bus), 0) == cudaSuccess)
+        printf ("device 0 bus: %s\n", bus);
+    (void)cudaRuntimeGetVersion (&vr);
+    (void)cudaDriverGetVersion (&vd);
+    (void)cudaGetLastError ();
+    printf ("CUDA runtime: %s\n", cuda_version (vr, rt, sizeof (rt)));
+    printf ("CUDA driver API: %s\n", cuda_version (vd, drv, sizeof (drv)));
+    printf ("libddp: %s\n", ddp_version ());
+    return 0;
+}
+
 /* The options after --probe.  Returns 0, or -1 after a usage message. */
 static int parse_args (int argc, char **argv)
 {
@@ -463,8 +500,7 @@ int main (int argc, char **argv)
                                                 : "cudaGetDeviceCount is 0");
             return 1;
         }
-        printf ("%d GPU(s)\n", ndev);
-        return 0;
+        return probe_report (ndev);
     }
     if (parse_args (argc, argv) < 0)
         return 2;

@@ -219,6 +219,18 @@ cudaError_t cudaGetDeviceProperties (struct cudaDeviceProp *prop, int device)
     return cudaSuccess;
 }
 
+cudaError_t cudaRuntimeGetVersion (int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion (int *v)
+{
+    *v = driver_error () != cudaSuccess ? 0 : CUDART_VERSION;
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetLastError (void)
 {
     cudaError_t e = last_error;
