@@ -86,6 +86,7 @@ QUICK=0
 STANDIN=0
 NVSMI=${GPU_CHECK_NVIDIA_SMI:-nvidia-smi}
 PACK=
+MOCK_LINK_DIR=
 P_nccl_check='' P_nccl_bench='' P_ddp_local_run='' P_ddp_fault='' P_ddp_victim='' P_train=''
 FAULT_TIMEOUT=5       # DDP_TIMEOUT of the failure steps
 CMDLINE="$0 $*"
@@ -273,6 +274,19 @@ pack () {
     log "packed into $dest ($(du -sh "$dest" | cut -f1)): carry it and run gpu-check.sh --build DIR there"
 }
 
+# preload_path: make MOCK a path LD_PRELOAD can hold (ld.so splits it at
+# spaces and colons): a link in a new directory when it is not.
+preload_path () {
+    local d
+    [[ $MOCK =~ [[:space:]:] ]] || return 0
+    if ! d=$(mktemp -d "/tmp/gpu-check-mock.XXXXXX") || ! ln -s "$MOCK" "$d/nccl_mock.so"; then
+        usage_error "cannot link the stand-in into /tmp (its path has a space or colon)"
+    fi
+    MOCK_LINK_DIR=$d
+    MOCK=$d/nccl_mock.so
+    log "stand-in: its path has a space or colon, preloading it through $MOCK"
+}
+
 # ---- the environment -------------------------------------------------------------
 
 set_environment () {
@@ -299,6 +313,7 @@ set_environment () {
     log "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     log "NCCL_SOCKET_IFNAME=$NCCL_SOCKET_IFNAME NCCL_IB_DISABLE=$NCCL_IB_DISABLE CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"
     if [ "$STANDIN" = 1 ]; then
+        preload_path
         export LD_PRELOAD=$MOCK${LD_PRELOAD:+:$LD_PRELOAD}
         # Two GPUs, communicators of several ranks, and NCCL 2.28.3's
         # out-of-place ncclAvg defect (doc/nccl.md).
@@ -896,6 +911,7 @@ main () {
     log "work directory: $WORK; report: $OUT; budget $BUDGET s"
     trap 'on_signal INT 2' INT
     trap 'on_signal TERM 15' TERM
+    trap '[ -z "$MOCK_LINK_DIR" ] || rm -rf "$MOCK_LINK_DIR"' EXIT
     find_programs
     set_environment
     choose_namespace
