@@ -256,6 +256,29 @@ static bool overlap (const void *a, size_t alen, const void *b, size_t blen)
     return a && b && alen && blen && pa < pb + blen && pb < pa + alen;
 }
 
+/* An out-of-place average, done in place.  NCCL 2.28.3 (seen on an H100,
+ * world size 1, float16/bfloat16/float32/float64): ncclAllReduce and
+ * ncclReduce with ncclAvg and sendbuff != recvbuff leave the last elements
+ * of recvbuff unwritten for some counts above 2^20 (1048579: from 1048576
+ * on; 4194307: from 4194304), so the caller's buffer keeps its old bytes
+ * and no error is reported.  In place, and every other op, are right.  So
+ * where nccl_avg_in_place() says so, copy ds to dr on stream s and let the
+ * collective read and write dr: one device copy of the buffer, on the
+ * same stream (ordered, no wait).  Decided by the call itself, not by
+ * NCCL's version: a fixed NCCL costs only the copy, and an NCCL we have
+ * not seen is not trusted with the case we know fails.  Returns the send
+ * pointer to give NCCL (dr or ds), or NULL when the copy failed. */
+static const void *avg_send (const struct coll *k, const void *ds, void *dr,
+                             cudaStream_t s)
+{
+    if (!nccl_avg_in_place (k->op, ds, dr, k->send_bytes))
+        return ds;
+    if (cudaMemcpyAsync (dr, ds, k->send_bytes, cudaMemcpyDeviceToDevice, s)
+        != cudaSuccess)
+        return NULL;
+    return dr;
+}
+
 /* Enqueue the NCCL call(s) of k on s with device pointers ds, dr. */
 static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
                                   const void *ds, void *dr, cudaStream_t s)
@@ -263,6 +286,11 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     size_t b = k->send_bytes;
     ncclResult_t r;
 
+    if (k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE) {
+        /* dr is NULL on a reduce's non-root: it sends ds as is. */
+        if (!(ds = avg_send (k, ds, dr, s)))
+            return ncclUnhandledCudaError;
+    }
     switch (k->kind) {
         case DDP_COLL_BCAST:
             return ncclBroadcast (dr, dr, k->count, k->dt, k->root, c->comm,

@@ -53,6 +53,21 @@ int nccl_map_op (ddp_op_t op, ncclRedOp_t *out)
     return -1;
 }
 
+bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
+                        size_t bytes)
+{
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    const char *s = send, *r = recv;
+
+    if (op != ncclAvg || !send || !recv || bytes == 0)
+        return false;
+    return s + bytes <= r || r + bytes <= s; /* disjoint */
+#else
+    (void)op, (void)send, (void)recv, (void)bytes;
+    return false;
+#endif
+}
+
 int nccl_num_roots (int nranks, int ranks_per_root)
 {
     if (nranks < 1 || ranks_per_root < 1)

@@ -1,7 +1,8 @@
 /* nccl_util.h - the pure parts of the NCCL backend (internal to libddp).
  *
  * Nothing here calls CUDA or NCCL (only their types are used), so all of it
- * is unit-tested on machines without a GPU: the dtype/op mapping, how many
+ * is unit-tested on machines without a GPU: the dtype/op mapping (and when
+ * an average must run in place), how many
  * NCCL bootstrap roots a communicator gets and which ranks create their
  * unique ids, which GPU a rank picks, the layout of the one blob each rank
  * publishes in the bootstrap fence, and the duplicate-GPU check run on those
@@ -31,6 +32,17 @@ int nccl_map_dtype (ddp_dtype_t dtype, ncclDataType_t *out);
  * ddp.h's definition.  Returns 0 and sets *out, or -1 for an unknown op (or
  * AVG with an NCCL built without ncclAvg). */
 int nccl_map_op (ddp_op_t op, ncclRedOp_t *out);
+
+/* Must an (all)reduce with op, reading bytes at send and writing bytes at
+ * recv (recv NULL where this rank receives nothing: a reduce's non-root),
+ * run in place on recv after send is copied there?  True for ncclAvg when
+ * send and recv are two disjoint buffers: NCCL 2.28.3 leaves the tail of
+ * an out-of-place average unwritten (nccl.c, doc/nccl.md).  False for
+ * every other op, in place, no receive buffer, bytes 0, and buffers that
+ * overlap without being equal (outside NCCL's contract, and a copy between
+ * them would be undefined). */
+bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
+                        size_t bytes);
 
 /* Number of NCCL bootstrap roots for nranks ranks with at most
  * ranks_per_root ranks per root: ceil (nranks / ranks_per_root), at least 1.

@@ -15,6 +15,16 @@
  * rank.  Exits 0 after a full run, 1 on an error, 77 without a GPU.
  *
  *   nccl_bench [--quick] [--max-bytes N]
+ *   nccl_bench --avg-probe [--quick]
+ *
+ * --avg-probe, instead of timing: does an out-of-place average (ncclAvg,
+ * DDP_AVG) write every element of the receive buffer?  NCCL 2.28.3 left
+ * the last ones unwritten (doc/nccl.md).  For float16, bfloat16, float32
+ * and float64, allreduce and reduce (root 0), 1048579 and 4194307 elements
+ * (--quick: 1048579), raw NCCL and then libddp, on a receive buffer filled
+ * with 0xff bytes; one line each ("N unwritten from I" or "all written").
+ * Exits 1 when libddp left an element unwritten; raw NCCL's are reported
+ * only (libddp's workaround is what is checked).
  */
 #include "config.h"
 
@@ -151,9 +161,136 @@ static bool verify (enum which w, float *s, float *r, size_t n, float *h)
     return true;
 }
 
+/* ---- --avg-probe ---------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    ncclDataType_t nccl;
+    ddp_dtype_t ddp;
+    size_t size;
+} probe_types[] = {
+    {"float16", ncclFloat16, DDP_FLOAT16, 2},
+    {"bfloat16", ncclBfloat16, DDP_BFLOAT16, 2},
+    {"float32", ncclFloat32, DDP_FLOAT32, 4},
+    {"float64", ncclFloat64, DDP_FLOAT64, 8},
+};
+static const size_t probe_counts[] = {(1u << 20) + 3, (1u << 22) + 3};
+
+/* One out-of-place average of n elements of type ti from s into r (filled
+ * with 0xff first), raw or through libddp; reduce: to root 0.  Returns the
+ * number of elements of r still all 0xff bytes (on a reduce's root or an
+ * allreduce; 0 elsewhere) and their first index in *first, or -1 when a
+ * call failed. */
+static long probe_one (int ti, bool reduce, bool raw, size_t n, char *s,
+                       char *r, unsigned char *h, size_t *first)
+{
+    size_t es = probe_types[ti].size, bytes = n * es;
+    ncclComm_t c = ddp_nccl_comm ();
+    cudaStream_t st = ddp_cuda_stream ();
+    ncclResult_t x = ncclSuccess;
+    long left = 0;
+    int rc = 0;
+
+    if (cudaMemset (s, 0x3c, bytes) != cudaSuccess /* finite in each type */
+        || cudaMemset (r, 0xff, bytes) != cudaSuccess)
+        return -1;
+    if (raw) {
+        x = reduce ? ncclReduce (s, r, n, probe_types[ti].nccl, ncclAvg, 0, c,
+                                 st)
+                   : ncclAllReduce (s, r, n, probe_types[ti].nccl, ncclAvg, c,
+                                    st);
+        while (x == ncclInProgress)
+            ncclCommGetAsyncError (c, &x);
+        if (x != ncclSuccess || cudaStreamSynchronize (st) != cudaSuccess)
+            return -1;
+    }
+    else {
+        rc = reduce ? ddp_reduce (s, r, n, probe_types[ti].ddp, DDP_AVG, 0)
+                    : ddp_allreduce (s, r, n, probe_types[ti].ddp, DDP_AVG);
+        if (rc < 0)
+            return -1;
+    }
+    if (reduce && rank != 0)
+        return 0;
+    if (cudaMemcpy (h, r, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < es && h[i * es + j] == 0xff)
+            j++;
+        if (j == es && left++ == 0)
+            *first = i;
+    }
+    return left;
+}
+
+static void probe_line (bool raw, bool reduce, int ti, size_t n, long left,
+                        size_t first)
+{
+    char what[64];
+
+    if (left < 0)
+        snprintf (what, sizeof (what), "call failed");
+    else if (left == 0)
+        snprintf (what, sizeof (what), "all written");
+    else
+        snprintf (what, sizeof (what), "%ld unwritten from %zu", left, first);
+    printf ("  avg-probe %-3s %-9s %-8s n=%-7zu rank %d: %s\n",
+            raw ? "raw" : "ddp", reduce ? "reduce" : "allreduce",
+            probe_types[ti].name, n, rank, what);
+}
+
+/* Every case of --avg-probe.  Returns 0 when libddp wrote every element,
+ * 1 otherwise (or on an error). */
+static int avg_probe (void)
+{
+    size_t nc = quick ? 1 : sizeof (probe_counts) / sizeof (probe_counts[0]);
+    size_t maxb = probe_counts[nc - 1] * 8;
+    char *s = NULL, *r = NULL;
+    unsigned char *h = malloc (maxb);
+    int cases = 0, raw_bad = 0, ddp_bad = 0, failed = 0;
+
+    if (rank == 0) {
+        int v = 0;
+        ncclGetVersion (&v);
+        printf ("# avg-probe: %d rank(s), NCCL %d\n", size, v);
+    }
+    if (!h || cudaMalloc ((void **)&s, maxb) != cudaSuccess
+        || cudaMalloc ((void **)&r, maxb) != cudaSuccess) {
+        fprintf (stderr, "nccl_bench: --avg-probe: out of memory\n");
+        failed = 1;
+        goto out;
+    }
+    for (size_t ci = 0; ci < nc; ci++)
+        for (int ti = 0; ti < 4; ti++)
+            for (int red = 0; red < 2; red++)
+                for (int raw = 1; raw >= 0; raw--) {
+                    size_t first = 0;
+                    long left = probe_one (ti, red, raw, probe_counts[ci], s,
+                                           r, h, &first);
+                    cases += raw;
+                    if (left < 0)
+                        failed = 1;
+                    else if (left > 0)
+                        (raw ? raw_bad++ : ddp_bad++);
+                    if (left != 0 || rank == 0)
+                        probe_line (raw, red, ti, probe_counts[ci], left,
+                                    first);
+                }
+    printf ("# avg-probe rank %d: raw NCCL left elements unwritten in %d of"
+            " %d cases, libddp in %d of %d%s\n", rank, raw_bad, cases,
+            ddp_bad, cases, failed ? "; a call failed" : "");
+out:
+    cudaFree (s);
+    cudaFree (r);
+    free (h);
+    return failed || ddp_bad ? 1 : 0;
+}
+
 int main (int argc, char **argv)
 {
     size_t max_bytes = 64u << 20;
+    bool probe = false;
     float *s = NULL, *r = NULL, *h = NULL;
     int ndev = 0, rc;
     double t0, tinit;
@@ -163,6 +300,13 @@ int main (int argc, char **argv)
             quick = 1;
         else if (strcmp (argv[i], "--max-bytes") == 0 && i + 1 < argc)
             max_bytes = strtoull (argv[++i], NULL, 10);
+        else if (strcmp (argv[i], "--avg-probe") == 0)
+            probe = true;
+        else {
+            fprintf (stderr, "usage: nccl_bench [--quick] [--max-bytes N]"
+                     " [--avg-probe]\n");
+            return 2;
+        }
     }
     if (cudaGetDeviceCount (&ndev) != cudaSuccess || ndev < 1) {
         printf ("nccl_bench: skipped: no usable GPU\n");
@@ -180,6 +324,10 @@ int main (int argc, char **argv)
         fprintf (stderr, "nccl_bench: backend is %s, set DDP_BACKEND=nccl\n",
                  ddp_backend_name ());
         return 1;
+    }
+    if (probe) {
+        rc = avg_probe ();
+        return ddp_finalize () < 0 ? 1 : rc;
     }
     if (cudaMalloc ((void **)&s, max_bytes) != cudaSuccess
         || cudaMalloc ((void **)&r, max_bytes * (size_t)size) != cudaSuccess

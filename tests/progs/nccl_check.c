@@ -8,9 +8,21 @@
  * variants, barrier, the accessors and the argument checks.
  *
  *   nccl_check --probe   exit 0 if a CUDA device is visible, else print why
- *                        and exit 1 (the sharness test skips on that)
- *   nccl_check [-v] [--quick]  run the checks (--quick: no 1M-element
- *                        counts); exit 0 when all passed
+ *                        and exit 1 (the sharness test skips on that); with
+ *                        a device also print, one line each, the first
+ *                        device's name and PCI bus id, the CUDA runtime and
+ *                        driver versions, and libddp's version (for
+ *                        contrib/gpu-check.sh's report)
+ *   nccl_check [-v] [--quick] [--count N] [--op NAME]
+ *                        run the checks (--quick: no 1M-element counts;
+ *                        --count: that count only; --op: the reductions
+ *                        with that op only, no bcast/gather); exit 0 when
+ *                        all passed
+ *
+ * The full run's count 1048579 (2^20 + 3) is the one where NCCL 2.28.3's
+ * out-of-place ncclAvg left the last elements unwritten (doc/nccl.md):
+ * every reduction of every dtype is checked there, in and out of place,
+ * on every buffer kind, for allreduce and reduce.
  */
 #include "config.h"
 
@@ -32,8 +44,9 @@ static const char *dtype_name[DDP_NUM_DTYPES] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "bfloat16", "float32", "float64"};
 static const char *op_name[DDP_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
-static const size_t counts[] = {1, 7, 1031, (1u << 20) + 3};
+static size_t counts[] = {1, 7, 1031, (1u << 20) + 3};
 static size_t ncounts = sizeof (counts) / sizeof (counts[0]);
+static int only_op = -1; /* --op: that op's reductions only */
 
 static int rank, size, verbose;
 
@@ -318,7 +331,8 @@ static void check_all_reductions (void)
 {
     for (int t = 0; t < DDP_NUM_DTYPES; t++)
         for (int op = 0; op < DDP_NUM_OPS; op++)
-            for (int k = 0; k < K_NUM; k++) {
+            for (int k = 0; k < K_NUM && (only_op < 0 || op == only_op);
+                 k++) {
                 bool good = true;
                 for (size_t c = 0; c < ncounts; c++) {
                     size_t n = counts[c];
@@ -401,6 +415,79 @@ static void check_misc (void)
     }
 }
 
+/* "MAJOR.MINOR" of a CUDA version number (13000 -> "13.0"). */
+static const char *cuda_version (int v, char *buf, size_t len)
+{
+    if (v <= 0)
+        snprintf (buf, len, "unknown");
+    else
+        snprintf (buf, len, "%d.%d", v / 1000, v % 1000 / 10);
+    return buf;
+}
+
+/* --probe with ndev >= 1 devices: what they are.  Returns 0. */
+static int probe_report (int ndev)
+{
+    struct cudaDeviceProp prop;
+    char bus[32] = "?", rt[16], drv[16];
+    int vr = 0, vd = 0;
+
+    printf ("%d GPU(s)\n", ndev);
+    if (cudaGetDeviceProperties (&prop, 0) == cudaSuccess)
+        printf ("device 0: %s\n", prop.name);
+    else
+        printf ("device 0: name unknown\n");
+    if (cudaDeviceGetPCIBusId (bus, sizeof (bus), 0) == cudaSuccess)
+        printf ("device 0 bus: %s\n", bus);
+    (void)cudaRuntimeGetVersion (&vr);
+    (void)cudaDriverGetVersion (&vd);
+    (void)cudaGetLastError ();
+    printf ("CUDA runtime: %s\n", cuda_version (vr, rt, sizeof (rt)));
+    printf ("CUDA driver API: %s\n", cuda_version (vd, drv, sizeof (drv)));
+    printf ("libddp: %s\n", ddp_version ());
+    return 0;
+}
+
+/* The options after --probe.  Returns 0, or -1 after a usage message. */
+static int parse_args (int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+
+        if (strcmp (argv[i], "-v") == 0)
+            verbose = 1;
+        else if (strcmp (argv[i], "--quick") == 0)
+            ncounts = ncounts == 1 ? 1 : 3; /* --count wins */
+        else if (strcmp (argv[i], "--count") == 0 && i + 1 < argc) {
+            unsigned long long n = strtoull (argv[++i], &end, 10);
+            if (!*argv[i] || *end || n < 1 || n > (1u << 28)) {
+                fprintf (stderr, "nccl_check: --count %s: want 1..2^28\n",
+                         argv[i]);
+                return -1;
+            }
+            counts[0] = (size_t)n;
+            ncounts = 1;
+        }
+        else if (strcmp (argv[i], "--op") == 0 && i + 1 < argc) {
+            ++i;
+            for (only_op = 0; only_op < DDP_NUM_OPS; only_op++)
+                if (strcmp (argv[i], op_name[only_op]) == 0)
+                    break;
+            if (only_op == DDP_NUM_OPS) {
+                fprintf (stderr, "nccl_check: --op %s: want sum, prod, min,"
+                         " max or avg\n", argv[i]);
+                return -1;
+            }
+        }
+        else {
+            fprintf (stderr, "usage: nccl_check [--probe] [-v] [--quick]"
+                     " [--count N] [--op sum|prod|min|max|avg]\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main (int argc, char **argv)
 {
     int ndev = 0, rc;
@@ -413,15 +500,10 @@ int main (int argc, char **argv)
                                                 : "cudaGetDeviceCount is 0");
             return 1;
         }
-        printf ("%d GPU(s)\n", ndev);
-        return 0;
+        return probe_report (ndev);
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp (argv[i], "-v") == 0)
-            verbose = 1;
-        else if (strcmp (argv[i], "--quick") == 0)
-            ncounts = 3;
-    }
+    if (parse_args (argc, argv) < 0)
+        return 2;
     if (e != cudaSuccess || ndev < 1) {
         char why[256];
         snprintf (why, sizeof (why), "no usable GPU (%s)",
@@ -439,7 +521,8 @@ int main (int argc, char **argv)
     diag ("rank %d of %d, CUDA device %d", rank, size, ddp_cuda_device ());
     check_misc ();
     check_all_reductions ();
-    check_all_moves ();
+    if (only_op < 0)
+        check_all_moves ();
     is_int (ddp_finalize (), 0, "finalize");
     ok (ddp_nccl_comm () == NULL && ddp_cuda_stream () == NULL,
         "no communicator or stream after finalize");

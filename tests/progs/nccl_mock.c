@@ -30,6 +30,13 @@
  *                             rank gets through ddp_init and finalize)
  *   MOCK_GPU_ID=rank          the GPU identity comes from the rank
  *                             (SLURM_PROCID or PMIX_RANK): every rank its own
+ *   MOCK_NCCL_AVG_TAIL=N      NCCL 2.28.3's defect: an ncclAllReduce or
+ *                             ncclReduce (on its root) with ncclAvg on a
+ *                             floating type, out of place (sendbuff !=
+ *                             recvbuff), of more than 1048576 elements
+ *                             leaves the last N elements of recvbuff
+ *                             unwritten (N=3 is what an H100 showed for
+ *                             1048579 and 4194307 elements)
  * Otherwise the GPU identity comes from this process's CUDA_VISIBLE_DEVICES
  * entry for the device (so tasks bound to one fake gres GPU share a UUID).
  * Abort, finalize and destroy are logged to stderr as "mock: ..." lines.
@@ -209,6 +216,18 @@ cudaError_t cudaGetDeviceProperties (struct cudaDeviceProp *prop, int device)
     unsigned e = entry_of (device);
     for (int i = 0; i < 16; i++)
         prop->uuid.bytes[i] = (char)(i < 4 ? e >> (8 * i) : 0x40u + (unsigned)i);
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion (int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion (int *v)
+{
+    *v = driver_error () != cudaSuccess ? 0 : CUDART_VERSION;
     return cudaSuccess;
 }
 
@@ -476,14 +495,36 @@ static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
     return ncclSuccess;
 }
 
+/* How many elements at the end of recvbuff a reduction with o leaves
+ * unwritten (MOCK_NCCL_AVG_TAIL): 0 unless it is NCCL 2.28.3's case. */
+static size_t avg_tail (ncclRedOp_t o, ncclDataType_t t, const void *s,
+                        const void *r, size_t n)
+{
+    long tail = env_long ("MOCK_NCCL_AVG_TAIL", 0);
+    bool floating = t == ncclFloat16 || t == ncclBfloat16 || t == ncclFloat32
+                    || t == ncclFloat64;
+
+    if (tail <= 0 || o != ncclAvg || !floating || s == r || !r
+        || n <= ((size_t)1 << 20))
+        return 0;
+    return (size_t)tail < n ? (size_t)tail : n;
+}
+
+/* A reduction: op() on all but the tail MOCK_NCCL_AVG_TAIL leaves. */
+static ncclResult_t reduction (ncclComm_t c, ncclDataType_t t, ncclRedOp_t o,
+                               const void *s, void *r, size_t n)
+{
+    if ((int)o < 0 || o >= ncclNumOps)
+        return ncclInvalidArgument;
+    return op (c, t, s, r, n - avg_tail (o, t, s, r, n));
+}
+
 ncclResult_t ncclAllReduce (const void *s, void *r, size_t n,
                             ncclDataType_t t, ncclRedOp_t o, ncclComm_t c,
                             cudaStream_t st)
 {
     (void)st;
-    if ((int)o < 0 || o >= ncclNumOps)
-        return ncclInvalidArgument;
-    return op (c, t, s, r, n);
+    return reduction (c, t, o, s, r, n);
 }
 
 ncclResult_t ncclReduce (const void *s, void *r, size_t n, ncclDataType_t t,
@@ -491,9 +532,9 @@ ncclResult_t ncclReduce (const void *s, void *r, size_t n, ncclDataType_t t,
                          cudaStream_t st)
 {
     (void)st;
-    if ((int)o < 0 || o >= ncclNumOps || !c || root != 0)
+    if (!c || root != 0)
         return ncclInvalidArgument;
-    return op (c, t, s, r, n);
+    return reduction (c, t, o, s, r, n);
 }
 
 ncclResult_t ncclBroadcast (const void *s, void *r, size_t n,

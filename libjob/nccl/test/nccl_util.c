@@ -1,6 +1,6 @@
 /* nccl_util.c - the pure parts of the NCCL backend (libjob/nccl/nccl_util.c):
- * dtype/op mapping, bootstrap roots, GPU choice, the fence blob and the
- * duplicate-GPU check.  Needs no GPU. */
+ * dtype/op mapping, when an average runs in place, bootstrap roots, GPU
+ * choice, the fence blob and the duplicate-GPU check.  Needs no GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -52,6 +52,29 @@ static void test_op (void)
     ok (nccl_map_op (DDP_NUM_OPS, &o) < 0, "DDP_NUM_OPS is refused");
     ok (nccl_map_op ((ddp_op_t)-1, &o) < 0, "op -1 is refused");
     ok (nccl_map_op (DDP_SUM, NULL) < 0, "NULL out is refused");
+}
+
+static void test_avg_in_place (void)
+{
+    static char a[64], b[64];
+
+    ok (nccl_avg_in_place (ncclAvg, a, b, sizeof (a)),
+        "AVG out of place (disjoint buffers) runs in place");
+    ok (nccl_avg_in_place (ncclAvg, a, a + 32, 32),
+        "AVG on adjacent halves of one allocation runs in place");
+    ok (nccl_avg_in_place (ncclAvg, a + 32, a, 32),
+        "... in either order");
+    ok (!nccl_avg_in_place (ncclAvg, a, a, sizeof (a)),
+        "AVG already in place: as is");
+    ok (!nccl_avg_in_place (ncclAvg, a, a + 16, 32),
+        "AVG on overlapping buffers (not equal): as is, no copy");
+    ok (!nccl_avg_in_place (ncclAvg, a + 16, a, 32),
+        "... in either order");
+    ok (!nccl_avg_in_place (ncclAvg, a, NULL, sizeof (a)),
+        "a reduce's non-root (no receive buffer): as is");
+    ok (!nccl_avg_in_place (ncclAvg, a, b, 0), "count 0: as is");
+    ok (!nccl_avg_in_place (ncclSum, a, b, sizeof (a)), "SUM: as is");
+    ok (!nccl_avg_in_place (ncclMax, a, b, sizeof (a)), "MAX: as is");
 }
 
 static void test_roots (void)
@@ -398,6 +421,7 @@ int main (int argc, char **argv)
     plan (NO_PLAN);
     test_dtype ();
     test_op ();
+    test_avg_in_place ();
     test_roots ();
     test_choose ();
     test_blob ();
