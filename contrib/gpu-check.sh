@@ -17,6 +17,9 @@
 #   check-4x1gpu    in its own UTS namespace with its own host name and
 #                   NCCL_HOSTID (NCCL then sees separate hosts and uses its
 #                   socket transport over lo)
+#   avg-2x1gpu      nccl_check --count 1048579 --op avg at 2 ranks on one
+#                   GPU: every dtype and buffer kind at the count where
+#                   NCCL 2.28.3 left an out-of-place average unfinished
 #   check-pergpu    nccl_check --quick at one rank per GPU (several GPUs only)
 #   bench           nccl_bench --quick: libddp against raw NCCL, 1 rank
 #   kill-barrier,   2 ranks on one GPU, DDP_TIMEOUT=5: rank 1 kills itself
@@ -635,6 +638,21 @@ step_check_one_gpu () {
     check_result "$n"
 }
 
+# step_avg_one_gpu: the AVG defect's count at 2 ranks on one GPU (the 1-rank
+# full check and avg-probe cover world size 1).
+step_avg_one_gpu () {
+    local lim
+    step_begin avg-2x1gpu "nccl_check --count 1048579 --op avg, 2 ranks on GPU $ONE_GPU" || return
+    if [ ${#NS[@]} -eq 0 ]; then
+        MS=0
+        result FAIL "not run: $NS_WHY" "Several ranks on one GPU need a UTS namespace each: $NS_WHY."
+        return
+    fi
+    lim=$(limit_for 90)
+    ranks "$STEP" "$lim" 2 2 1 -- "$P_nccl_check" --count 1048579 --op avg
+    check_result 2
+}
+
 step_check_per_gpu () {
     local lim n=${PROBE_NDEV:-1}
     step_begin check-pergpu "nccl_check --quick, one rank per GPU" || return
@@ -944,6 +962,7 @@ main () {
         step_avg_probe
         step_check_one_gpu 2
         step_check_one_gpu 4
+        step_avg_one_gpu
         step_check_per_gpu
         step_bench
         step_kill barrier
@@ -953,7 +972,7 @@ main () {
         step_train
     else
         not_run "the probe failed" check-1 avg-probe check-2x1gpu check-4x1gpu \
-            check-pergpu bench kill-barrier kill-allreduce skip abort train
+            avg-2x1gpu check-pergpu bench kill-barrier kill-allreduce skip abort train
     fi
     write_report || exit 1
     if (( FAILED )); then

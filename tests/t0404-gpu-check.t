@@ -14,7 +14,7 @@ if ! test -f "$mock"; then
     skip_all="built without NCCL (no stand-in)"
     test_done
 fi
-steps="probe check-1 avg-probe check-2x1gpu check-4x1gpu check-pergpu bench
+steps="probe check-1 avg-probe check-2x1gpu check-4x1gpu avg-2x1gpu check-pergpu bench
 kill-barrier kill-allreduce skip abort train"
 
 if unshare -u true 2>/dev/null || unshare -r -u true 2>/dev/null; then
@@ -118,7 +118,7 @@ test_expect_success 'the stand-in, from the packed build: a report with every st
 	grep "^| bench | PASS | .*allreduce 8 B: raw [0-9.]* us, ddp [0-9.]* us" standin.md
 '
 test_expect_success 'the stand-in: failing checks of several ranks are named, per rank' '
-	for s in check-2x1gpu check-4x1gpu check-pergpu; do
+	for s in check-2x1gpu check-4x1gpu avg-2x1gpu check-pergpu; do
 		test "$(verdict standin.md $s)" = FAIL || return 1
 	done &&
 	grep "^| check-pergpu | FAIL | .*rank 0: [0-9]* of [0-9]* passed, [1-9][0-9]* failed; rank 1: " standin.md &&
