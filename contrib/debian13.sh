@@ -108,11 +108,18 @@ rootfs () {
 # source tree (mounted at its own path).  The inner script gets the root and
 # the tree as $1 and $2.
 inside () {
+    # The root's /etc/hosts names this machine as the host's does: Slurm
+    # 24.11's slurmctld resolves srun's host name (the machine's) to answer
+    # it, retrying for seconds when it cannot, and srun's next allocation
+    # then fails ("Socket timed out on send/recv operation").
+    printf '127.0.0.1 localhost %s\n::1 localhost ip6-localhost\n' "$(hostname)" \
+        >"$cache/hosts"
     unshare -m --propagation private sh -c '
         set -e
-        r=$1 src=$2; shift 2
+        r=$1 src=$2 hosts=$3; shift 3
         mount --bind "$r" "$r"
         mount --make-private "$r"
+        mount --bind "$hosts" "$r/etc/hosts"
         mount -t proc proc "$r/proc"
         mount --rbind /sys "$r/sys"
         mount --make-rslave "$r/sys"
@@ -138,7 +145,7 @@ inside () {
         cd "$r$src"
         exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
             TERM="${TERM:-dumb}" LANG=C.UTF-8 sh -c "cd \"\$0\" && exec \"\$@\"" "$src" "$@"
-    ' sh "$root" "$top" "$@"
+    ' sh "$root" "$top" "$cache/hosts" "$@"
 }
 
 versions () {
