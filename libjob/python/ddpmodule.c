@@ -266,10 +266,16 @@ static PyObject *fail (int rc, const char *where, const char *detail)
     return raise_error (error_class (rc), rc, where, msg);
 }
 
-/* fail() for a call this thread just made. */
+/* fail() for a call this thread just made.  ddp_last_error() is what the
+ * core recorded (init, the collectives and their faults); the helpers log
+ * their own argument errors and leave it as it was, so it is only read for
+ * the codes the core gives. */
 static PyObject *fail_here (int rc, const char *where)
 {
-    return fail (rc, where, ddp_last_error ());
+    bool core = rc != DDP_EINVAL && rc != DDP_ENOMEM && rc != DDP_EUSER
+                && rc != DDP_EREMOTE && rc != DDP_EMISMATCH;
+
+    return fail (rc, where, core ? ddp_last_error () : "");
 }
 
 static PyObject *fetch_exception (void)
@@ -1267,11 +1273,11 @@ static PyTypeObject BlockType = {
 
 /* ---- Variable-size data ------------------------------------------------- */
 
-/* _compute_and_bcast(fn, root): fn() -> bytes runs on root; every rank gets
- * the bytes. */
+/* _compute_and_bcast(fn, root[, where]): fn() -> bytes runs on root; every
+ * rank gets the bytes. */
 static PyObject *py_compute_and_bcast (PyObject *self, PyObject *args)
 {
-    static const char where[] = "ddp.compute_and_broadcast";
+    const char *where = "ddp.compute_and_broadcast";
     struct pycall c = { .want_bytes = true };
     void *out = NULL;
     size_t len = 0;
@@ -1279,7 +1285,7 @@ static PyObject *py_compute_and_bcast (PyObject *self, PyObject *args)
     int root, rc;
 
     (void) self;
-    if (!PyArg_ParseTuple (args, "Oi", &c.fn, &root))
+    if (!PyArg_ParseTuple (args, "Oi|s", &c.fn, &root, &where))
         return NULL;
     if (ensure_init () < 0)
         return NULL;
@@ -1296,9 +1302,10 @@ static PyObject *py_compute_and_bcast (PyObject *self, PyObject *args)
     return res;
 }
 
-/* _gatherv(data, root, error) / _allgatherv(data, error): data is bytes,
- * or error an exception this rank raised preparing it (then data is
- * ignored and the others learn it).  Returns the list of every rank's bytes
+/* _gatherv(data, root, error[, where]) / _allgatherv(data, error[, where]):
+ * data is bytes, or error an exception this rank raised preparing it (then
+ * data is ignored and the others learn it); where names the call in
+ * errors.  Returns the list of every rank's bytes
  * where it is received, None elsewhere. */
 static PyObject *gather_common (PyObject *args, bool all)
 {
@@ -1310,8 +1317,8 @@ static PyObject *gather_common (PyObject *args, bool all)
     size_t *lens = NULL, off = 0, len;
     int root = 0, rc;
 
-    if (all ? !PyArg_ParseTuple (args, "y*O", &data, &error)
-            : !PyArg_ParseTuple (args, "y*iO", &data, &root, &error))
+    if (all ? !PyArg_ParseTuple (args, "y*O|s", &data, &error, &where)
+            : !PyArg_ParseTuple (args, "y*iO|s", &data, &root, &error, &where))
         return NULL;
     if (ensure_init () < 0 || refuse_local (where) < 0)
         goto out;
@@ -1443,6 +1450,13 @@ out:
 
 /* ---- Stopping, restarts, logging ---------------------------------------- */
 
+static const char *env_or (const char *name, const char *dflt)
+{
+    const char *v = getenv (name);
+
+    return v ? v : dflt;
+}
+
 PyDoc_STRVAR (stop_signals_doc,
 "stop_signals(signals=None)\n--\n\n"
 "Catch the signals that ask the job to stop, for should_stop(): a\n"
@@ -1461,10 +1475,13 @@ static PyObject *py_stop_signals (PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple (args, "|z", &spec))
         return NULL;
     rc = ddp_stop_signals (spec);
-    if (rc < 0)
-        return PyErr_Format (PyExc_ValueError, "ddp.stop_signals: %s",
-                             ddp_last_error ()[0] ? ddp_last_error ()
-                                                  : ddp_strerror (rc));
+    if (rc < 0)     /* libddp logged which word and why */
+        return PyErr_Format (PyExc_ValueError, "ddp.stop_signals: libddp "
+                             "refused the list \"%s\" (%s; the reason is "
+                             "logged above): give signal names or numbers "
+                             "separated by commas, or 'none'",
+                             spec ? spec : env_or ("DDP_STOP_SIGNALS", ""),
+                             ddp_strerror (rc));
     stop_installed = !spec || strcmp (spec, "none") != 0;
     Py_RETURN_NONE;
 }
@@ -1504,8 +1521,10 @@ static PyObject *py_should_stop (PyObject *self, PyObject *unused)
         return NULL;
     if (!stop_installed) {
         if ((rc = ddp_stop_signals (NULL)) < 0)
-            return PyErr_Format (PyExc_ValueError, "%s: DDP_STOP_SIGNALS: %s",
-                                 where, ddp_last_error ());
+            return PyErr_Format (PyExc_ValueError, "%s: libddp refused "
+                                 "DDP_STOP_SIGNALS=\"%s\" (the reason is "
+                                 "logged above)", where,
+                                 env_or ("DDP_STOP_SIGNALS", ""));
         stop_installed = true;
     }
     DDP_CALL (rc, ddp_should_stop (&stop));
@@ -1527,9 +1546,10 @@ static PyObject *py_restart_count (PyObject *self, PyObject *unused)
     (void) self;
     (void) unused;
     if ((n = ddp_restart_count ()) < 0)
-        return PyErr_Format (PyExc_ValueError, "ddp.restart_count: %s",
-                             ddp_last_error ()[0] ? ddp_last_error ()
-                                 : "SLURM_RESTART_COUNT is not a whole number");
+        return PyErr_Format (PyExc_ValueError, "ddp.restart_count: "
+                             "SLURM_RESTART_COUNT='%s' is not a whole number "
+                             "(Slurm sets it in a requeued job; unset it "
+                             "otherwise)", env_or ("SLURM_RESTART_COUNT", ""));
     return PyLong_FromLong (n);
 }
 

@@ -141,7 +141,7 @@ def broadcast_object(obj, src=0):
     if _ddp._in_local():
         return obj
     data = _ddp._compute_and_bcast(
-        lambda: pickle.dumps(obj, protocol=_PICKLE), src)
+        lambda: pickle.dumps(obj, protocol=_PICKLE), src, where)
     return obj if rank() == src else pickle.loads(data)
 
 
@@ -382,7 +382,10 @@ def compute_and_broadcast(fn, src=0):
     for any time.  If fn raises on src, src raises it and every other rank
     raises ddp.RemoteError with its type name and message.
     """
-    where = "ddp.compute_and_broadcast"
+    return _compute_and_broadcast(fn, src, "ddp.compute_and_broadcast")
+
+
+def _compute_and_broadcast(fn, src, where):
     _check_callable(fn, "fn", where)
     _check_rank(src, "src", where)
     if _ddp._in_local():
@@ -393,7 +396,7 @@ def compute_and_broadcast(fn, src=0):
         box.append(fn())
         return pickle.dumps(box[0], protocol=_PICKLE)
 
-    data = _ddp._compute_and_bcast(compute, src)
+    data = _ddp._compute_and_bcast(compute, src, where)
     return box[0] if box else pickle.loads(data)
 
 
@@ -418,15 +421,15 @@ def reduce_and_broadcast(fn, op):
         value, err = _outcome(fn)
         # Every rank learns whether fn failed anywhere (raised here, and as
         # RemoteError on the others) before the values are reduced.
-        _ddp._allgatherv(b"", err)
+        _ddp._allgatherv(b"", err, where)
         return all_reduce(value, op)
     if _ddp._in_local():
         return _local_call(lambda: op([fn()]))
     value, err = _outcome(fn)
     data, perr = (b"", err) if err is not None else _pickled(value)
-    parts = _ddp._gatherv(data, 0, perr)
+    parts = _ddp._gatherv(data, 0, perr, where)
     values = None if parts is None else [pickle.loads(p) for p in parts]
-    return compute_and_broadcast(lambda: op(values), 0)
+    return _compute_and_broadcast(lambda: op(values), 0, where)
 
 
 def _outcome(fn):
