@@ -490,7 +490,8 @@ static int refuse_local (const char *where)
 PyDoc_STRVAR (init_doc,
 "init()\n--\n\n"
 "Start libddp: find this process's rank and peers (PMIx under srun --ddp\n"
-"or ddp-run; a single process otherwise) and connect the backend.\n"
+"or another PMIx launcher; a single process otherwise) and connect the\n"
+"backend.\n"
 "Optional: every function of the module initializes on first use.  Calling\n"
 "it again does nothing.  Raises ddp.Error (with .code) if the job cannot\n"
 "start, e.g. WORLD_SIZE > 1 without a PMIx launcher.");

@@ -2,9 +2,10 @@
 
 A Python binding of libddp (slurm-ddp's job-side library), next to PyTorch:
 PyTorch's process group moves the tensors, ddp runs the job.  Launch the
-program with ``srun --ddp`` (or ``ddp-run``, or alone as a single process)
-and call the functions; the first call initializes the library (PMIx finds
-the ranks), ``init()`` is optional, ``finalize()`` happens at exit.
+program with ``srun --ddp`` (or another PMIx launcher, or alone as a single
+process) and call the functions; the first call initializes the library
+(PMIx finds the ranks), ``init()`` is optional, ``finalize()`` happens at
+exit.
 
 Identity:  rank(), world_size(), local_rank(), local_world_size(),
     node_rank(), num_nodes(), is_main(), is_local_main(), is_distributed(),
