@@ -34,8 +34,26 @@ unset SLURM_RESTART_COUNT
 DDP_BACKEND=host
 export DDP_BACKEND
 
+# ./python: the interpreter the module was built for.  In a sanitizer
+# build (configure --enable-sanitizers) the module and libddp carry ASan,
+# the interpreter does not: its runtime must be loaded first (preloaded),
+# and Python's own allocations left at exit are not the module's leaks.
+asan=$(ldd "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null |
+	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+{
+	echo "#!/bin/sh"
+	if test -n "$asan"; then
+		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+		echo "export LD_PRELOAD ASAN_OPTIONS"
+	fi
+	echo "exec \"$DDP_PYTHON\" \"\$@\""
+} >python &&
+chmod +x python
+PY=$PWD/python
+
 py () {
-	"$DDP_PYTHON" "$CHECK" "$@"
+	"$PY" "$CHECK" "$@"
 }
 
 # run NAME ARGS...: ddp-local-run ARGS -- python py_check.py ..., bounded;
@@ -56,7 +74,7 @@ within () {
 }
 
 test_expect_success 'the module imports from the build tree, as built' '
-	"$DDP_PYTHON" -c "import ddp, sys; print(ddp.__file__, ddp._ddp.__file__)" >where &&
+	"$PY" -c "import ddp, sys; print(ddp.__file__, ddp._ddp.__file__)" >where &&
 	cat where &&
 	grep -q "^$DDP_PYTHON_STAGE/ddp/__init__.py $DDP_PYTHON_STAGE/ddp/_ddp" where
 '
@@ -77,7 +95,7 @@ test_expect_success 'bad arguments: TypeError / ValueError with the reason' '
 '
 
 test_expect_success 'every function on 4 ranks over 2 simulated nodes' '
-	run coll -n 4 -N 2 -- "$DDP_PYTHON" "$CHECK" collectives &&
+	run coll -n 4 -N 2 -- "$PY" "$CHECK" collectives &&
 	test "$(cat coll.rc)" = 0 &&
 	test $(grep -c "^rank [0-3]: collectives: [4-9][0-9] checks, 0 failed$" coll.out) = 4 &&
 	! grep -q FAIL coll.out &&
@@ -85,13 +103,13 @@ test_expect_success 'every function on 4 ranks over 2 simulated nodes' '
 '
 
 test_expect_success 'uneven layout (5 ranks, 2 nodes): every function' '
-	run coll5 -m 0,1,0,1,1 -- "$DDP_PYTHON" "$CHECK" collectives &&
+	run coll5 -m 0,1,0,1,1 -- "$PY" "$CHECK" collectives &&
 	test "$(cat coll5.rc)" = 0 &&
 	test $(grep -c "^rank [0-4]: collectives: [4-9][0-9] checks, 0 failed$" coll5.out) = 5
 '
 
 test_expect_success 'an exception on one rank is raised on every rank (RemoteError), long work does not time out' '
-	run remote -n 4 -N 2 -- env DDP_TIMEOUT=1 "$DDP_PYTHON" "$CHECK" remote &&
+	run remote -n 4 -N 2 -- env DDP_TIMEOUT=1 "$PY" "$CHECK" remote &&
 	test "$(cat remote.rc)" = 0 &&
 	test $(grep -c "^rank [0-3]: remote: [0-9]* checks, 0 failed$" remote.out) = 4 &&
 	! grep -q FAIL remote.out &&
@@ -101,7 +119,7 @@ test_expect_success 'an exception on one rank is raised on every rank (RemoteErr
 '
 
 test_expect_success 'a rank killed in a barrier loop: the others raise PeerError naming it' '
-	run kill -n 4 -N 2 -- "$DDP_PYTHON" "$CHECK" kill 2 40 &&
+	run kill -n 4 -N 2 -- "$PY" "$CHECK" kill 2 40 &&
 	test "$(cat kill.rc)" = 137 &&
 	grep -q "ddp-local-run: rank 2 killed by signal 9" kill.err &&
 	test $(grep -c "^rank [013]: PeerError after 40 barriers in [0-9.]* s: code=-8 where=ddp.barrier ddp.barrier: a peer died or aborted: rank 2 died" kill.out) = 3 &&
@@ -110,12 +128,12 @@ test_expect_success 'a rank killed in a barrier loop: the others raise PeerError
 '
 
 test_expect_success 'a late rank: the others raise TimeoutError naming it and the call' '
-	run late -n 3 -N 2 -- env DDP_TIMEOUT=1 "$DDP_PYTHON" "$CHECK" late 1 3 &&
+	run late -n 3 -N 2 -- env DDP_TIMEOUT=1 "$PY" "$CHECK" late 1 3 &&
 	test $(grep -c "^rank [02]: TimeoutError code=-7 ddp.barrier: .*rank 1 did not arrive within DDP_TIMEOUT (1 s)" late.out) = 2
 '
 
 test_expect_success 'an uncaught exception: the rank exits without a final barrier, the others name it' '
-	run uncaught -n 3 -N 2 -- "$DDP_PYTHON" "$CHECK" uncaught 1 &&
+	run uncaught -n 3 -N 2 -- "$PY" "$CHECK" uncaught 1 &&
 	test "$(cat uncaught.rc)" = 1 &&
 	grep -q "RuntimeError: uncaught on purpose" uncaught.err &&
 	test $(grep -c "^rank [02]: PeerError after [0-9.]* s: .*rank 1 died" uncaught.out) = 2 &&
@@ -123,7 +141,7 @@ test_expect_success 'an uncaught exception: the rank exits without a final barri
 '
 
 test_expect_success 'should_stop: a signal on one rank stops every rank at the same step' '
-	run stop -n 4 -N 2 -- "$DDP_PYTHON" "$CHECK" stop 1 7 &&
+	run stop -n 4 -N 2 -- "$PY" "$CHECK" stop 1 7 &&
 	test "$(cat stop.rc)" = 0 &&
 	test $(grep -c "^rank [0-3]: stopped at step 7, " stop.out) = 4 &&
 	grep -q "^rank 1: stopped at step 7, signal here 10$" stop.out &&
@@ -131,7 +149,7 @@ test_expect_success 'should_stop: a signal on one rank stops every rank at the s
 '
 
 test_expect_success 'the GIL is released while a rank waits in a collective' '
-	run gil -n 3 -N 2 -- "$DDP_PYTHON" "$CHECK" gil &&
+	run gil -n 3 -N 2 -- "$PY" "$CHECK" gil &&
 	test "$(cat gil.rc)" = 0 &&
 	sed -n "s/^rank [02]: waited \([0-9.]*\) s, the thread ran \([0-9]*\) times$/\1 \2/p" gil.out >gil.nums &&
 	test $(wc -l <gil.nums) = 2 &&
@@ -144,7 +162,7 @@ test_expect_success 'the GIL is released while a rank waits in a collective' '
 # (the process ends by SIGINT).  Its node's leader (rank 2) names it at its
 # next status round (DDP_TIMEOUT/4: 0.5 s); main when its func returns.
 test_expect_success 'Ctrl-C twice while waiting for a busy main: the process ends, the others name it' '
-	run int -n 4 -N 2 -- env DDP_TIMEOUT=2 "$DDP_PYTHON" "$CHECK" interrupt 3 5 &&
+	run int -n 4 -N 2 -- env DDP_TIMEOUT=2 "$PY" "$CHECK" interrupt 3 5 &&
 	test "$(cat int.rc)" = 130 &&
 	grep -q "ddp-local-run: rank 3 killed by signal 2" int.err &&
 	test $(grep -c "^\[ddp rank 3/4\] interrupted while waiting for the other ranks" int.err) = 1 &&

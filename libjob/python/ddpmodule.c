@@ -702,15 +702,25 @@ static PyObject *reduce_buffer (PyObject *x, int op)
     if (writable)
         res = Py_NewRef (x);
     else if ((mv = PyMemoryView_FromObject (store))) {
+        /* The native format of the dtype: '<i' (4 bytes) is 'i' here. */
+        static const char native[DDP_NUM_DTYPES] = {
+            [DDP_INT8] = 'b', [DDP_UINT8] = 'B', [DDP_INT32] = 'i',
+            [DDP_UINT32] = 'I', [DDP_INT64] = 'q', [DDP_UINT64] = 'Q',
+            [DDP_FLOAT16] = 'e', [DDP_FLOAT32] = 'f', [DDP_FLOAT64] = 'd',
+        };
+        char fmt[2] = { native[dt], '\0' };
         PyObject *shape = PyTuple_New (v.ndim);
-        for (int i = 0; shape && i < v.ndim; i++)
-            PyTuple_SET_ITEM (shape, i, PyLong_FromSsize_t (v.shape
-                                                ? v.shape[i]
-                                                : v.len / v.itemsize));
+        for (int i = 0; shape && i < v.ndim; i++) {
+            PyObject *d = PyLong_FromSsize_t (v.shape ? v.shape[i]
+                                                      : v.len / v.itemsize);
+            if (!d) {
+                Py_CLEAR (shape);
+                break;
+            }
+            PyTuple_SET_ITEM (shape, i, d);
+        }
         if (shape)
-            res = PyObject_CallMethod (mv, "cast", "sO", v.format ? v.format
-                                                                  : "B",
-                                       shape);
+            res = PyObject_CallMethod (mv, "cast", "sO", fmt, shape);
         Py_XDECREF (shape);
     }
 out:

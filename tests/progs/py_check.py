@@ -281,6 +281,10 @@ def mode_collectives():
     check("all_reduce read-only buffer: a new memoryview",
           isinstance(m, memoryview) and m.tolist() == [w * (w - 1) // 2,
                                                        w, 2 * w])
+    ro = memoryview(array.array("q", [r, -1])).toreadonly()
+    m = ddp.all_reduce(ro, "min")
+    check("all_reduce read-only int64 memoryview: same format",
+          m.format == "q" and m.tolist() == [0, -1], f"{m.format} {m.tolist()}")
     m2 = memoryview(array.array("f", [1.0] * 6)).cast("B").cast("f", (2, 3))
     ddp.all_reduce(m2)
     check("all_reduce 2-D memoryview", m2.tolist() == [[w] * 3] * 2,

@@ -308,7 +308,11 @@ class _Block:
             raise RuntimeError("this block is already in use: make a new one "
                                "for each with statement")
         self._block = _ddp._Block(self._kind)
-        return self._block.enter()
+        try:
+            return self._block.enter()
+        except BaseException:
+            self._block = None      # no __exit__ after a failed __enter__
+            raise
 
     def __exit__(self, exc_type, exc, tb):
         block, self._block = self._block, None
