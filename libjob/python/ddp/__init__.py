@@ -1,4 +1,4 @@
-"""ddp - libddp for Python: the helpers a distributed training job needs.
+"""libddp for Python: the helpers a distributed training job needs.
 
 A Python binding of libddp (slurm-ddp's job-side library), next to PyTorch:
 PyTorch's process group moves the tensors, ddp runs the job.  Launch the
