@@ -88,7 +88,7 @@ if [ "${1:-}" != --quick ]; then
     # must not leak into them (distcheck skips the cluster on purpose).
     unset DDP_REQUIRE_CLUSTER DDP_BUILD_DIR DDP_SRC_DIR
     start=$(date +%s)
-    if ddp_install_deps rpm dpkg-dev debhelper \
+    if ddp_install_deps rpm dpkg-dev debhelper dh-python \
        && "$top/contrib/ci-packaging.sh" --deb "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
     echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
     summary="$summary packaging:$r"

@@ -108,7 +108,7 @@ if command -v rpmbuild >/dev/null 2>&1; then
     step rpmbuild rpmbuild -ta --nodeps --define "_topdir $work/rpm" "$tarball"
     rpms=$work/rpm/RPMS/$(uname -m)
     arch=$(uname -m)
-    for p in slurm-ddp slurm-ddp-libs slurm-ddp-devel; do
+    for p in slurm-ddp slurm-ddp-libs slurm-ddp-devel python3-ddp; do
         [ -f "$rpms/$p-$version-1.$arch.rpm" ] || die "rpmbuild made no $p-$version-1.$arch.rpm"
     done
     [ -f "$work/rpm/SRPMS/slurm-ddp-$version-1.src.rpm" ] || die "rpmbuild made no source rpm"
@@ -124,9 +124,11 @@ if command -v rpmbuild >/dev/null 2>&1; then
         '/bin/ddp-bench$' '/man1/ddp-bench\.1' \
         '/examples/plugstack\.conf\.d/ddp\.conf$'
     check_rpm slurm-ddp-libs '/libddp\.so\.0$'
+    check_rpm python3-ddp '/ddp/__init__\.py$' '/ddp/_ddp\.cpython-[^/]*\.so$' \
+        '/man7/ddp-python\.7'
     check_rpm slurm-ddp-devel '/include/ddp\.h$' '/libddp\.so$' '/pkgconfig/ddp\.pc$' \
         '/man3/ddp\.3' '/man3/ddp_bcast\.3'
-    say "rpmbuild: slurm-ddp, -libs, -devel and the source rpm have the expected files"
+    say "rpmbuild: slurm-ddp, -libs, -devel, python3-ddp and the source rpm have the expected files"
 else
     die "rpmbuild not found (apt-get install rpm)"
 fi
@@ -134,7 +136,7 @@ fi
 # ---- 3. Debian packages -----------------------------------------------------
 if [ $deb = yes ]; then
     command -v dpkg-buildpackage >/dev/null 2>&1 && command -v dh >/dev/null 2>&1 \
-        || die "dpkg-buildpackage or dh not found (apt-get install dpkg-dev debhelper)"
+        || die "dpkg-buildpackage or dh not found (apt-get install dpkg-dev debhelper dh-python)"
     mkdir "$work/deb"
     tar -xjf "$tarball" -C "$work/deb"
     src=$work/deb/slurm-ddp-$version
@@ -143,7 +145,7 @@ if [ $deb = yes ]; then
     sed -i "1s/([^)]*)/($version-1)/" "$src/debian/changelog"
     ( cd "$src" && step dpkg-buildpackage dpkg-buildpackage -us -uc -b )
     debarch=$(dpkg --print-architecture)
-    for p in slurm-ddp libddp0 libddp-dev; do
+    for p in slurm-ddp libddp0 libddp-dev python3-ddp; do
         deb_file=$work/deb/${p}_$version-1_$debarch.deb
         [ -f "$deb_file" ] || die "dpkg-buildpackage made no $deb_file"
         dpkg-deb -c "$deb_file" >"$work/$p.debfiles"
@@ -152,7 +154,13 @@ if [ $deb = yes ]; then
     grep -q '/libddp\.so\.0' "$work/libddp0.debfiles" || die "libddp0.deb has no library"
     grep -q '/pkgconfig/ddp\.pc$' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp.pc"
     grep -q '/man3/ddp_bcast\.3' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp_bcast(3)"
-    say "dpkg-buildpackage: slurm-ddp, libddp0 and libddp-dev have the expected files"
+    grep -q '/python3/dist-packages/ddp/__init__\.py$' "$work/python3-ddp.debfiles" \
+        || die "python3-ddp.deb has no ddp/__init__.py"
+    grep -Eq '/python3/dist-packages/ddp/_ddp\.cpython-[^/]*\.so$' "$work/python3-ddp.debfiles" \
+        || die "python3-ddp.deb has no ddp/_ddp extension"
+    dpkg-deb -f "$work/deb/python3-ddp_$version-1_$debarch.deb" Depends | grep -q 'python3 (' \
+        || die "python3-ddp.deb does not depend on a python3 version"
+    say "dpkg-buildpackage: slurm-ddp, libddp0, libddp-dev and python3-ddp have the expected files"
 fi
 
 say "all packaging checks passed (work directory: $work)"

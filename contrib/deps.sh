@@ -2,9 +2,10 @@
 # that installs the missing ones.  Sourced by check.sh and quickstart.sh; the
 # single list of what a fresh machine must get.
 
-# Build: toolchain, autotools, Slurm's SPANK header, PMIx.
+# Build: toolchain, autotools, Slurm's SPANK header, PMIx, Python's headers
+# (the Python module ddp).
 DDP_PKGS_BUILD="gcc g++ make autoconf automake libtool pkg-config libc6-dev
-libslurm-dev libpmix-dev"
+libslurm-dev libpmix-dev python3-dev"
 # Test cluster and tests: Slurm daemons and client, munge, the TAP tools,
 # Open MPI (the peer the benchmarks measure against), gnuplot (the picture
 # of the benchmark's node sweep, which t0600 checks; -nox: no X libraries),

@@ -126,6 +126,18 @@ const char *ddp_backend_name (void);
 /* A static, human-readable description of err (a DDP_E* code); never NULL. */
 const char *ddp_strerror (int err);
 
+/* Why the last failure libddp's core recorded on this thread happened, in
+ * words (what the library logs with DDP_DEBUG: "rank 2 died", "rank 1 did
+ * not arrive within DDP_TIMEOUT (2 s)"), or "" if none yet; never NULL.
+ * The core records the failures of ddp_init(), ddp_finalize(), the
+ * collectives and whatever a collective inside a helper meets; the
+ * helpers' own argument checks (ddp_stop_signals, ddp_run_on_main's NULL
+ * fn, ...) only log theirs.  Read it right after the failing call: a later
+ * failure replaces it, a success leaves it as it was.  Valid until the
+ * next libddp call on this thread.  For bindings and programs that report
+ * errors their own way (the Python module's exceptions). */
+const char *ddp_last_error (void);
+
 /* The library version, "MAJOR.MINOR.PATCH"; never NULL. */
 const char *ddp_version (void);
 

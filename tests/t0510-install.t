@@ -36,7 +36,7 @@ test_expect_success 'make install DESTDIR=... succeeds' '
 
 test_expect_success 'nothing is installed outside DESTDIR' '
 	test -d "$DEST$(instdir prefix)" &&
-	for d in slurm_plugindir libdir includedir mandir docdir; do
+	for d in slurm_plugindir libdir includedir mandir docdir pyexecdir; do
 		test -d "$(instdir $d)" || continue
 		find "$(instdir $d)" -newer dirs \( -name "*ddp*" -o -name "spank-ddp*" \) \
 			! -type d >>outside 2>/dev/null
@@ -100,6 +100,26 @@ test_expect_success MAN 'man finds every function name and renders its page clea
 	done <links &&
 	man -M "$man" -w 8 spank-ddp | grep -q "^$man/man8/spank-ddp.8" &&
 	man -M "$man" -w 7 ddp | grep -q "^$man/man7/ddp.7"
+'
+
+# The Python module, where configure built it (libjob/python/build.env).
+if test -f "$DDP_BUILD_DIR/libjob/python/build.env"; then
+	. "$DDP_BUILD_DIR/libjob/python/build.env"
+	test "$DDP_PYTHON_BUILT" = yes && test_set_prereq PYMOD
+fi
+
+test_expect_success PYMOD 'the Python module is installed into the Python extension directory' '
+	pydir=$DEST$(instdir pyexecdir) &&
+	test -f "$pydir/ddp/__init__.py" &&
+	so=$(ls "$pydir"/ddp/_ddp.*so) &&
+	suffix=$("$DDP_PYTHON" -c "import sysconfig; print(sysconfig.get_config_var(\"EXT_SUFFIX\"))") &&
+	test "$so" = "$pydir/ddp/_ddp$suffix" &&
+	! test -e "$pydir/ddp/_ddp.la" &&
+	env -u PYTHONHOME PYTHONPATH="$pydir" PYTHONDONTWRITEBYTECODE=1 \
+		LD_LIBRARY_PATH="$DEST$(instdir libdir)" \
+		"$DDP_PYTHON" -c "import ddp; print(ddp.__file__, ddp.version(), ddp.rank(), ddp.world_size())" >pyout &&
+	echo "$pydir/ddp/__init__.py $(sed -n "s/^Version: //p" "$DDP_BUILD_DIR/libjob/ddp.pc") 0 1" >expect &&
+	test_cmp expect pyout
 '
 
 cat >prog.cc <<'EOF'

@@ -1,5 +1,7 @@
 /* codes.c - the public API's answers that need no state: what an error
- * code means (ddp_strerror) and how large an element is (ddp_dtype_size).
+ * code means (ddp_strerror), why the last call failed (ddp_last_error, the
+ * per-thread message of util.c) and how large an element is
+ * (ddp_dtype_size).
  * They live here, below the core, so that the backends use them without
  * calling back into core.c. */
 #include "config.h"
@@ -7,6 +9,7 @@
 #include <stddef.h>
 
 #include "ddp.h"
+#include "ddp_internal.h"
 
 const char *ddp_strerror (int err)
 {
@@ -29,6 +32,11 @@ const char *ddp_strerror (int err)
     case DDP_EMISMATCH: return "ranks disagree";
     }
     return "unknown error";
+}
+
+const char *ddp_last_error (void)
+{
+    return ddpi_last_error ();
 }
 
 size_t ddp_dtype_size (ddp_dtype_t dtype)
