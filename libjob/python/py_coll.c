@@ -1,0 +1,507 @@
+/* py_coll.c - the collectives of ddp._ddp: barrier(), all_reduce() of
+ * numbers, sequences and buffers, and the variable-size data under the
+ * package's object calls: compute-and-broadcast (broadcast_object), the
+ * byte gathers (gather_object, all_gather_object) and the named values of
+ * all_reduce_dict.  Each releases the GIL while it waits (DDP_CALL) and,
+ * but barrier(), refuses to run inside a local block.
+ */
+#include "pyddp.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCALARS_STACK 32        /* sequence elements reduced on the stack */
+
+/* ---- Barrier and all_reduce --------------------------------------------- */
+
+PyDoc_STRVAR (barrier_doc,
+"barrier()\n--\n\n"
+"Wait until every rank has called barrier().  Bounded by DDP_TIMEOUT\n"
+"(default 30 s): a rank that does not come is named in ddp.TimeoutError,\n"
+"a dead one in ddp.PeerError.  Inside a main-only block (run_on_main's\n"
+"func, main_only(), main_process_only) it returns at once, as only this\n"
+"rank is there (speechbrain's ddp_barrier does the same).");
+
+static PyObject *py_barrier (PyObject *self, PyObject *unused)
+{
+    int rc;
+
+    (void) self;
+    (void) unused;
+    if (pyddp_ensure_init () < 0)
+        return NULL;
+    if (pyddp_local_depth > 0)
+        Py_RETURN_NONE;
+    DDP_CALL (rc, ddp_barrier ());
+    if (rc < 0)
+        return pyddp_fail_here (rc, "ddp.barrier");
+    Py_RETURN_NONE;
+}
+
+static const char *const op_names[DDP_NUM_OPS] = {
+    [DDP_SUM] = "sum", [DDP_PROD] = "prod", [DDP_MIN] = "min",
+    [DDP_MAX] = "max", [DDP_AVG] = "avg",
+};
+
+/* The op named by o (a str); -1 with TypeError/ValueError set. */
+static int parse_op (PyObject *o, const char *where)
+{
+    if (!PyUnicode_Check (o)) {
+        PyErr_Format (PyExc_TypeError, "%s: op must be a str ('sum', 'prod', "
+                      "'min', 'max' or 'avg'), not %s", where,
+                      Py_TYPE (o)->tp_name);
+        return -1;
+    }
+    for (int i = 0; i < DDP_NUM_OPS; i++)
+        if (PyUnicode_CompareWithASCIIString (o, op_names[i]) == 0)
+            return i;
+    PyErr_Format (PyExc_ValueError, "%s: unknown op %R: use 'sum', 'prod', "
+                  "'min', 'max' or 'avg'", where, o);
+    return -1;
+}
+
+/* The dtype of a buffer's elements (struct module format, item size); -1
+ * with ValueError set for one libddp does not reduce. */
+static int buffer_dtype (const Py_buffer *v, const char *where)
+{
+    const char *f = v->format ? v->format : "B";
+    char kind = 0;
+
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    else if (*f == '>' || *f == '!') {
+        PyErr_Format (PyExc_ValueError, "%s: the buffer holds big-endian "
+                      "elements (format %s): convert to native byte order",
+                      where, v->format);
+        return -1;
+    }
+    if (f[0] && !f[1])
+        kind = strchr ("bhilqn", f[0]) ? 'i' : strchr ("BHILQN", f[0]) ? 'u'
+             : strchr ("efd", f[0]) ? 'f' : 0;
+    switch (kind == 0 ? 0 : v->itemsize) {
+    case 1: if (kind != 'f') return kind == 'i' ? DDP_INT8 : DDP_UINT8; break;
+    case 2: if (kind == 'f') return DDP_FLOAT16; break;
+    case 4: return kind == 'i' ? DDP_INT32 : kind == 'u' ? DDP_UINT32
+                                                         : DDP_FLOAT32;
+    case 8: return kind == 'i' ? DDP_INT64 : kind == 'u' ? DDP_UINT64
+                                                         : DDP_FLOAT64;
+    }
+    PyErr_Format (PyExc_ValueError, "%s: cannot reduce elements of format "
+                  "'%s' (%zd bytes): use 8-, 32- or 64-bit integers, "
+                  "float16, float32 or float64", where,
+                  v->format ? v->format : "B", v->itemsize);
+    return -1;
+}
+
+/* all_reduce of a buffer: in place if writable, else into a new
+ * memoryview of the same format and shape. */
+static PyObject *reduce_buffer (PyObject *x, int op)
+{
+    static const char where[] = "ddp.all_reduce";
+    const int flags = PyBUF_FORMAT | PyBUF_ND | PyBUF_C_CONTIGUOUS;
+    Py_buffer v;
+    PyObject *res = NULL, *store = NULL, *mv = NULL;
+    bool writable = true;
+    void *recv;
+    int dt, rc;
+
+    if (PyObject_GetBuffer (x, &v, flags | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear ();
+        writable = false;
+        if (PyObject_GetBuffer (x, &v, flags) < 0) {
+            PyErr_Clear ();
+            return PyErr_Format (PyExc_ValueError, "%s: the %s is not one "
+                                 "C-contiguous block: pass a contiguous copy",
+                                 where, Py_TYPE (x)->tp_name);
+        }
+    }
+    if ((dt = buffer_dtype (&v, where)) < 0)
+        goto out;
+    recv = v.buf;
+    if (!writable) {
+        if (!(store = PyByteArray_FromStringAndSize (NULL, v.len)))
+            goto out;
+        recv = PyByteArray_AS_STRING (store);
+    }
+    DDP_CALL (rc, ddp_allreduce (v.buf, recv, (size_t) (v.len / v.itemsize),
+                                 (ddp_dtype_t) dt, (ddp_op_t) op));
+    if (rc < 0) {
+        pyddp_fail_here (rc, where);
+        goto out;
+    }
+    if (writable)
+        res = Py_NewRef (x);
+    else if ((mv = PyMemoryView_FromObject (store))) {
+        /* The native format of the dtype: '<i' (4 bytes) is 'i' here. */
+        static const char native[DDP_NUM_DTYPES] = {
+            [DDP_INT8] = 'b', [DDP_UINT8] = 'B', [DDP_INT32] = 'i',
+            [DDP_UINT32] = 'I', [DDP_INT64] = 'q', [DDP_UINT64] = 'Q',
+            [DDP_FLOAT16] = 'e', [DDP_FLOAT32] = 'f', [DDP_FLOAT64] = 'd',
+        };
+        char fmt[2] = { native[dt], '\0' };
+        PyObject *shape = PyTuple_New (v.ndim);
+        for (int i = 0; shape && i < v.ndim; i++) {
+            PyObject *d = PyLong_FromSsize_t (v.shape ? v.shape[i]
+                                                      : v.len / v.itemsize);
+            if (!d) {
+                Py_CLEAR (shape);
+                break;
+            }
+            PyTuple_SET_ITEM (shape, i, d);
+        }
+        if (shape)
+            res = PyObject_CallMethod (mv, "cast", "sO", fmt, shape);
+        Py_XDECREF (shape);
+    }
+out:
+    Py_XDECREF (mv);
+    Py_XDECREF (store);
+    PyBuffer_Release (&v);
+    return res;
+}
+
+/* all_reduce of ints and floats, n of them at items (borrowed). */
+static PyObject *reduce_numbers (PyObject *const *items, Py_ssize_t n,
+                                 int op, bool as_tuple, bool scalar)
+{
+    static const char where[] = "ddp.all_reduce";
+    union num { int64_t i; double f; } stackbuf[SCALARS_STACK], *b = stackbuf;
+    bool floats = op == DDP_AVG;    /* an average is a float */
+    PyObject *res = NULL;
+    int rc;
+
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (PyFloat_Check (items[k]))
+            floats = true;
+        else if (!PyLong_Check (items[k])) {
+            if (scalar)
+                return PyErr_Format (PyExc_TypeError, "%s: x is a %s: pass an "
+                                     "int, a float, a sequence of them or a "
+                                     "buffer (array.array, numpy array)",
+                                     where, Py_TYPE (items[k])->tp_name);
+            return PyErr_Format (PyExc_TypeError, "%s: element %zd of the "
+                                 "sequence is a %s: a sequence must hold ints "
+                                 "and floats only", where, k,
+                                 Py_TYPE (items[k])->tp_name);
+        }
+    }
+    if (n > SCALARS_STACK && !(b = PyMem_Calloc ((size_t) n, sizeof (*b))))
+        return PyErr_NoMemory ();
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (floats) {
+            b[k].f = PyFloat_AsDouble (items[k]);
+            if (b[k].f == -1. && PyErr_Occurred ())
+                goto out;
+        }
+        else {
+            int over = 0;
+            b[k].i = PyLong_AsLongLongAndOverflow (items[k], &over);
+            if (over) {
+                PyErr_Format (PyExc_OverflowError, "%s: %R does not fit in "
+                              "64 bits: pass a float", where, items[k]);
+                goto out;
+            }
+            if (b[k].i == -1 && PyErr_Occurred ())
+                goto out;
+        }
+    }
+    DDP_CALL (rc, ddp_allreduce (b, b, (size_t) n,
+                                 floats ? DDP_FLOAT64 : DDP_INT64,
+                                 (ddp_op_t) op));
+    if (rc < 0) {
+        pyddp_fail_here (rc, where);
+        goto out;
+    }
+    if (scalar) {
+        res = floats ? PyFloat_FromDouble (b[0].f)
+                     : PyLong_FromLongLong (b[0].i);
+        goto out;
+    }
+    if (!(res = as_tuple ? PyTuple_New (n) : PyList_New (n)))
+        goto out;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = floats ? PyFloat_FromDouble (b[k].f)
+                             : PyLong_FromLongLong (b[k].i);
+        if (!o) {
+            Py_CLEAR (res);
+            goto out;
+        }
+        if (as_tuple)
+            PyTuple_SET_ITEM (res, k, o);
+        else
+            PyList_SET_ITEM (res, k, o);
+    }
+out:
+    if (b != stackbuf)
+        PyMem_Free (b);
+    return res;
+}
+
+PyDoc_STRVAR (all_reduce_doc,
+"all_reduce(x, op='sum')\n--\n\n"
+"Reduce x over all ranks with op ('sum', 'prod', 'min', 'max', 'avg') and\n"
+"return the result, the same on every rank (bitwise: a fixed order).\n"
+"\n"
+"x is an int or a float (the result is one too), a list or tuple of them\n"
+"(a new list or tuple; ints are reduced as 64-bit integers, and as float64\n"
+"as soon as one element is a float), or any C-contiguous buffer\n"
+"(array.array, numpy array, bytearray, memoryview) of 8-, 32- or 64-bit\n"
+"integers, float16, float32 or float64: a writable one is reduced in place\n"
+"and returned, a read-only one into a new memoryview of the same format\n"
+"and shape.  'avg' of ints and sequences gives floats; of an integer\n"
+"buffer, integers truncated toward zero (as libddp's DDP_AVG).\n"
+"\n"
+"Every rank must pass the same kind of x with the same length and op.\n"
+"Raises TypeError / ValueError for an x or op it cannot reduce (on this\n"
+"rank, before any communication: the others then time out naming it),\n"
+"ddp.PeerError / ddp.TimeoutError when a rank died or did not come.");
+
+static PyObject *py_all_reduce (PyObject *self, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char where[] = "ddp.all_reduce";
+    PyObject *x = NULL, *opo = NULL, *seq, *res;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE (kwnames) : 0;
+    int op = DDP_SUM;
+
+    (void) self;
+    if (nargs + nkw > 2 || nargs > 2)
+        return PyErr_Format (PyExc_TypeError, "%s() takes x and op, got %zd "
+                             "arguments", where, nargs + nkw);
+    if (nargs >= 1)
+        x = args[0];
+    if (nargs == 2)
+        opo = args[1];
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM (kwnames, k);
+        PyObject **slot =
+            PyUnicode_CompareWithASCIIString (name, "x") == 0 ? &x
+            : PyUnicode_CompareWithASCIIString (name, "op") == 0 ? &opo : NULL;
+        if (!slot)
+            return PyErr_Format (PyExc_TypeError, "%s() got an unexpected "
+                                 "keyword argument %R", where, name);
+        if (*slot)
+            return PyErr_Format (PyExc_TypeError, "%s() got %R twice", where,
+                                 name);
+        *slot = args[nargs + k];
+    }
+    if (!x)
+        return PyErr_Format (PyExc_TypeError, "%s() missing x", where);
+    if (opo && (op = parse_op (opo, where)) < 0)
+        return NULL;
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0)
+        return NULL;
+    if (PyLong_Check (x) || PyFloat_Check (x))
+        return reduce_numbers (&x, 1, op, false, true);
+    if (PyObject_CheckBuffer (x))
+        return reduce_buffer (x, op);
+    if (PyList_Check (x) || PyTuple_Check (x)) {
+        if (!(seq = PySequence_Fast (x, "")))
+            return NULL;
+        res = reduce_numbers (PySequence_Fast_ITEMS (seq),
+                              PySequence_Fast_GET_SIZE (seq), op,
+                              PyTuple_Check (x), false);
+        Py_DECREF (seq);
+        return res;
+    }
+    return PyErr_Format (PyExc_TypeError, "%s: x is a %s: pass an int, a "
+                         "float, a list or tuple of them or a buffer "
+                         "(array.array, numpy array)", where,
+                         Py_TYPE (x)->tp_name);
+}
+
+/* ---- Variable-size data ------------------------------------------------- */
+
+/* _compute_and_bcast(fn, root[, where]): fn() -> bytes runs on root; every
+ * rank gets the bytes. */
+static PyObject *py_compute_and_bcast (PyObject *self, PyObject *args)
+{
+    const char *where = "ddp.compute_and_broadcast";
+    struct pycall c = { .want_bytes = true };
+    void *out = NULL;
+    size_t len = 0;
+    PyObject *res = NULL;
+    int root, rc;
+
+    (void) self;
+    if (!PyArg_ParseTuple (args, "Oi|s", &c.fn, &root, &where))
+        return NULL;
+    if (pyddp_ensure_init () < 0)
+        return NULL;
+    DDP_CALL (rc, ddp_compute_and_bcast (pyddp_compute_trampoline, &c, root,
+                                         &out, &len));
+    if (rc < 0)
+        pyddp_share_failure (rc, where, c.exc, false, ddp_last_error ());
+    else {
+        res = PyBytes_FromStringAndSize (out, (Py_ssize_t) len);
+        Py_XDECREF (c.exc);
+    }
+    free (out);
+    Py_XDECREF (c.result);
+    return res;
+}
+
+/* _gatherv(data, root, error[, where]) / _allgatherv(data, error[, where]):
+ * data is bytes, or error an exception this rank raised preparing it (then
+ * data is ignored and the others learn it); where names the call in
+ * errors.  Returns the list of every rank's bytes
+ * where it is received, None elsewhere. */
+static PyObject *gather_common (PyObject *args, bool all)
+{
+    const char *where = all ? "ddp.all_gather" : "ddp.gather";
+    Py_buffer data;
+    PyObject *error, *res = NULL;
+    const void *buf;
+    void *out = NULL;
+    size_t *lens = NULL, off = 0, len;
+    int root = 0, rc;
+
+    if (all ? !PyArg_ParseTuple (args, "y*O|s", &data, &error, &where)
+            : !PyArg_ParseTuple (args, "y*iO|s", &data, &root, &error, &where))
+        return NULL;
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0)
+        goto out;
+    /* A local failure: a NULL buffer of length 1 is libddp's EINVAL, which
+     * still takes part and fails the others with EREMOTE. */
+    buf = error == Py_None ? data.buf : NULL;
+    len = error == Py_None ? (size_t) data.len : 1;
+    if (all)
+        DDP_CALL (rc, ddp_allgatherv_bytes (buf, len, &out, &lens));
+    else
+        DDP_CALL (rc, ddp_gatherv_bytes (buf, len, &out, &lens, root));
+    if (rc < 0) {
+        if (error != Py_None)
+            Py_INCREF (error);
+        pyddp_share_failure (rc, where, error == Py_None ? NULL : error, false,
+                       ddp_last_error ());
+        goto out;
+    }
+    if (!lens) {
+        res = Py_NewRef (Py_None);
+        goto out;
+    }
+    if (!(res = PyList_New (ddp_world_size ())))
+        goto out;
+    for (int r = 0; r < ddp_world_size (); r++) {
+        PyObject *b = PyBytes_FromStringAndSize ((const char *) out + off,
+                                                 (Py_ssize_t) lens[r]);
+        if (!b) {
+            Py_CLEAR (res);
+            goto out;
+        }
+        PyList_SET_ITEM (res, r, b);
+        off += lens[r];
+    }
+out:
+    free (out);
+    free (lens);
+    PyBuffer_Release (&data);
+    return res;
+}
+
+static PyObject *py_gatherv (PyObject *self, PyObject *args)
+{
+    (void) self;
+    return gather_common (args, false);
+}
+
+static PyObject *py_allgatherv (PyObject *self, PyObject *args)
+{
+    (void) self;
+    return gather_common (args, true);
+}
+
+/* _allgather_named(names, values): names a list of str, values a list of
+ * floats, the same names on every rank; returns world_size lists of
+ * floats (rank order). */
+static PyObject *py_allgather_named (PyObject *self, PyObject *args)
+{
+    static const char where[] = "ddp.all_reduce_dict";
+    PyObject *names, *values, *res = NULL;
+    ddp_named_value_t *v = NULL;
+    double *out = NULL;
+    Py_ssize_t n;
+    int world, rc;
+
+    (void) self;
+    if (!PyArg_ParseTuple (args, "O!O!", &PyList_Type, &names, &PyList_Type,
+                           &values))
+        return NULL;
+    if ((n = PyList_GET_SIZE (names)) != PyList_GET_SIZE (values))
+        return PyErr_Format (PyExc_ValueError, "%s: %zd names, %zd values",
+                             where, n, PyList_GET_SIZE (values));
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0)
+        return NULL;
+    world = ddp_world_size ();
+    if (!(v = PyMem_Calloc ((size_t) n + 1, sizeof (*v)))
+        || !(out = PyMem_Calloc ((size_t) world * (size_t) n + 1,
+                                 sizeof (*out)))) {
+        PyErr_NoMemory ();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyList_GET_ITEM (names, i);
+        if (!PyUnicode_Check (name)) {
+            PyErr_Format (PyExc_TypeError, "%s: key %R is not a str", where,
+                          name);
+            goto out;
+        }
+        if (!(v[i].name = PyUnicode_AsUTF8 (name)))
+            goto out;
+        v[i].value = PyFloat_AsDouble (PyList_GET_ITEM (values, i));
+        if (v[i].value == -1. && PyErr_Occurred ())
+            goto out;
+    }
+    DDP_CALL (rc, ddp_allgather_named (v, (size_t) n, out));
+    if (rc < 0) {
+        if (rc == DDP_EMISMATCH)
+            pyddp_raise (rc, where, "ddp.all_reduce_dict: the ranks passed "
+                         "different keys: every rank must pass a dict with "
+                         "the same keys");
+        else
+            pyddp_fail_here (rc, where);
+        goto out;
+    }
+    if (!(res = PyList_New (world)))
+        goto out;
+    for (int r = 0; r < world; r++) {
+        PyObject *row = PyList_New (n);
+        if (!row) {
+            Py_CLEAR (res);
+            goto out;
+        }
+        PyList_SET_ITEM (res, r, row);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *f = PyFloat_FromDouble (out[(size_t) r * (size_t) n
+                                                  + (size_t) i]);
+            if (!f) {
+                Py_CLEAR (res);
+                goto out;
+            }
+            PyList_SET_ITEM (row, i, f);
+        }
+    }
+out:
+    PyMem_Free (v);
+    PyMem_Free (out);
+    return res;
+}
+
+/* ---- Methods ----------------------------------------------------------- */
+
+PyMethodDef pyddp_coll_methods[] = {
+    NOARGS (barrier),
+    { "all_reduce", (PyCFunction) (void (*) (void)) py_all_reduce,
+      METH_FASTCALL | METH_KEYWORDS, all_reduce_doc },
+    { "_compute_and_bcast", py_compute_and_bcast, METH_VARARGS,
+      "_compute_and_bcast(fn, root) -> bytes" },
+    { "_gatherv", py_gatherv, METH_VARARGS, "_gatherv(data, root, error)" },
+    { "_allgatherv", py_allgatherv, METH_VARARGS, "_allgatherv(data, error)" },
+    { "_allgather_named", py_allgather_named, METH_VARARGS,
+      "_allgather_named(names, values)" },
+    { NULL, NULL, 0, NULL }
+};
+
+/* vi: ts=4 sw=4 expandtab
+ */

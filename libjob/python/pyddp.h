@@ -1,0 +1,184 @@
+/* pyddp.h - what the C files of ddp._ddp (the C half of the Python module
+ * ddp) share: the Python headers and the shims for older Pythons, the state
+ * every call looks at, how a call waits in libddp, and how errors are
+ * raised.  Private to libjob/python/; only PyInit__ddp leaves the module.
+ *
+ * The files, one concern each:
+ *   ddpmodule.c   the module: its state, init/finalize, the identity
+ *                 queries, PyInit__ddp assembling the parts below
+ *   py_wait.c     a wait in libddp: the library lock, the GIL released,
+ *                 the interrupt guard (a second SIGINT ends the process)
+ *   py_errors.c   the exception classes, raising them for libddp's codes,
+ *                 and sharing a callback's failure among the ranks
+ *   py_coll.c     the collectives: barrier, all_reduce, broadcast, the
+ *                 gathers and all_reduce_dict's named values
+ *   py_helpers.c  the main-process helpers: run_on_main, main_only and
+ *                 rank0_first (as calls and as with-blocks), local blocks
+ *   py_stop.c     the agreed stop and the restart count
+ *   py_log.c      rank-prefixed logging
+ *   py_sampler.c  the distributed sampler's arithmetic
+ *
+ * Rules kept by every function of the module:
+ *
+ *   - Every call initializes libddp on first use (pyddp_ensure_init), so
+ *     init() is optional.
+ *   - The GIL is released during every call that may wait for other ranks
+ *     (DDP_CALL), and libddp is entered by one thread at a time
+ *     (pyddp_lib_lock, recursive so that a callback may call back in).
+ *   - Callbacks (run_on_main's func, a compute function) run Python code
+ *     with the GIL taken back; what they raise is kept and, after the
+ *     helper's own collective has told every rank that it failed, shared in
+ *     one more collective (pyddp_share_failure): the rank where it was
+ *     raised gets its own exception back, every other rank a RemoteError
+ *     with the exception's type name and message.
+ *   - Inside a callback or a main-only block only this rank runs
+ *     ("local", pyddp_local_depth > 0): barrier() returns at once and the
+ *     helpers run here alone (speechbrain's MAIN_PROC_ONLY); the data
+ *     collectives refuse (pyddp_refuse_local).
+ *   - A signal during a wait: Python's handler runs when the wait ends; a
+ *     second SIGINT (or SIGTERM, where Python handles it) during the same
+ *     wait ends the process (py_wait.c), so nobody is stuck.
+ *
+ * Every .c file of the module includes this header first (Python.h must
+ * come before the system headers).
+ */
+#ifndef DDP_PYDDP_H
+#define DDP_PYDDP_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ddp.h"
+
+/* What Python 3.7 .. 3.9 lack. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *ddp_new_ref (PyObject *o)
+{
+    Py_INCREF (o);
+    return o;
+}
+#define Py_NewRef(o) ddp_new_ref ((PyObject *) (o))
+#endif
+#if PY_VERSION_HEX < 0x03090000
+#define PyObject_CallNoArgs(f) PyObject_CallObject ((f), NULL)
+#define PyObject_CallOneArg(f, a) PyObject_CallFunctionObjArgs ((f), (a), NULL)
+#endif
+
+/* ---- The module's state and init (ddpmodule.c) ------------------------ */
+
+/* How deep this thread is in callbacks and main-only blocks (local blocks):
+ * above 0, only this rank runs. */
+extern _Thread_local int pyddp_local_depth;
+
+/* Initialize libddp on first use; 0, or -1 with an exception set. */
+int pyddp_ensure_init (void);
+
+/* 0 outside a local block; -1 with ddp.Error set inside one, where a data
+ * collective named 'where' cannot run (the other ranks would never join). */
+int pyddp_refuse_local (const char *where);
+
+/* ---- Waiting in libddp (py_wait.c) ------------------------------------ */
+
+/* Held by the thread inside libddp (recursive: a callback may call back). */
+extern pthread_mutex_t pyddp_lib_lock;
+
+/* Install the interrupt guard on SIGINT and SIGTERM where the program has a
+ * handler of its own.  Call once libddp is initialized (its note names
+ * the rank). */
+void pyddp_guard_setup (void);
+
+/* A wait begins: returns what pyddp_wait_end() must restore (waits nest
+ * when a callback calls back into the module). */
+int pyddp_wait_begin (void);
+
+/* A wait ends: restore what pyddp_wait_begin() or pyddp_wait_suspend()
+ * returned. */
+void pyddp_wait_end (int was);
+
+/* Python code runs again inside a wait (a callback): the guard stands
+ * aside; returns what pyddp_wait_end() must restore afterwards. */
+int pyddp_wait_suspend (void);
+
+/* Run one libddp call: the GIL released, libddp held by this thread. */
+#define DDP_CALL(rc, expr)                                                  \
+    do {                                                                    \
+        int ddp_was_ = pyddp_wait_begin ();                                 \
+        Py_BEGIN_ALLOW_THREADS                                              \
+        pthread_mutex_lock (&pyddp_lib_lock);                               \
+        (rc) = (expr);                                                      \
+        pthread_mutex_unlock (&pyddp_lib_lock);                             \
+        Py_END_ALLOW_THREADS                                                \
+        pyddp_wait_end (ddp_was_);                                          \
+    } while (0)
+
+/* ---- Errors (py_errors.c) --------------------------------------------- */
+
+/* Create ddp.Error, PeerError, TimeoutError, RemoteError in module m;
+ * 0, or -1 with an exception set. */
+int pyddp_errors_init (PyObject *m);
+
+/* libddp was (re)initialized: forget the first sticky fault. */
+void pyddp_forget_fault (void);
+
+/* Raise the class for rc (ddp.Error or a subclass) with message msg,
+ * .code = rc and .where; returns NULL. */
+PyObject *pyddp_raise (int rc, const char *where, const char *msg);
+
+/* Raise the exception for libddp's rc in 'where', with detail (why, from
+ * ddp_last_error; may be NULL or "").  A signal that came during the call
+ * (KeyboardInterrupt) wins.  Returns NULL. */
+PyObject *pyddp_fail (int rc, const char *where, const char *detail);
+
+/* pyddp_fail() for a libddp call this thread just made (detail from
+ * ddp_last_error() where the core recorded one).  Returns NULL. */
+PyObject *pyddp_fail_here (int rc, const char *where);
+
+/* The exception being raised, taken out (a new reference; NULL if none). */
+PyObject *pyddp_fetch_exception (void);
+
+/* A helper returned rc < 0: every rank learns what went wrong where it can
+ * (see py_errors.c).  mine is stolen; returns NULL, with an exception set
+ * unless keep_mine kept mine for the caller. */
+PyObject *pyddp_share_failure (int rc, const char *where, PyObject *mine,
+                               bool keep_mine, const char *detail);
+
+/* ---- Callbacks (py_helpers.c) ----------------------------------------- */
+
+/* A Python callable libddp calls back through a trampoline. */
+struct pycall {
+    PyObject *fn;           /* borrowed: the callable, no arguments */
+    PyObject *result;       /* what it returned (new reference) */
+    PyObject *exc;          /* what it raised (new reference) */
+    bool want_bytes;        /* a compute function: result must be bytes */
+};
+
+/* A ddp_compute_fn_t for a struct pycall whose callable returns bytes,
+ * copied (malloc) for libddp.  Called by libddp without the GIL. */
+int pyddp_compute_trampoline (void *arg, void **out, size_t *len);
+
+/* Add the _Block type and the block kinds (_MAIN_ONLY ...) to module m;
+ * 0, or -1 with an exception set. */
+int pyddp_helpers_init (PyObject *m);
+
+/* ---- The parts' functions, added to the module by PyInit__ddp --------- */
+
+/* A method table's entry for py_NAME, a function without arguments, with
+ * its docstring NAME_doc. */
+#define NOARGS(name) { #name, py_##name, METH_NOARGS, name##_doc }
+
+extern PyMethodDef pyddp_coll_methods[];
+extern PyMethodDef pyddp_helpers_methods[];
+extern PyMethodDef pyddp_stop_methods[];
+extern PyMethodDef pyddp_log_methods[];
+extern PyMethodDef pyddp_sampler_methods[];
+
+#endif /* DDP_PYDDP_H */
+
+/* vi: ts=4 sw=4 expandtab
+ */
