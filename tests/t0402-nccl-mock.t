@@ -133,24 +133,24 @@ test_expect_success 'a finalize that never completes is bounded (5 s) and aborte
 # the last 3 unwritten (doc/nccl.md).  MOCK_NCCL_AVG_TAIL=3 does the same.
 test_expect_success 'the stand-in reproduces NCCL 2.28.3'"'"'s out-of-place ncclAvg tail; libddp writes it' '
 	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --avg-probe --quick >probe0.out 2>probe0.err &&
-	cat probe0.out &&
+	ddp_show probe0.out &&
 	test $(grep -c "^  avg-probe raw .* n=1048579 rank 0: all written$" probe0.out) = 8 &&
 	on_mock env MOCK_NCCL_AVG_TAIL=3 DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --avg-probe --quick >probe.out 2>probe.err &&
-	cat probe.out &&
+	ddp_show probe.out &&
 	test $(grep -c "^  avg-probe raw .* n=1048579 rank 0: 3 unwritten from 1048576$" probe.out) = 8 &&
 	test $(grep -c "^  avg-probe ddp .* n=1048579 rank 0: all written$" probe.out) = 8 &&
 	grep "^# avg-probe rank 0: raw NCCL left elements unwritten in 8 of 8 cases, libddp in 0 of 8$" probe.out
 '
 test_expect_success 'DDP_AVG out of place is right there: float dtypes, allreduce and reduce, n=1048579' '
 	on_mock env MOCK_NCCL_AVG_TAIL=3 DDP_BACKEND=nccl "$DDP_PROGS/nccl_check" --op avg --count 1048579 >avg.out 2>avg.err &&
-	cat avg.out &&
+	ddp_show avg.out &&
 	! grep "^not ok" avg.out &&
 	test $(grep -E -c "^ok [0-9]+ - allreduce/reduce (float16|bfloat16|float32|float64) avg on (device|managed|pinned|host) buffers$" avg.out) = 16 &&
 	! grep -E "^ok [0-9]+ - allreduce/reduce [a-z0-9]+ (sum|prod|min|max) " avg.out
 '
 test_expect_success 'nccl_bench --quick runs against the mock' '
 	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --quick --max-bytes 4096 >bench.out &&
-	cat bench.out &&
+	ddp_show bench.out &&
 	grep -q "^  allreduce" bench.out &&
 	grep -q "^  allgather" bench.out
 '

@@ -38,7 +38,7 @@ fake_smi () {
 test_expect_success 'no nvidia-smi: says so, exit 77, a report saying no GPU' '
 	test_expect_code 77 env GPU_CHECK_NVIDIA_SMI=/nonexistent/nvidia-smi \
 		"$script" --build "$DDP_BUILD_DIR" --out nosmi.md 2>nosmi.err &&
-	cat nosmi.err &&
+	ddp_show nosmi.err &&
 	grep "no GPU here: no nvidia-smi (/nonexistent/nvidia-smi not found)" nosmi.err &&
 	grep "^# libddp GPU check: no GPU" nosmi.md
 '
@@ -53,7 +53,7 @@ test_expect_success 'a GPU CUDA cannot use: the probe fails, the rest is not run
 	test_expect_code 1 env GPU_CHECK_NVIDIA_SMI="$PWD/smi-one" LD_PRELOAD="$mock" \
 		MOCK_CUDA_DRIVER=none "$script" --build "$DDP_BUILD_DIR" \
 		--out nocuda.md --work nocuda 2>nocuda.err &&
-	cat nocuda.md &&
+	ddp_show nocuda.md &&
 	test "$(verdict nocuda.md probe)" = FAIL &&
 	grep "^| probe | FAIL | .*CUDA cannot use a GPU: no usable GPU: CUDA driver version is insufficient" nocuda.md &&
 	grep "^- GPUs: 0, Fake GPU, 80 MiB" nocuda.md &&
@@ -76,7 +76,7 @@ test_expect_success 'a hanging step is cut at its limit and the budget stops the
 		"$script" --build "$DDP_BUILD_DIR" --stand-in --quick --budget 30 \
 		--out hang.md --work hang 2>hang.err &&
 	elapsed=$(( $(date +%s) - start )) &&
-	cat hang.err &&
+	ddp_show hang.err &&
 	test $elapsed -le 40 &&
 	test "$(verdict hang.md probe)" = PASS &&
 	grep "^| check-1 | FAIL | .*cut at its time limit" hang.md &&
@@ -86,7 +86,7 @@ test_expect_success 'a hanging step is cut at its limit and the budget stops the
 '
 test_expect_success '--pack: the programs, libddp and the libraries to carry' '
 	"$script" --build "$DDP_BUILD_DIR" --pack packed 2>pack.err &&
-	cat pack.err &&
+	ddp_show pack.err &&
 	for p in nccl_check nccl_bench ddp-local-run ddp_fault ddp_victim; do
 		test -x packed/tests/progs/$p || return 1
 	done &&
@@ -100,7 +100,7 @@ test_expect_success '--pack: the programs, libddp and the libraries to carry' '
 test_expect_success 'the stand-in, from the packed build: a report with every step' '
 	test_expect_code 1 "$script" --build packed --stand-in --quick \
 		--out standin.md --work standin 2>standin.err &&
-	cat standin.md &&
+	ddp_show standin.md &&
 	grep "^# libddp GPU check: FAIL" standin.md &&
 	grep "^\*\*Stand-in run\*\*" standin.md &&
 	grep "^- build: $PWD/packed (libddp [0-9]" standin.md &&
@@ -122,7 +122,7 @@ test_expect_success 'the stand-in: failing checks of several ranks are named, pe
 		test "$(verdict standin.md $s)" = FAIL || return 1
 	done &&
 	grep "^| check-pergpu | FAIL | .*rank 0: [0-9]* of [0-9]* passed, [1-9][0-9]* failed; rank 1: " standin.md &&
-	grep "^not ok " standin.md
+	grep -q "^not ok " standin.md
 '
 test_expect_success UTSNS 'the stand-in: a killed, an absent and an aborting rank' '
 	grep "^| kill-barrier | PASS | .*survivor: -8 (a peer died or aborted) after [0-9.]* s" standin.md &&

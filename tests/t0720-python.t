@@ -64,7 +64,7 @@ run () {
 	timeout --kill-after=5 60 "$RUN" "$@" >"$name.out" 2>"$name.err"
 	echo $? >"$name.rc"
 	echo "$start $(date +%s.%N)" | awk '{ printf "%.1f\n", $2 - $1 }' >"$name.secs"
-	cat "$name.out"; cat "$name.err" >&2
+	ddp_show "$name.out"; cat "$name.err" >&2
 	echo "exit $(cat "$name.rc") after $(cat "$name.secs") s"
 }
 
@@ -81,14 +81,14 @@ test_expect_success 'the module imports from the build tree, as built' '
 
 test_expect_success 'one process: identity, a world of one, help(ddp) documents every name' '
 	py api >api.out 2>api.err; echo $? >api.rc &&
-	cat api.out api.err &&
+	ddp_show api.out && cat api.err &&
 	test "$(cat api.rc)" = 0 &&
 	grep -q "^api: 1[0-9] checks, 0 failed$" api.out
 '
 
 test_expect_success 'bad arguments: TypeError / ValueError with the reason' '
 	py args >args.out 2>args.err; echo $? >args.rc &&
-	cat args.out args.err &&
+	ddp_show args.out && cat args.err &&
 	test "$(cat args.rc)" = 0 &&
 	grep -q "^rank 0: args: [4-9][0-9] checks, 0 failed$" args.out &&
 	! grep -q FAIL args.out

@@ -162,3 +162,10 @@ ddp_wait_job_gone () {
     echo "job $1 still queued after $2 s: $s"
     return 1
 }
+
+# ddp_show FILE...: print FILEs for the verbose log with "# " before each
+# line, so that a program's own TAP lines in them ("ok 1 - ...") are not
+# read by prove as the test file's.
+ddp_show () {
+    sed 's/^/# /' "$@"
+}
