@@ -47,6 +47,10 @@
 /* After a passed-on SIGINT, SIGTERM or SIGHUP: how long the ranks have
  * before they are killed (Slurm's default KillWait). */
 #define KILL_WAIT 30.0
+/* After a rank failed: how long the others have to end by themselves
+ * (libddp ranks do at once, naming it) before they get SIGTERM, and then
+ * SIGKILL as long again after. */
+#define FAIL_WAIT 5.0
 
 static const char *prog = "ddp-run";
 
@@ -407,13 +411,38 @@ static void on_signal (const struct opts *o, struct ddpi_ljob *j, int sig,
     signal_all (o, j, sig);
 }
 
-/* Until every rank ended: the signals, the kills on schedule. */
+/* A failed rank ends the job, as srun --ddp's kill-on-bad-exit does:
+ * SIGTERM to the others FAIL_WAIT after, SIGKILL FAIL_WAIT later.  *AT is
+ * when the failure was seen, *STEP how far this went (0, 1, 2). */
+static void end_failed (const struct opts *o, struct ddpi_ljob *j,
+                        double *at, int *step)
+{
+    double now = ddpi_now ();
+
+    if (*step == 0 && ddpi_ljob_failed (j) >= 0) {
+        *at = now;
+        *step = 1;
+    }
+    else if (*step == 1 && now - *at >= FAIL_WAIT) {
+        say ("rank %d failed %g s ago: ending the %d ranks still running",
+             ddpi_ljob_failed (j), FAIL_WAIT, ddpi_ljob_running (j));
+        signal_all (o, j, SIGTERM);
+        *step = 2;
+    }
+    else if (*step == 2 && now - *at >= 2 * FAIL_WAIT) {
+        signal_all (o, j, SIGKILL);
+        *step = 3;
+    }
+}
+
+/* Until every rank ended: the signals, a failed rank, the kills on
+ * schedule. */
 static void watch (struct opts *o, struct ddpi_ljob *j, const sigset_t *sigs,
                    double t0)
 {
     struct timespec tick = { 0, 20 * 1000 * 1000 };
-    double stop_at = 0;
-    int i, sig, stop_sig = 0;
+    double stop_at = 0, failed_at = 0;
+    int i, sig, stop_sig = 0, failed_step = 0;
     bool killed = false;
 
     while (ddpi_ljob_running (j) > 0) {
@@ -425,6 +454,7 @@ static void watch (struct opts *o, struct ddpi_ljob *j, const sigset_t *sigs,
             signal_all (o, j, SIGKILL);
             killed = true;
         }
+        end_failed (o, j, &failed_at, &failed_step);
         for (i = 0; i < o->nkills; i++)
             if (!o->kills[i].done && ddpi_now () - t0 >= o->kills[i].at) {
                 o->kills[i].done = true;
@@ -451,6 +481,16 @@ static void tell (const struct opts *o, const struct dr_gpus *g,
 /* The signals ddp-run passes on to the ranks. */
 static const int passed_on[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
 
+/* Was ddp-run started with SIG ignored (nohup's SIGHUP, SIGINT in a
+ * script's background job)?  Then it stays ignored, here and in the
+ * ranks, as whoever started ddp-run meant. */
+static bool ignored (int sig)
+{
+    struct sigaction sa;
+
+    return sigaction (sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
 /* Start the job as planned, wait for it.  Returns the exit code. */
 static int start (struct opts *o, struct rank_env *re)
 {
@@ -462,7 +502,8 @@ static int start (struct opts *o, struct rank_env *re)
 
     sigemptyset (&sigs);
     for (i = 0; i < sizeof (passed_on) / sizeof (passed_on[0]); i++)
-        sigaddset (&sigs, passed_on[i]);
+        if (!ignored (passed_on[i]))
+            sigaddset (&sigs, passed_on[i]);
     sigprocmask (SIG_BLOCK, &sigs, NULL);
     o->job.node_of = o->map;
     if (!(j = ddpi_ljob_start (&o->job, rank_exec, re, err, sizeof (err)))) {
