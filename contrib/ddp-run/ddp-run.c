@@ -13,6 +13,13 @@
  * memory within one, TCP between them, as on a cluster) and killed on
  * schedule (-k).
  *
+ * A rank that fails ends the job (the others get FAIL_WAIT to end by
+ * themselves, then SIGTERM, then SIGKILL), as srun --ddp's
+ * kill-on-bad-exit does.  SIGINT, SIGTERM and SIGHUP are passed on to
+ * every rank, which are killed KILL_WAIT later or at the next one;
+ * SIGUSR1 and SIGUSR2 are passed on; a signal ddp-run was started
+ * ignoring stays ignored.
+ *
  * Exit status: 0 when every rank exited 0; the ddp_abort() status; 124
  * after --timeout; else the status of the rank that failed first (128 + N
  * when signal N killed it), with a line on stderr naming it; 2 when
