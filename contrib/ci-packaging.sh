@@ -121,7 +121,7 @@ if command -v rpmbuild >/dev/null 2>&1; then
         done
     }
     check_rpm slurm-ddp '/slurm/ddp\.so$' '/man8/spank-ddp\.8' '/man7/ddp\.7' \
-        '/bin/ddp-bench$' '/man1/ddp-bench\.1' \
+        '/bin/ddp-bench$' '/man1/ddp-bench\.1' '/bin/ddp-run$' '/man1/ddp-run\.1' \
         '/examples/plugstack\.conf\.d/ddp\.conf$'
     check_rpm slurm-ddp-libs '/libddp\.so\.0$'
     check_rpm python3-ddp '/ddp/__init__\.py$' '/ddp/_ddp\.cpython-[^/]*\.so$' \
@@ -151,6 +151,7 @@ if [ $deb = yes ]; then
         dpkg-deb -c "$deb_file" >"$work/$p.debfiles"
     done
     grep -q '/slurm-wlm/ddp\.so$' "$work/slurm-ddp.debfiles" || die "slurm-ddp.deb has no plugin"
+    grep -q '/bin/ddp-run$' "$work/slurm-ddp.debfiles" || die "slurm-ddp.deb has no ddp-run"
     grep -q '/libddp\.so\.0' "$work/libddp0.debfiles" || die "libddp0.deb has no library"
     grep -q '/pkgconfig/ddp\.pc$' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp.pc"
     grep -q '/man3/ddp_bcast\.3' "$work/libddp-dev.debfiles" || die "libddp-dev.deb has no ddp_bcast(3)"

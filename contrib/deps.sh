@@ -56,10 +56,10 @@ ddp_build () {
 }
 
 # ddp_unit_tests BUILD: print the unit test binaries of a built tree, one a
-# line: the tests beside each library (libjob/*/test/, spank/test/) and the
-# fuzz targets' replays (tests/fuzz/).
+# line: the tests beside each library (libjob/*/test/, spank/test/) and
+# tool (contrib/ddp-run/test/), and the fuzz targets' replays (tests/fuzz/).
 ddp_unit_tests () {
-    find "$1/libjob" "$1/spank" "$1/tests/fuzz" -name '*.t' -type f -perm -u+x \
+    find "$1/libjob" "$1/spank" "$1/contrib" "$1/tests/fuzz" -name '*.t' -type f -perm -u+x \
         2>/dev/null | sort
 }
 

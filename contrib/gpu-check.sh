@@ -662,7 +662,15 @@ step_check_per_gpu () {
         return
     fi
     lim=$(limit_for 90)
-    ranks check-pergpu "$lim" "$n" 1 0 -- "$P_nccl_check" --quick
+    # The launcher binds one GPU per rank from CUDA_VISIBLE_DEVICES, else
+    # from the driver's list: name the n GPUs CUDA counted (the stand-in
+    # has no driver to list them).
+    if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+        ranks check-pergpu "$lim" "$n" 1 0 -- "$P_nccl_check" --quick
+    else
+        ranks check-pergpu "$lim" "$n" 1 0 "CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))" \
+            -- "$P_nccl_check" --quick
+    fi
     check_result "$n"
 }
 

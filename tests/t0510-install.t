@@ -36,7 +36,7 @@ test_expect_success 'make install DESTDIR=... succeeds' '
 
 test_expect_success 'nothing is installed outside DESTDIR' '
 	test -d "$DEST$(instdir prefix)" &&
-	for d in slurm_plugindir libdir includedir mandir docdir pyexecdir; do
+	for d in slurm_plugindir bindir libdir includedir mandir docdir pyexecdir; do
 		test -d "$(instdir $d)" || continue
 		find "$(instdir $d)" -newer dirs \( -name "*ddp*" -o -name "spank-ddp*" \) \
 			! -type d >>outside 2>/dev/null
@@ -59,6 +59,15 @@ test_expect_success PLUGIN 'the plugin is installed in the configured Slurm plug
 	nm -D --defined-only "$so" >plugin.syms &&
 	grep -q " slurm_spank_init$" plugin.syms &&
 	grep -q " plugin_name$" plugin.syms
+'
+
+test_expect_success 'ddp-run and ddp-bench are installed; ddp-run runs a job from there' '
+	bin=$DEST$(instdir bindir) &&
+	test -x "$bin/ddp-bench" && test -x "$bin/ddp-run" &&
+	env -u CUDA_VISIBLE_DEVICES -u DDP_BACKEND "$bin/ddp-run" -n 2 -b host -- \
+		sh -c "echo \$RANK/\$WORLD_SIZE \$DDP_BACKEND" | sort >ran &&
+	printf "0/2 host\n1/2 host\n" >expect &&
+	test_cmp expect ran
 '
 
 test_expect_success 'the example plugstack.conf.d file names the installed plugin' '
@@ -99,6 +108,7 @@ test_expect_success MAN 'man finds every function name and renders its page clea
 			{ echo "man $name: not the $page page"; head -n 2 "$name.txt"; return 1; }
 	done <links &&
 	man -M "$man" -w 8 spank-ddp | grep -q "^$man/man8/spank-ddp.8" &&
+	man -M "$man" -w 1 ddp-run | grep -q "^$man/man1/ddp-run.1" &&
 	man -M "$man" -w 7 ddp | grep -q "^$man/man7/ddp.7"
 '
 
@@ -184,6 +194,13 @@ test_expect_success PKGCONFIG 'it runs as a single process without Slurm' '
 		echo "version $(cat version)"
 	fi >expect &&
 	test_cmp expect prog.out
+'
+
+test_expect_success PKGCONFIG,LIBCORE 'it runs as 2 ranks under the installed ddp-run' '
+	run "$DEST$(instdir bindir)/ddp-run" -n 2 -b host -- ./prog >ranks.out &&
+	cat ranks.out &&
+	test $(grep -c "^version $(cat version) rank [01] of 2 backend host " ranks.out) = 2 &&
+	grep -q " rank 1 of 2 " ranks.out
 '
 
 test_expect_success PKGCONFIG,CXX 'a C++ program builds against the installed header' '

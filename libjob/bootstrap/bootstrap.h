@@ -4,7 +4,7 @@
  * commits (flux-core's upmi idea; one file per method behind method.h):
  *   local  - DDP_LOCAL_FD in the environment: a rank of a job started on
  *            this machine by the local launcher (localjob.h,
- *            tests/progs/ddp-local-run), which gives rank, size and a
+ *            ddp-run, contrib/ddp-run/), which gives rank, size and a
  *            layout of simulated nodes and serves the exchanges;
  *   pmix   - PMIX_NAMESPACE or PMIX_SERVER_URI* in the environment: PMIx_Init,
  *            identity from the PMIx server, exchanges through PMIx fences;

@@ -2,7 +2,7 @@
  * answers the ranks of one job started on this machine (local_proto.h has
  * the protocol, localjob.h starts the ranks and runs this server).  Not
  * part of libddp: it is built into libddplocal.la, for tests and the
- * ddp-local-run command.
+ * ddp-run command (contrib/ddp-run/).
  *
  * A round completes when every rank synced it: each rank then gets the
  * round's blobs it may see (every GLOBAL one, the LOCAL ones of its

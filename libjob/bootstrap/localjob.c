@@ -30,7 +30,7 @@ struct ddpi_ljob {
     int *status;
     atomic_bool *reaped;
     int nreaped;
-    int first_bad;          /* the first rank to end badly, or -1 */
+    atomic_int first_bad;   /* the first rank to end badly, or -1 */
     struct ddpi_lserver *srv;
     pthread_t thread;
     double deadline;
@@ -129,8 +129,8 @@ static void reap (struct ddpi_ljob *j)
             || waitpid (j->pid[r], &st, WNOHANG) != j->pid[r])
             continue;
         j->status[r] = st;
-        if (st != 0 && j->first_bad < 0 && WIFSIGNALED (st))
-            j->first_bad = r;
+        if (st != 0 && atomic_load (&j->first_bad) < 0 && WIFSIGNALED (st))
+            atomic_store (&j->first_bad, r);
         else if (st != 0 && exited_bad < 0)
             exited_bad = r;
         atomic_store (&j->reaped[r], true);
@@ -140,8 +140,8 @@ static void reap (struct ddpi_ljob *j)
         watch_abort (j);
         ddpi_lserver_ended (j->srv, r, st);
     }
-    if (j->first_bad < 0)
-        j->first_bad = exited_bad;
+    if (atomic_load (&j->first_bad) < 0)
+        atomic_store (&j->first_bad, exited_bad);
 }
 
 static void *serve (void *arg)
@@ -206,7 +206,7 @@ static struct ddpi_ljob *job_alloc (const struct ddpi_ljob_opts *o)
         return NULL;
     }
     j->o = *o;
-    j->first_bad = -1;
+    atomic_init (&j->first_bad, -1);
     if (!j->o.name)
         j->o.name = "ddp-local";
     if (o->node_of)
@@ -320,6 +320,11 @@ pid_t ddpi_ljob_pid (const struct ddpi_ljob *j, int rank)
     return rank >= 0 && rank < j->o.size ? j->pid[rank] : -1;
 }
 
+int ddpi_ljob_failed (const struct ddpi_ljob *j)
+{
+    return atomic_load (&j->first_bad);
+}
+
 int ddpi_ljob_kill (struct ddpi_ljob *j, int rank, int sig)
 {
     if (rank < 0 || rank >= j->o.size || atomic_load (&j->reaped[rank]))
@@ -343,7 +348,7 @@ static int exit_code (struct ddpi_ljob *j, char *err, size_t errlen)
                   j->o.timeout_s);
         return 124;
     }
-    if ((r = j->first_bad) < 0)
+    if ((r = atomic_load (&j->first_bad)) < 0)
         return 0;
     snprintf (err, errlen, "rank %d %s", r,
               ddpi_lserver_status_str (j->status[r], st, sizeof (st)));

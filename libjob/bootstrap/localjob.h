@@ -2,7 +2,7 @@
  * grouped into simulated nodes, with the local launcher's server
  * (local_server.h) in a thread of the caller: several ranks without Slurm
  * or PMIx, for tests (a unit test forks its ranks with a function to run)
- * and for tests/progs/ddp-local-run (whose ranks exec a program).  Not
+ * and for ddp-run (contrib/ddp-run/, whose ranks exec a program).  Not
  * part of libddp (libddplocal.la).
  *
  * Each rank runs in its own process group, with no signal blocked (the
@@ -52,6 +52,11 @@ int ddpi_ljob_running (const struct ddpi_ljob *j);
 
 /* The pid of rank's process (also its process group). */
 pid_t ddpi_ljob_pid (const struct ddpi_ljob *j, int rank);
+
+/* The first rank that ended badly (a non-zero exit status, or killed by a
+ * signal), as ddpi_ljob_wait() will name it, or -1 while none has.  May
+ * be called while the job runs. */
+int ddpi_ljob_failed (const struct ddpi_ljob *j);
 
 /* Send sig to rank's process group.  Returns 0, or -1 when the rank is out
  * of range or has already been reaped. */

@@ -27,14 +27,16 @@ static int no_launcher (const char *hint, long n, char *err, size_t errlen)
     if (!bootstrap_have_method ("pmix"))
         return bootstrap_err (err, errlen, DDP_ENOLAUNCH, "%s=%ld says this "
                               "is one of %ld ranks, but libddp was built "
-                              "without PMIx: rebuild it with PMIx to run "
-                              "distributed", hint, n, n);
+                              "without PMIx: on one machine launch with "
+                              "`ddp-run -n %ld ...`; rebuild libddp with "
+                              "PMIx to run under srun", hint, n, n, n);
     return bootstrap_err (err, errlen, DDP_ENOLAUNCH, "%s=%ld says this is "
                           "one of %ld ranks, but there is no PMIx server (no "
                           "PMIX_NAMESPACE or PMIX_SERVER_URI* in the "
                           "environment): launch with `srun --ddp ...` (or "
-                          "`srun --mpi=pmix`, or another PMIx launcher)",
-                          hint, n, n);
+                          "`srun --mpi=pmix`, or another PMIx launcher), or "
+                          "on one machine with `ddp-run -n %ld ...`",
+                          hint, n, n, n);
 }
 
 static int single_create (struct bootstrap *b, char *err, size_t errlen)
