@@ -15,6 +15,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ struct nccl_ctx {
     void *scratch;       /* device staging buffer for host pointers */
     size_t scratch_size;
     int broken;          /* 0, or the DDP_E* code that aborted comm */
+    struct nccl_known known; /* buffers NCCL can use as is (classify) */
+    bool no_cache;       /* DDP_NCCL_BUFFER_CACHE=0 */
 };
 
 /* ---- errors and waiting ------------------------------------------------ */
@@ -113,6 +116,8 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     struct ddpi_waiter w;
 
+    if (r == ncclSuccess) /* the common case: nothing to wait for */
+        return 0;
     ddpi_wait_init (&w, bound (c), SPIN_US);
     while (r == ncclInProgress) {
         if (ddpi_wait_step (&w) < 0)
@@ -151,9 +156,35 @@ static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 
 /* ---- buffers ----------------------------------------------------------- */
 
-/* Is p memory NCCL can use as is (device memory of our GPU, or managed)?
- * Returns 0 and sets *dev, or DDP_EINVAL for memory of another GPU. */
-static int classify (struct nccl_ctx *c, const void *p, bool *dev)
+/* What kind of memory a buffer is decides whether NCCL gets it as is
+ * (device memory of this GPU, managed memory), is refused (device memory
+ * of another GPU) or is staged (host memory).  cudaPointerGetAttributes
+ * answers, but it costs more than the rest of a pipelined call together
+ * (a driver call under a lock), so the answers "NCCL can use it" are kept
+ * for the ranges the calls used, and a later call whose buffer lies inside
+ * a kept range asks nothing.
+ *
+ * The rule, and its limit: a kept range stays valid as long as the memory
+ * under it is not freed and handed out again as memory of another kind.
+ * libddp cannot see the program's cudaFree.  What it relies on: CUDA's
+ * allocators (cudaMalloc, cudaMallocAsync pools, the caching allocators of
+ * the frameworks) give a freed device address back as device memory of the
+ * same GPU, or as managed memory, which NCCL uses the same way; CUDA keeps
+ * the address range of device memory reserved while the context lives, so
+ * host memory does not get those addresses in practice.  Not caught: a
+ * buffer freed and allocated again at the same address on another GPU (no
+ * DDP_EINVAL then), or as host memory.  Either way NCCL gets a pointer its
+ * GPU cannot use and the call fails with a CUDA/NCCL error (an illegal
+ * address) instead of DDP_EINVAL: loud, never a silent wrong result.
+ * Only positive answers are kept: host buffers and refusals ask every
+ * time (host buffers are staged, which costs far more than the query).
+ * DDP_NCCL_BUFFER_CACHE=0 keeps nothing.  The ranges: nccl_util.h's
+ * struct nccl_known (NCCL_KNOWN_MAX of them, touching ones merge). */
+
+/* Is the buffer p, of which a call uses len bytes, memory NCCL can use as
+ * is (device memory of our GPU, or managed)?  Returns 0 and sets *dev, or
+ * DDP_EINVAL for memory of another GPU. */
+static int classify (struct nccl_ctx *c, const void *p, size_t len, bool *dev)
 {
     struct cudaPointerAttributes a;
     cudaError_t e;
@@ -161,6 +192,10 @@ static int classify (struct nccl_ctx *c, const void *p, bool *dev)
     *dev = false;
     if (!p)
         return 0;
+    if (nccl_known_find (&c->known, (uintptr_t)p, len)) {
+        *dev = true;
+        return 0;
+    }
     e = cudaPointerGetAttributes (&a, p);
     if (e != cudaSuccess) {
         (void)cudaGetLastError (); /* unknown to CUDA: plain host memory */
@@ -175,6 +210,8 @@ static int classify (struct nccl_ctx *c, const void *p, bool *dev)
                               a.device, c->device);
         *dev = true;
     }
+    if (*dev && !c->no_cache)
+        nccl_known_add (&c->known, (uintptr_t)p, len);
     return 0;
 }
 
@@ -392,11 +429,17 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
 
     if (c->broken)
         return broken_error (c);
-    if ((rc = classify (c, k->sendbuf, &sdev)) < 0
-        || (rc = classify (c, k->recvbuf, &rdev)) < 0)
-        return rc;
-    if (k->kind == DDP_COLL_BCAST)
+    /* A bcast's one buffer, an in-place reduction's: one question. */
+    if (k->sendbuf == k->recvbuf) {
+        size_t len = k->send_bytes > k->recv_bytes ? k->send_bytes
+                                                   : k->recv_bytes;
+        if ((rc = classify (c, k->sendbuf, len, &sdev)) < 0)
+            return rc;
         rdev = sdev;
+    }
+    else if ((rc = classify (c, k->sendbuf, k->send_bytes, &sdev)) < 0
+             || (rc = classify (c, k->recvbuf, k->recv_bytes, &rdev)) < 0)
+        return rc;
     if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
         return rc;
     rc = nccl_settle (c, coll_enqueue (c, k, ds, dr, s), k->name);
@@ -738,6 +781,8 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     c->device = -1;
     c->cfg = cfg;
     c->cap_s = DDPI_TIMEOUT_MAX;
+    c->no_cache = getenv ("DDP_NCCL_BUFFER_CACHE")
+                  && strcmp (getenv ("DDP_NCCL_BUFFER_CACHE"), "0") == 0;
     memset (&me, 0, sizeof (me));
     me.magic = NCCL_BLOB_MAGIC;
     ncclGetVersion (&version);

@@ -68,6 +68,43 @@ bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
 #endif
 }
 
+bool nccl_known_find (struct nccl_known *k, uintptr_t p, size_t len)
+{
+    for (int i = 0; i < k->n; i++) {
+        struct nccl_range r = k->r[i];
+        if (p >= r.lo && p < r.hi && len <= r.hi - p) {
+            if (i >= NCCL_KNOWN_MAX / 2) {
+                k->r[i] = k->r[i - NCCL_KNOWN_MAX / 2];
+                k->r[i - NCCL_KNOWN_MAX / 2] = r;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+void nccl_known_add (struct nccl_known *k, uintptr_t p, size_t len)
+{
+    uintptr_t hi = len > UINTPTR_MAX - p ? UINTPTR_MAX : p + len;
+    int i;
+
+    if (len == 0)
+        return;
+    for (i = 0; i < k->n; i++)
+        if (p <= k->r[i].hi && k->r[i].lo <= hi) {
+            k->r[i].lo = p < k->r[i].lo ? p : k->r[i].lo;
+            k->r[i].hi = hi > k->r[i].hi ? hi : k->r[i].hi;
+            return;
+        }
+    if (k->n < NCCL_KNOWN_MAX)
+        i = k->n++;
+    else {
+        i = NCCL_KNOWN_MAX / 2 + k->next;
+        k->next = (k->next + 1) % (NCCL_KNOWN_MAX / 2);
+    }
+    k->r[i] = (struct nccl_range){p, hi};
+}
+
 int nccl_num_roots (int nranks, int ranks_per_root)
 {
     if (nranks < 1 || ranks_per_root < 1)

@@ -44,6 +44,33 @@ int nccl_map_op (ddp_op_t op, ncclRedOp_t *out);
 bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
                         size_t bytes);
 
+/* Address ranges known to hold memory NCCL can use as is (device memory
+ * of the rank's GPU, managed memory), so that a call on a buffer inside
+ * one needs no cudaPointerGetAttributes: nccl.c ("buffers") says when a
+ * range may be kept and what that cannot see.  A few entries: a training
+ * step uses a few buffers, and the buckets of one flat buffer merge.  Zero
+ * it (= {0}) to start empty; no allocation. */
+#define NCCL_KNOWN_MAX 16
+struct nccl_known {
+    struct nccl_range {
+        uintptr_t lo, hi; /* [lo, hi) */
+    } r[NCCL_KNOWN_MAX];
+    int n;                /* entries in use */
+    int next;             /* the back half's next entry to replace */
+};
+
+/* Is [p, p + len) inside one kept range (len 0: is p)?  A hit in the back
+ * half of the table trades places with one in the front half, so that the
+ * ranges in use stay in front and a loop over a few buffers moves
+ * nothing.  O(NCCL_KNOWN_MAX). */
+bool nccl_known_find (struct nccl_known *k, uintptr_t p, size_t len);
+
+/* Keep [p, p + len) (len > 0; ends past the address space are cut): merged
+ * into a kept range it touches or overlaps, else in a free entry, else in
+ * place of one of the back half (round robin), so the front half's ranges
+ * stay.  O(NCCL_KNOWN_MAX). */
+void nccl_known_add (struct nccl_known *k, uintptr_t p, size_t len);
+
 /* Number of NCCL bootstrap roots for nranks ranks with at most
  * ranks_per_root ranks per root: ceil (nranks / ranks_per_root), at least 1.
  * Returns -1 if nranks < 1 or ranks_per_root < 1. */

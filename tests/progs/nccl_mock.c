@@ -37,9 +37,20 @@
  *                             leaves the last N elements of recvbuff
  *                             unwritten (N=3 is what an H100 showed for
  *                             1048579 and 4194307 elements)
+ *   MOCK_CUDA_COUNTS=1        at exit, log how many times
+ *                             cudaPointerGetAttributes was called and how
+ *                             many collectives ran ("mock: counts: ...")
  * Otherwise the GPU identity comes from this process's CUDA_VISIBLE_DEVICES
  * entry for the device (so tasks bound to one fake gres GPU share a UUID).
  * Abort, finalize and destroy are logged to stderr as "mock: ..." lines.
+ *
+ * Memory as CUDA lays it out: device and managed allocations come from one
+ * reserved range of addresses (an arena, like CUDA's own reservation), so
+ * host memory (malloc, cudaMallocHost) never takes an address that device
+ * memory had; a freed device range may come back from the next device or
+ * managed allocation (as cudaMalloc's addresses do), and until then it is
+ * inaccessible (PROT_NONE), so a stale device pointer faults.  Each
+ * allocation remembers the device that was current (cudaSetDevice).
  */
 #include "config.h"
 
@@ -49,21 +60,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #define MAX_ALLOCS 4096
+#define ARENA_MAX ((size_t)64 << 30) /* address space, not memory */
+#define ARENA_MIN ((size_t)256 << 20)
 
 struct alloc {
     void *p;
     size_t size;
+    size_t len;          /* pages taken from the arena (device, managed) */
     enum cudaMemoryType type;
+    int device;          /* current when it was allocated */
 };
 
 static struct alloc allocs[MAX_ALLOCS];
 static int current_device;
 static cudaError_t last_error = cudaSuccess;
 static long ops_done;
+static long attr_calls;
+
+/* The arena: device and managed allocations, first fit in the holes that
+ * freed ones left, else at its top. */
+static char *arena;
+static size_t arena_size, arena_top;
+static struct hole {
+    char *p;
+    size_t n;
+} holes[MAX_ALLOCS];
+static int nholes;
 
 struct ncclComm {
     int nranks;
@@ -135,17 +164,72 @@ static struct alloc *find (const void *p)
     return NULL;
 }
 
+/* n bytes (a multiple of the page size) of the arena, readable and
+ * zeroed, or NULL. */
+static char *arena_take (size_t n)
+{
+    char *p = NULL;
+
+    /* The largest reservation the system grants (valgrind grants less). */
+    for (size_t sz = ARENA_MAX; !arena && sz >= ARENA_MIN; sz /= 2) {
+        void *a = mmap (NULL, sz, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != MAP_FAILED) {
+            arena = a;
+            arena_size = sz;
+        }
+    }
+    if (!arena)
+        return NULL;
+    for (int i = 0; i < nholes && !p; i++)
+        if (holes[i].n >= n) {
+            p = holes[i].p;
+            holes[i].p += n;
+            holes[i].n -= n;
+            if (holes[i].n == 0)
+                holes[i] = holes[--nholes];
+        }
+    if (!p && arena_top + n <= arena_size) {
+        p = arena + arena_top;
+        arena_top += n;
+    }
+    if (p && mprotect (p, n, PROT_READ | PROT_WRITE) < 0)
+        return NULL; /* lost to the arena: only when the system is out */
+    return p;
+}
+
+/* Give n bytes at p back to the arena: freed pages, no access. */
+static void arena_give (char *p, size_t n)
+{
+    madvise (p, n, MADV_DONTNEED);
+    mprotect (p, n, PROT_NONE);
+    if (nholes < MAX_ALLOCS)
+        holes[nholes++] = (struct hole){p, n};
+}
+
+static bool in_arena (enum cudaMemoryType t)
+{
+    return t == cudaMemoryTypeDevice || t == cudaMemoryTypeManaged;
+}
+
 static cudaError_t mock_alloc (void **p, size_t size, enum cudaMemoryType t)
 {
+    size_t page = (size_t)sysconf (_SC_PAGESIZE);
+
     if (ndevices () < 1)
         return fail (cudaErrorNoDevice);
     for (int i = 0; i < MAX_ALLOCS; i++)
         if (!allocs[i].p) {
-            if (!(allocs[i].p = calloc (1, size ? size : 1)))
+            struct alloc *a = &allocs[i];
+            a->size = size ? size : 1;
+            a->len = in_arena (t) ? (a->size + page - 1) / page * page : 0;
+            a->p = in_arena (t) ? (void *)arena_take (a->len)
+                                : calloc (1, a->size);
+            if (!a->p)
                 return fail (cudaErrorMemoryAllocation);
-            allocs[i].size = size ? size : 1;
-            allocs[i].type = t;
-            *p = allocs[i].p;
+            a->type = t;
+            a->device = current_device;
+            *p = a->p;
             return cudaSuccess;
         }
     return fail (cudaErrorMemoryAllocation);
@@ -155,11 +239,21 @@ static cudaError_t mock_free (void *p)
 {
     for (int i = 0; p && i < MAX_ALLOCS; i++)
         if (allocs[i].p == p) {
-            free (p);
+            if (in_arena (allocs[i].type))
+                arena_give (p, allocs[i].len);
+            else
+                free (p);
             allocs[i].p = NULL;
             return cudaSuccess;
         }
     return p ? fail (cudaErrorInvalidValue) : cudaSuccess;
+}
+
+__attribute__ ((destructor)) static void log_counts (void)
+{
+    if (env_long ("MOCK_CUDA_COUNTS", 0) > 0)
+        fprintf (stderr, "mock: counts: cudaPointerGetAttributes %ld,"
+                 " collectives %ld\n", attr_calls, ops_done);
 }
 
 /* ---- CUDA runtime ------------------------------------------------------ */
@@ -324,9 +418,10 @@ cudaError_t cudaPointerGetAttributes (struct cudaPointerAttributes *a,
 {
     struct alloc *m = find (p);
 
+    attr_calls++;
     memset (a, 0, sizeof (*a));
     a->type = m ? m->type : cudaMemoryTypeUnregistered;
-    a->device = m ? current_device : -2;
+    a->device = m ? m->device : -2;
     return cudaSuccess;
 }
 

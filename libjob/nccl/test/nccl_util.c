@@ -1,6 +1,7 @@
 /* nccl_util.c - the pure parts of the NCCL backend (libjob/nccl/nccl_util.c):
- * dtype/op mapping, when an average runs in place, bootstrap roots, GPU
- * choice, the fence blob and the duplicate-GPU check.  Needs no GPU. */
+ * dtype/op mapping, when an average runs in place, the ranges of known
+ * device buffers, bootstrap roots, GPU choice, the fence blob and the
+ * duplicate-GPU check.  Needs no GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -75,6 +76,58 @@ static void test_avg_in_place (void)
     ok (!nccl_avg_in_place (ncclAvg, a, b, 0), "count 0: as is");
     ok (!nccl_avg_in_place (ncclSum, a, b, sizeof (a)), "SUM: as is");
     ok (!nccl_avg_in_place (ncclMax, a, b, sizeof (a)), "MAX: as is");
+}
+
+static void test_known_ranges (void)
+{
+    struct nccl_known k = {0};
+    int found = 0;
+
+    ok (!nccl_known_find (&k, 1000, 8), "known ranges: none at first");
+    nccl_known_add (&k, 1000, 100);
+    ok (nccl_known_find (&k, 1000, 100) && nccl_known_find (&k, 1099, 1)
+        && nccl_known_find (&k, 1040, 0), "inside the kept range: found");
+    ok (!nccl_known_find (&k, 1000, 101) && !nccl_known_find (&k, 999, 2)
+        && !nccl_known_find (&k, 1100, 1),
+        "past either end of it, by one byte: not found");
+    nccl_known_add (&k, 1100, 100);
+    nccl_known_add (&k, 950, 60);
+    ok (k.n == 1 && nccl_known_find (&k, 950, 250),
+        "a touching range and an overlapping one merge into one");
+    nccl_known_add (&k, 5000, 0);
+    ok (k.n == 1 && !nccl_known_find (&k, 5000, 0), "nothing kept for 0 bytes");
+    nccl_known_add (&k, UINTPTR_MAX - 10, 100);
+    ok (nccl_known_find (&k, UINTPTR_MAX - 10, 10)
+        && !nccl_known_find (&k, UINTPTR_MAX - 10, 11),
+        "a range past the end of the address space is cut there");
+
+    memset (&k, 0, sizeof (k));
+    for (uintptr_t i = 0; i < NCCL_KNOWN_MAX; i++)
+        nccl_known_add (&k, 0x10000 * (i + 1), 0x100);
+    ok (k.n == NCCL_KNOWN_MAX, "%d disjoint ranges: %d entries",
+        NCCL_KNOWN_MAX, k.n);
+    ok (nccl_known_find (&k, 0x10000 * NCCL_KNOWN_MAX, 0x100)
+        && k.r[NCCL_KNOWN_MAX / 2 - 1].lo == 0x10000 * NCCL_KNOWN_MAX,
+        "a hit in the back half moves it to the front half");
+    nccl_known_add (&k, 0x900000, 0x100);
+    for (uintptr_t i = 0; i < NCCL_KNOWN_MAX; i++)
+        found += nccl_known_find (&k, 0x10000 * (i + 1), 0x100);
+    ok (nccl_known_find (&k, 0x900000, 0x100) && found == NCCL_KNOWN_MAX - 1,
+        "full: a new range replaces one (%d of %d old ones left)", found,
+        NCCL_KNOWN_MAX);
+
+    /* A loop over 4 buffers while 100 others come and go once each: the 4
+     * are always there, whichever half they came into. */
+    found = 0;
+    for (uintptr_t i = 0; i < 4; i++)
+        nccl_known_add (&k, 0x1000000 + 0x10000 * i, 0x100);
+    for (uintptr_t j = 0; j < 100; j++) {
+        nccl_known_add (&k, 0x2000000 + 0x10000 * j, 0x100);
+        for (uintptr_t i = 0; i < 4; i++)
+            found += nccl_known_find (&k, 0x1000000 + 0x10000 * i, 0x100);
+    }
+    ok (found == 400, "buffers in use stay among others used once (%d of"
+        " 400 lookups found)", found);
 }
 
 static void test_roots (void)
@@ -422,6 +475,7 @@ int main (int argc, char **argv)
     test_dtype ();
     test_op ();
     test_avg_in_place ();
+    test_known_ranges ();
     test_roots ();
     test_choose ();
     test_blob ();
