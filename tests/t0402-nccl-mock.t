@@ -107,12 +107,12 @@ test_expect_success 'init that fails: DDP_ENCCL with NCCL'"'"'s reason, aborted'
 test_expect_success 'a collective that never completes: DDP_ETIMEDOUT, then sticky' '
 	loop_breaks hang -7 MOCK_NCCL_HANG_AFTER=3 DDP_TIMEOUT=2 &&
 	grep "^comm after=no$" hang.out &&
-	grep "ncclAllReduce did not complete within DDP_TIMEOUT=2" hang.err &&
+	grep "nccl: ddp_allreduce #4 did not complete within DDP_TIMEOUT=2 s: a peer is missing, hung or unreachable" hang.err &&
 	! grep "mock: ncclCommFinalize" hang.err
 '
 test_expect_success 'an asynchronous remote error: DDP_EPEER at once, not at the deadline' '
 	loop_breaks aerr -8 MOCK_NCCL_ERROR_AFTER=3 DDP_TIMEOUT=60 &&
-	grep "ncclAllReduce: remote process exited" aerr.err
+	grep "nccl: ddp_allreduce #4: remote process exited" aerr.err
 '
 test_expect_success 'a healthy loop finalizes cleanly' '
 	on_mock env DDP_BACKEND=nccl "$probe" loop 100 >okloop.out 2>okloop.err &&

@@ -7,7 +7,9 @@
  * DDP_TIMEOUT deadline.  Collectives enqueue on a stream and wait for it by
  * polling, so an NCCL asynchronous error or a missing peer becomes an error
  * return (after ncclCommAbort) instead of a hang.  Host buffers are staged
- * through a device scratch buffer.  The core checks every argument and owns
+ * through a device scratch buffer.  After such an error or deadline the
+ * watch (watch.h) finds out which rank is gone or late and what it was
+ * doing, for the message.  The core checks every argument and owns
  * the NCCL section of ddp.h; this file supplies its operations (op_coll for
  * the plain and _stream collectives, gpu_ops for the rest).
  */
@@ -15,6 +17,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "nccl_backend.h"
 #include "nccl_util.h"
 #include "wait.h"
+#include "watch.h"
 
 #define SCRATCH_ALIGN 256
 #define FINALIZE_TIMEOUT 5.0 /* seconds, at most, for ncclCommFinalize */
@@ -38,6 +42,10 @@
  * (wait.h): a GPU collective usually completes within the spin, and a long
  * one (or a communicator init at scale) does not keep a core busy. */
 #define SPIN_US 1000
+/* How long each step of asking the peers after a failure may take: a
+ * tenth of the timeout in force, within these bounds (seconds). */
+#define ASK_WINDOW_MIN 0.25
+#define ASK_WINDOW_MAX 1.0
 
 struct nccl_ctx {
     int rank;
@@ -53,7 +61,47 @@ struct nccl_ctx {
     int broken;          /* 0, or the DDP_E* code that aborted comm */
     struct nccl_known known; /* buffers NCCL can use as is (classify) */
     bool no_cache;       /* DDP_NCCL_BUFFER_CACHE=0 */
+    /* What this rank is doing, for its peers' questions (watch.h): the
+     * number of its last barrier or collective, which call, _stream or
+     * not; sticky flags (failed, ddp_abort); the word the watch answers. */
+    uint64_t num;
+    int call;            /* enum nccl_call */
+    bool on_stream;
+    unsigned sticky;
+    _Atomic uint64_t state;
+    struct nccl_watch *watch; /* NULL in a world of one, or without */
 };
+
+/* ---- what this rank is doing ------------------------------------------- */
+
+/* Show the current call to the watch, in it or not: a relaxed store, the
+ * one cost of the watch on the hot path. */
+static void show (struct nccl_ctx *c, bool in)
+{
+    unsigned fl = c->sticky | (in ? NCCL_ST_IN : 0)
+                  | (c->on_stream ? NCCL_ST_STREAM : 0);
+
+    atomic_store_explicit (&c->state, NCCL_STATE (c->num, c->call, fl),
+                           memory_order_relaxed);
+}
+
+/* A barrier or collective begins: count it (as the host backend does, the
+ * one of ddp_init included). */
+static void call_enter (struct nccl_ctx *c, int call, bool on_stream)
+{
+    c->num++;
+    c->call = call;
+    c->on_stream = on_stream;
+    show (c, true);
+}
+
+/* The current call as a user knows it ("ddp_allreduce #12"). */
+static const char *call_name (const struct nccl_ctx *c, char *buf, size_t len)
+{
+    return nccl_state_name (atomic_load_explicit (&c->state,
+                                                  memory_order_relaxed),
+                            buf, len);
+}
 
 /* ---- errors and waiting ------------------------------------------------ */
 
@@ -75,16 +123,56 @@ static int comm_break (struct nccl_ctx *c, int code)
     return code;
 }
 
-/* NCCL returned r != ncclSuccess for what: record it, abort, return code. */
+/* The communicator failed (already aborted, so that the peers' waits end
+ * too): ask the peers who is gone or late and what they were doing, into
+ * who (len bytes; "" without a watch).  Not while finalizing: peers that
+ * are done may have exited, as they should. */
+static void diagnose (struct nccl_ctx *c, char *who, size_t len)
+{
+    double window = 0.1 * c->cfg->timeout_s;
+
+    who[0] = '\0';
+    if (!c->watch || c->call == NCCL_CALL_FINALIZE)
+        return;
+    window = window < ASK_WINDOW_MIN ? ASK_WINDOW_MIN
+             : window > ASK_WINDOW_MAX ? ASK_WINDOW_MAX
+                                       : window;
+    c->sticky |= NCCL_ST_FAILED;
+    show (c, true);
+    (void)nccl_watch_diagnose (c->watch,
+                               atomic_load_explicit (&c->state,
+                                                     memory_order_relaxed),
+                               window, who, len);
+}
+
+/* Can r mean that a peer is gone or stuck (not a mistake of this rank's)? */
+static bool peer_error (ncclResult_t r)
+{
+    return r == ncclRemoteError || r == ncclSystemError
+           || r == ncclInternalError;
+}
+
+/* NCCL returned r != ncclSuccess for what: abort, record it with who is at
+ * fault when a peer may be and NCCL's own words at the end, return the
+ * code. */
 static int nccl_fail (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     int code = r == ncclRemoteError ? DDP_EPEER : DDP_ENCCL;
     const char *last = c->comm ? ncclGetLastError (c->comm) : NULL;
+    char said[384], who[512] = "", name[64];
 
-    ddpi_error (code, "nccl: %s: %s%s%s%s", what, ncclGetErrorString (r),
-               last && *last ? " (" : "", last && *last ? last : "",
-               last && *last ? ")" : "");
-    return comm_break (c, code);
+    if (!what)
+        what = call_name (c, name, sizeof (name));
+    /* NCCL's words first: the abort may reuse their buffer. */
+    snprintf (said, sizeof (said), "%s%s%s%s", ncclGetErrorString (r),
+              last && *last ? " (" : "", last && *last ? last : "",
+              last && *last ? ")" : "");
+    comm_break (c, code);
+    if (peer_error (r))
+        diagnose (c, who, sizeof (who));
+    if (who[0])
+        return ddpi_error (code, "nccl: %s: %s; NCCL: %s", what, who, said);
+    return ddpi_error (code, "nccl: %s: %s", what, said);
 }
 
 /* The bound of a wait now: the core's (it switches from the init timeout
@@ -96,12 +184,19 @@ static double bound (const struct nccl_ctx *c)
 
 static int timed_out (struct nccl_ctx *c, const char *what)
 {
-    ddpi_error (DDP_ETIMEDOUT,
-               "nccl: %s did not complete within %s=%g s (a peer is"
-               " missing, hung or unreachable; NCCL_DEBUG=WARN may say more);"
-               " communicator aborted", what, c->cfg->timeout_name
-               ? c->cfg->timeout_name : "DDP_TIMEOUT", bound (c));
-    return comm_break (c, DDP_ETIMEDOUT);
+    char who[512], name[64];
+    double limit = bound (c);
+
+    if (!what)
+        what = call_name (c, name, sizeof (name));
+    comm_break (c, DDP_ETIMEDOUT);
+    diagnose (c, who, sizeof (who));
+    return ddpi_error (DDP_ETIMEDOUT, "nccl: %s did not complete within"
+                       " %s=%g s: %s; communicator aborted", what,
+                       c->cfg->timeout_name ? c->cfg->timeout_name
+                                            : "DDP_TIMEOUT", limit,
+                       who[0] ? who : "a peer is missing, hung or"
+                       " unreachable (NCCL_DEBUG=WARN may say more)");
 }
 
 static int broken_error (struct nccl_ctx *c)
@@ -111,7 +206,8 @@ static int broken_error (struct nccl_ctx *c)
 }
 
 /* r is the result of a call on a non-blocking communicator: wait while it
- * is ncclInProgress.  Returns 0 or a DDP_E* code (communicator aborted). */
+ * is ncclInProgress.  what names it in messages (NULL: the current call).
+ * Returns 0 or a DDP_E* code (communicator aborted). */
 static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     struct ddpi_waiter w;
@@ -129,8 +225,8 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 }
 
 /* Wait for everything on stream s, watching NCCL's asynchronous error state
- * (every few milliseconds) and the deadline.  Returns 0 or a DDP_E* code
- * (communicator aborted). */
+ * (every few milliseconds) and the deadline; what as for nccl_settle.
+ * Returns 0 or a DDP_E* code (communicator aborted). */
 static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 {
     struct ddpi_waiter w;
@@ -148,7 +244,8 @@ static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
             return nccl_fail (c, ar, what);
     }
     if (e != cudaSuccess) {
-        cuda_error (e, what);
+        char name[64];
+        cuda_error (e, what ? what : call_name (c, name, sizeof (name)));
         return comm_break (c, DDP_ECUDA);
     }
     return 0;
@@ -244,7 +341,7 @@ static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
 
 struct coll {
     enum ddp_coll_kind kind;
-    const char *name;
+    const char *name;    /* for messages; NULL: the current call */
     const void *sendbuf; /* user's send buffer (bcast: buf) */
     void *recvbuf;       /* user's receive buffer, NULL where unused */
     size_t send_bytes;   /* bytes read from sendbuf on this rank */
@@ -483,21 +580,23 @@ static int op_barrier (void *ctx)
 
     if (c->broken)
         return broken_error (c);
+    call_enter (c, NCCL_CALL_BARRIER, false);
     rc = nccl_settle (c, ncclAllReduce (c->flag, c->flag, 1, ncclInt32,
                                         ncclSum, c->comm, c->stream),
-                      "barrier");
-    if (rc < 0)
-        return rc;
-    return stream_wait (c, c->stream, "barrier");
+                      NULL);
+    if (rc == 0)
+        rc = stream_wait (c, c->stream, NULL);
+    show (c, false);
+    return rc;
 }
 
-/* What each collective is called in messages. */
-static const char *const coll_names[] = {
-    [DDP_COLL_BCAST] = "ncclBroadcast",
-    [DDP_COLL_REDUCE] = "ncclReduce",
-    [DDP_COLL_ALLREDUCE] = "ncclAllReduce",
-    [DDP_COLL_GATHER] = "gather (ncclSend/ncclRecv)",
-    [DDP_COLL_ALLGATHER] = "ncclAllGather",
+/* Which call each collective is, to the watch and in messages. */
+static const int coll_calls[] = {
+    [DDP_COLL_BCAST] = NCCL_CALL_BCAST,
+    [DDP_COLL_REDUCE] = NCCL_CALL_REDUCE,
+    [DDP_COLL_ALLREDUCE] = NCCL_CALL_ALLREDUCE,
+    [DDP_COLL_GATHER] = NCCL_CALL_GATHER,
+    [DDP_COLL_ALLGATHER] = NCCL_CALL_ALLGATHER,
 };
 
 /* Every collective, for the core API (on the library's stream, waiting) and
@@ -505,7 +604,7 @@ static const char *const coll_names[] = {
 static int op_coll (void *ctx, const struct ddp_coll *d)
 {
     struct nccl_ctx *c = ctx;
-    struct coll k = {.kind = d->kind, .name = coll_names[d->kind],
+    struct coll k = {.kind = d->kind, .name = NULL,
                      .sendbuf = d->sendbuf, .recvbuf = d->recvbuf,
                      .count = d->count, .root = d->root};
     bool with_op = d->kind == DDP_COLL_REDUCE || d->kind == DDP_COLL_ALLREDUCE;
@@ -514,16 +613,23 @@ static int op_coll (void *ctx, const struct ddp_coll *d)
     if ((rc = coll_types (&k, d->dtype, d->op, with_op)) < 0)
         return rc;
     coll_sizes (c, &k, ddp_dtype_size (d->dtype));
-    return coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
-                     !d->on_stream);
+    call_enter (c, coll_calls[d->kind], d->on_stream);
+    rc = coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
+                   !d->on_stream);
+    show (c, false);
+    return rc;
 }
 
 static void op_abort (void *ctx)
 {
     struct nccl_ctx *c = ctx;
 
-    if (c)
-        comm_break (c, DDP_EPEER);
+    if (!c)
+        return;
+    /* Peers that ask from now on hear that this rank called ddp_abort. */
+    c->sticky |= NCCL_ST_ABORTED;
+    show (c, false);
+    comm_break (c, DDP_EPEER);
 }
 
 /* ---- create / destroy -------------------------------------------------- */
@@ -534,6 +640,8 @@ static void ctx_free (struct nccl_ctx *c)
         return;
     if (c->device >= 0)
         cudaSetDevice (c->device);
+    c->call = NCCL_CALL_FINALIZE;
+    show (c, true);
     if (c->comm) {
         /* Flush, then free; abort if stuck.  After the core's final barrier
          * every rank finalizes at about the same time, so a short bound
@@ -552,6 +660,7 @@ static void ctx_free (struct nccl_ctx *c)
         cudaFree (c->flag);
     if (c->scratch)
         cudaFree (c->scratch);
+    nccl_watch_stop (c->watch);
     free (c);
 }
 
@@ -624,6 +733,21 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
         }
         me->has_id = 1;
     }
+}
+
+/* In a world of several ranks, start this rank's watch (watch.h) and put
+ * its address in me.  Without one (an error, said with DDP_DEBUG) the
+ * backend works the same, but its messages cannot name a dead or late
+ * rank. */
+static void watch_start (struct nccl_ctx *c, struct nccl_blob *me)
+{
+    char why[256];
+
+    if (c->size > 1
+        && nccl_watch_start (c->rank, c->size, &c->state, &me->watch,
+                             &c->watch, why, sizeof (why)) < 0)
+        ddpi_debug ("nccl: no watch (a dead or late rank will not be"
+                    " named): %s", why);
 }
 
 /* Read DDP_NCCL_RANKS_PER_ROOT.  Returns the value, or -1 (reason in me). */
@@ -795,6 +919,9 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
 #endif
     }
     me.ranks_per_root = rpr;
+    c->call = NCCL_CALL_INIT;
+    show (c, true);
+    watch_start (c, &me);
     local_setup (c, bi, nroots, &me);
     t1 = ddpi_now ();
     if (!(all = exchange (c, b, &me, &rc)))
@@ -804,8 +931,12 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
         rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
         goto error;
     }
-    if ((rc = check_blobs (c, all, nroots, ids)) < 0
-        || (rc = comm_init (c, nroots, ids)) < 0)
+    if ((rc = check_blobs (c, all, nroots, ids)) < 0)
+        goto error;
+    if (c->watch && nccl_watch_peers (c->watch, all) < 0)
+        ddpi_debug ("nccl: out of memory for the peers' watch addresses:"
+                    " a dead or late rank will not be named");
+    if ((rc = comm_init (c, nroots, ids)) < 0)
         goto error;
     t3 = ddpi_now ();
     if ((rc = comm_ready (c)) < 0)
@@ -853,10 +984,18 @@ static int gpu_device (void *ctx)
 static int gpu_synchronize (void *ctx, void *stream)
 {
     struct nccl_ctx *c = ctx;
+    char what[96], name[64];
+    int rc;
 
     if (c->broken)
         return broken_error (c);
-    return stream_wait (c, (cudaStream_t)stream, "ddp_stream_synchronize");
+    /* The peers see this rank in its last call until the wait is over. */
+    show (c, true);
+    snprintf (what, sizeof (what), "ddp_stream_synchronize (after %s)",
+              call_name (c, name, sizeof (name)));
+    rc = stream_wait (c, (cudaStream_t)stream, what);
+    show (c, false);
+    return rc;
 }
 
 static const struct ddp_gpu_ops gpu_ops = {

@@ -28,8 +28,21 @@
  *                             its collectives complete at once moving only
  *                             this rank's data (for set-up at scale: every
  *                             rank gets through ddp_init and finalize)
+ *   MOCK_NCCL_PEER_DIR=DIR    with MOCK_NCCL_PEERS=fake, the ranks see each
+ *                             other through files in DIR (one per rank:
+ *                             its pid and how many collectives it
+ *                             enqueued), as NCCL's connections would: a
+ *                             rank's stream completes only once every peer
+ *                             enqueued as many collectives (a rank that
+ *                             never enters one leaves the others waiting),
+ *                             and once a peer's process has exited the
+ *                             communicator reports ncclRemoteError with
+ *                             NCCL's words for a closed socket (and the
+ *                             stream stalls); a gather's sends and
+ *                             receives are not counted
  *   MOCK_GPU_ID=rank          the GPU identity comes from the rank
- *                             (SLURM_PROCID or PMIX_RANK): every rank its own
+ *                             (SLURM_PROCID, PMIX_RANK or RANK): every rank
+ *                             its own
  *   MOCK_NCCL_AVG_TAIL=N      NCCL 2.28.3's defect: an ncclAllReduce or
  *                             ncclReduce (on its root) with ncclAvg on a
  *                             floating type, out of place (sendbuff !=
@@ -60,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -99,7 +113,19 @@ struct ncclComm {
     int rank;
     int init_hang;
     ncclResult_t async;
+    int dead_peer;       /* MOCK_NCCL_PEER_DIR: the peer found gone, or -1 */
 };
+
+/* MOCK_NCCL_PEER_DIR: what a rank shows its peers, in DIR/rank.R. */
+struct shown {
+    volatile long pid;
+    volatile long ops;   /* collectives enqueued */
+};
+
+static struct ncclComm *the_comm; /* the live communicator (one at a time) */
+static struct shown *mine;        /* this rank's file, mapped */
+static struct shown **theirs;     /* the peers' files, mapped when seen */
+
 
 static long env_long (const char *name, long dflt)
 {
@@ -256,6 +282,101 @@ __attribute__ ((destructor)) static void log_counts (void)
                  " collectives %ld\n", attr_calls, ops_done);
 }
 
+/* ---- MOCK_NCCL_PEER_DIR: peers through files --------------------------- */
+
+static const char *peer_dir (void)
+{
+    const char *d = getenv ("MOCK_NCCL_PEER_DIR");
+    return d && *d && fake_peers () ? d : NULL;
+}
+
+/* Map DIR/rank.R read-only, or NULL while it is not there. */
+static struct shown *map_rank (int r)
+{
+    char path[4096];
+    void *p;
+    int fd;
+
+    snprintf (path, sizeof (path), "%s/rank.%d", peer_dir (), r);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return NULL;
+    p = mmap (NULL, sizeof (struct shown), PROT_READ, MAP_SHARED, fd, 0);
+    close (fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* This rank joins DIR as c->rank: its file is written whole under another
+ * name, then renamed, so that a peer never maps a short one. */
+static void peers_join (struct ncclComm *c)
+{
+    char tmp[4096], path[4096];
+    void *p;
+    int fd;
+
+    if (!peer_dir ())
+        return;
+    snprintf (tmp, sizeof (tmp), "%s/.rank.%d.%ld", peer_dir (), c->rank,
+              (long)getpid ());
+    snprintf (path, sizeof (path), "%s/rank.%d", peer_dir (), c->rank);
+    if ((fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        return;
+    p = ftruncate (fd, sizeof (struct shown)) < 0
+            ? MAP_FAILED
+            : mmap (NULL, sizeof (struct shown), PROT_READ | PROT_WRITE,
+                    MAP_SHARED, fd, 0);
+    close (fd);
+    if (p == MAP_FAILED)
+        return;
+    mine = p;
+    mine->ops = ops_done;
+    mine->pid = getpid ();
+    theirs = calloc ((size_t)c->nranks, sizeof (*theirs));
+    if (rename (tmp, path) < 0)
+        mine = NULL;
+}
+
+/* Has process pid exited (gone, or a zombie nobody reaped yet)? */
+static bool exited (long pid)
+{
+    char path[64], st[512];
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf (path, sizeof (path), "/proc/%ld/stat", pid);
+    if (!(f = fopen (path, "r")))
+        return true;
+    n = fread (st, 1, sizeof (st) - 1, f);
+    fclose (f);
+    st[n] = '\0';
+    p = strrchr (st, ')'); /* "pid (comm) S ..." */
+    return !p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Are the peers as far as this rank?  A peer that exited breaks c. */
+static bool peers_ready (struct ncclComm *c)
+{
+    bool ready = true;
+
+    if (!mine || !theirs || c->async != ncclSuccess)
+        return c->async == ncclSuccess;
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank)
+            continue;
+        if (!theirs[r] && !(theirs[r] = map_rank (r)))
+            return false;
+        if (theirs[r]->ops >= ops_done)
+            continue;
+        if (exited (theirs[r]->pid)) { /* behind and gone: never comes */
+            c->async = ncclRemoteError;
+            c->dead_peer = r;
+            return false;
+        }
+        ready = false;
+    }
+    return ready;
+}
+
 /* ---- CUDA runtime ------------------------------------------------------ */
 
 cudaError_t cudaGetDeviceCount (int *count)
@@ -284,7 +405,9 @@ static unsigned entry_of (int d)
     const char *id = getenv ("MOCK_GPU_ID");
 
     if (id && strcmp (id, "rank") == 0)
-        return (unsigned)env_long ("SLURM_PROCID", env_long ("PMIX_RANK", 0));
+        return (unsigned)env_long ("SLURM_PROCID",
+                                   env_long ("PMIX_RANK",
+                                             env_long ("RANK", 0)));
     for (int i = 0; s && i < d; i++) {
         s = strchr (s, ',');
         s = s ? s + 1 : NULL;
@@ -450,7 +573,9 @@ cudaError_t cudaStreamDestroy (cudaStream_t s)
 cudaError_t cudaStreamQuery (cudaStream_t s)
 {
     (void)s;
-    return stalled () ? cudaErrorNotReady : cudaSuccess;
+    if (stalled () || (the_comm && !peers_ready (the_comm)))
+        return cudaErrorNotReady;
+    return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize (cudaStream_t s)
@@ -487,7 +612,10 @@ static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
     c->init_hang = (init && strcmp (init, "hang") == 0)
                    || (nranks > 1 && !fake_peers ());
     c->async = c->init_hang ? ncclInProgress : ncclSuccess;
+    c->dead_peer = -1;
     *comm = c;
+    the_comm = c;
+    peers_join (c);
     return ncclInProgress;
 }
 
@@ -517,6 +645,8 @@ ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
         return ncclInvalidArgument;
     if (!c->init_hang && e >= 0 && ops_done > e)
         c->async = ncclRemoteError;
+    if (!c->init_hang)
+        (void)peers_ready (c);
     *r = c->async;
     return ncclSuccess;
 }
@@ -524,6 +654,8 @@ ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
 ncclResult_t ncclCommAbort (ncclComm_t c)
 {
     fprintf (stderr, "mock: ncclCommAbort\n");
+    if (c == the_comm)
+        the_comm = NULL;
     free (c);
     return ncclSuccess;
 }
@@ -541,6 +673,8 @@ ncclResult_t ncclCommFinalize (ncclComm_t c)
 ncclResult_t ncclCommDestroy (ncclComm_t c)
 {
     fprintf (stderr, "mock: ncclCommDestroy\n");
+    if (c == the_comm)
+        the_comm = NULL;
     free (c);
     return ncclSuccess;
 }
@@ -559,7 +693,8 @@ const char *ncclGetErrorString (ncclResult_t r)
 
 const char *ncclGetLastError (ncclComm_t c)
 {
-    (void)c;
+    if (c && c->dead_peer >= 0)
+        return "socketProgress: Connection closed by remote peer (mock)";
     return "mock: last error";
 }
 
@@ -585,6 +720,8 @@ static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
     if (c->nranks != 1 && !fake_peers ())
         return ncclInvalidUsage;
     ops_done++;
+    if (mine)
+        mine->ops = ops_done;
     if (dst && src && count)
         memmove (dst, src, count * type_size (t));
     return ncclSuccess;
