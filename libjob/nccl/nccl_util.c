@@ -133,31 +133,33 @@ char *nccl_state_name (uint64_t st, char *buf, size_t len)
 }
 
 /* What peer p was found doing that puts it at fault, seen from state mine,
- * into buf; "" when it is not at fault. */
+ * into buf, said of one rank or (plural) of several; "" when it is not at
+ * fault. */
 static void fault_text (const struct nccl_peer *p, uint64_t mine,
-                        double window, char *buf, size_t len)
+                        double window, bool plural, char *buf, size_t len)
 {
     char its[64], my[64];
     uint64_t st = p->state, num = NCCL_STATE_NUM (st);
     uint64_t my_num = NCCL_STATE_NUM (mine);
     unsigned fl = NCCL_STATE_FLAGS (st);
     int call = NCCL_STATE_CALL (st);
+    const char *is = plural ? "are" : "is";
 
     buf[0] = '\0';
     nccl_state_name (st, its, sizeof (its));
     nccl_state_name (mine, my, sizeof (my));
     switch (p->seen) {
     case NCCL_SEEN_GONE:
-        snprintf (buf, len, "is gone: its process exited (connection"
-                  " refused)");
+        snprintf (buf, len, "%s gone: %s exited (connection refused)", is,
+                  plural ? "their processes" : "its process");
         return;
     case NCCL_SEEN_UNREACHABLE:
-        snprintf (buf, len, "cannot be reached: no connection to it within"
-                  " %.1f s", window);
+        snprintf (buf, len, "cannot be reached: no connection to %s within"
+                  " %.1f s", plural ? "them" : "it", window);
         return;
     case NCCL_SEEN_SILENT:
-        snprintf (buf, len, "does not answer: connected, but no reply within"
-                  " %.1f s", window);
+        snprintf (buf, len, "%s not answer: connected, but no reply within"
+                  " %.1f s", plural ? "do" : "does", window);
         return;
     case NCCL_SEEN_ANSWERED:
         break;
@@ -169,36 +171,38 @@ static void fault_text (const struct nccl_peer *p, uint64_t mine,
     else if (fl & NCCL_ST_FAILED)
         return;
     else if (call == NCCL_CALL_FINALIZE)
-        snprintf (buf, len, "is in ddp_finalize");
+        snprintf (buf, len, "%s in ddp_finalize", is);
     else if (call == NCCL_CALL_INIT && NCCL_STATE_CALL (mine) != NCCL_CALL_INIT)
-        snprintf (buf, len, "is still in ddp_init");
+        snprintf (buf, len, "%s still in ddp_init", is);
     else if (num < my_num && (fl & NCCL_ST_IN))
-        snprintf (buf, len, "is still in %s", its);
+        snprintf (buf, len, "%s still in %s", is, its);
     else if (num < my_num && num + 1 < my_num)
-        snprintf (buf, len, "never entered %s (it left %s)", my, its);
+        snprintf (buf, len, "never entered %s (%s left %s)", my,
+                  plural ? "they" : "it", its);
     else if (num < my_num)
         snprintf (buf, len, "never entered %s", my);
     else if (num == my_num && strcmp (its, my) != 0)
-        snprintf (buf, len, "is in %s instead (the ranks called the"
-                  " collectives in different orders)", its);
+        snprintf (buf, len, "%s in %s instead (the ranks called the"
+                  " collectives in different orders)", is, its);
 }
 
 #define DESCRIBE_GROUPS 4
 
-/* Ranks found at fault the same way. */
+/* Ranks found at fault the same way (what, said of one rank). */
 struct fault_group {
     char what[160];
+    const struct nccl_peer *first;
     int *ranks;
     int n;
 };
 
 /* "rank 1 (host n2) WHAT" or "ranks 1,3 (host n2) WHAT" (the host when
  * every rank of the group has the same one), appended at *at. */
-static void group_text (const struct fault_group *g,
-                        const char *(*host) (void *, int), void *arg,
-                        char *out, size_t len, size_t *at)
+static void group_text (const struct fault_group *g, uint64_t mine,
+                        double window, const char *(*host) (void *, int),
+                        void *arg, char *out, size_t len, size_t *at)
 {
-    char list[128], where[96] = "";
+    char list[128], where[96] = "", what[160];
     const char *h = host ? host (arg, g->ranks[0]) : NULL;
 
     for (int i = 1; h && i < g->n; i++)
@@ -206,12 +210,13 @@ static void group_text (const struct fault_group *g,
             h = NULL;
     if (h && *h)
         snprintf (where, sizeof (where), " (host %s)", h);
+    fault_text (g->first, mine, window, g->n > 1, what, sizeof (what));
     if (*at < len)
         *at += (size_t)snprintf (out + *at, len - *at, "%srank%s %s%s %s",
                                  *at ? "; " : "", g->n > 1 ? "s" : "",
                                  ddpi_format_ranks (list, sizeof (list),
                                                     g->ranks, g->n),
-                                 where, g->what);
+                                 where, what);
 }
 
 int nccl_describe (const struct nccl_peer *peers, int size, int me,
@@ -231,7 +236,7 @@ int nccl_describe (const struct nccl_peer *peers, int size, int me,
         if (r == me)
             continue;
         answered += peers[r].seen == NCCL_SEEN_ANSWERED;
-        fault_text (&peers[r], mine, window, cur, sizeof (cur));
+        fault_text (&peers[r], mine, window, false, cur, sizeof (cur));
         if (!cur[0])
             continue;
         at_fault++;
@@ -245,6 +250,7 @@ int nccl_describe (const struct nccl_peer *peers, int size, int me,
                 continue;
             }
             snprintf (g[ng].what, sizeof (g[ng].what), "%s", cur);
+            g[ng].first = &peers[r];
             g[ng++].n = 0;
         }
         if (k < ng)
@@ -253,7 +259,7 @@ int nccl_describe (const struct nccl_peer *peers, int size, int me,
             more++;
     }
     for (int k = 0; k < ng; k++) {
-        group_text (&g[k], host, arg, out, len, &at);
+        group_text (&g[k], mine, window, host, arg, out, len, &at);
         free (g[k].ranks);
     }
     if (more > 0 && at < len)

@@ -635,19 +635,36 @@ static bool wait_verdict (struct nccl_watch *w, double deadline, char *out,
     return true;
 }
 
-/* The collector's part: ask every rank not found out yet, describe, keep
- * the verdict and tell it to the ranks that answered and hold none. */
+/* Has a rank below this one failed too, as peers show it? */
+static bool lower_failed (const struct nccl_watch *w,
+                          const struct nccl_peer *peers)
+{
+    for (int r = 0; r < w->rank; r++)
+        if (peers[r].seen == NCCL_SEEN_ANSWERED
+            && (NCCL_STATE_FLAGS (peers[r].state) & NCCL_ST_FAILED))
+            return true;
+    return false;
+}
+
+/* The collector's part: ask every rank not found out yet (and the lower
+ * ones again), describe, keep the verdict and tell it to the ranks that
+ * answered and hold none.  A lower rank that failed meanwhile (survivors
+ * that timed out at the same moment all begin to collect) is the one to
+ * tell: this rank waits for that verdict instead, so that every survivor
+ * reports the lowest collector's. */
 static void collect (struct nccl_watch *w, uint64_t mine, double window,
-                    struct nccl_peer *peers, bool *holds, int *list,
-                    char *out, size_t len)
+                     struct nccl_peer *peers, bool *holds, int *list,
+                     char *out, size_t len)
 {
     int n = 0;
 
     for (int r = 0; r < w->size; r++)
-        if (r != w->rank && peers[r].seen == NCCL_SEEN_NONE)
+        if (r != w->rank && (r < w->rank || peers[r].seen == NCCL_SEEN_NONE))
             list[n++] = r;
     ask_ranks (w, list, n, NULL, ddpi_now () + window, peers, holds);
-    if (held (w, out, len))     /* told meanwhile: report what others do */
+    if (held (w, out, len)     /* told meanwhile: report what others do */
+        || (lower_failed (w, peers)
+            && wait_verdict (w, ddpi_now () + 3 * window + 0.5, out, len)))
         return;
     (void)nccl_describe (peers, w->size, w->rank, mine, host_of, w, window,
                          out, len);

@@ -17,12 +17,15 @@
  * After a failure a survivor diagnoses: it asks the lower ranks first
  * (batches of 8); when one of them failed too, that one is the collector
  * and this rank waits for its verdict; else this rank is the collector:
- * it asks every rank, describes what it found (nccl_describe) and tells
- * that verdict to every rank that answered, which keeps it.  So every
- * survivor reports the same line, and a survivor that reports and exits
- * at once is not taken for a dead rank by a slower one (it told them
- * first).  A rank that fails later (a late rank, a slow one) reports the
- * verdict it was told.  Costs: one thread and one socket per rank, idle
+ * it asks every rank (the lower ones again: one that failed meanwhile
+ * is the collector after all), describes what it found (nccl_describe)
+ * and tells that verdict to every rank that answered, which keeps the
+ * first one it is told.  So the survivors report one finding, most often
+ * one collector's (survivors that fail at the same moment may each
+ * collect, and each says what it found), and a survivor that reports and
+ * exits at once is not taken for a dead rank by a slower one (it told
+ * them first).  A rank that fails later (a late rank, a slow one)
+ * reports the verdict it was told.  Costs: one thread and one socket per rank, idle
  * until asked; on the hot path nothing (nccl.c stores the state word with
  * a relaxed atomic store); after a failure O(size) short connections for
  * the collector and O(1) for the others, each wait bounded by the window.

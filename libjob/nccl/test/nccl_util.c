@@ -130,6 +130,125 @@ static void test_known_ranges (void)
         " 400 lookups found)", found);
 }
 
+static void test_state_names (void)
+{
+    char b[64];
+
+    is_str (nccl_state_name (NCCL_STATE (6, NCCL_CALL_BARRIER, NCCL_ST_IN), b,
+                             sizeof (b)),
+            "ddp_barrier #6", "state name: barrier");
+    is_str (nccl_state_name (NCCL_STATE (12, NCCL_CALL_ALLREDUCE,
+                                         NCCL_ST_STREAM | NCCL_ST_FAILED),
+                             b, sizeof (b)),
+            "ddp_allreduce_stream #12", "state name: a _stream call");
+    is_str (nccl_state_name (NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN), b,
+                             sizeof (b)),
+            "ddp_init", "state name: init");
+    is_str (nccl_state_name (NCCL_STATE (9, NCCL_CALL_FINALIZE, 0), b,
+                             sizeof (b)),
+            "ddp_finalize", "state name: finalize");
+    is_str (nccl_state_name (NCCL_STATE (3, 200, 0), b, sizeof (b)),
+            "a collective #3", "state name: a call this build does not know");
+    ok (NCCL_STATE_NUM (NCCL_STATE (UINT64_C (1) << 40, NCCL_CALL_GATHER,
+                                    NCCL_ST_IN))
+            == UINT64_C (1) << 40,
+        "a state keeps 48 bits of call number");
+}
+
+static const char *hosts_of (void *arg, int r)
+{
+    return ((const char *const *)arg)[r];
+}
+
+/* nccl_describe on 6 ranks, rank 0 in ddp_barrier #6 */
+static void test_describe (void)
+{
+    const char *hosts[6] = {"n0", "n1", "n1", "n2", "n2", "n3"};
+    uint64_t mine = NCCL_STATE (6, NCCL_CALL_BARRIER,
+                                NCCL_ST_IN | NCCL_ST_FAILED);
+    struct nccl_peer p[6];
+    char out[512];
+    int n;
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED, mine};
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    ok (n == 0 && strcmp (out, "no rank is gone or behind: 5 of 5 answered"
+                               " (NCCL_DEBUG=WARN may say more)") == 0,
+        "everyone failed in my call: nobody at fault (%d: %s)", n, out);
+    p[2].seen = NCCL_SEEN_GONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
+            " refused)", "one rank gone: named with its host");
+    ok (n == 1, "one rank at fault (%d)", n);
+    p[3].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
+    p[4].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
+    p[5].state = NCCL_STATE (4, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
+            " refused); ranks 3-4 (host n2) never entered ddp_barrier #6;"
+            " rank 5 (host n3) is still in ddp_allreduce #4",
+            "grouped by what was found, the host where the group has one");
+    ok (n == 4, "four ranks at fault (%d)", n);
+    p[1].state = NCCL_STATE (6, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
+    p[3].state = NCCL_STATE (3, NCCL_CALL_BCAST, 0);
+    p[4].state = NCCL_STATE (2, NCCL_CALL_BCAST, NCCL_ST_STREAM);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 1 (host n1) is in ddp_allreduce #6 instead (the ranks"
+            " called the collectives in different orders); rank 2 (host n1)"
+            " is gone: its process exited (connection refused); rank 3 (host"
+            " n2) never entered ddp_barrier #6 (it left ddp_bcast #3); rank 4"
+            " (host n2) never entered ddp_barrier #6 (it left"
+            " ddp_bcast_stream #2); 1 more rank at fault",
+            "another call of my number; four groups at most, the rest counted");
+    ok (n == 5, "five ranks at fault (%d)", n);
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED, mine};
+    p[1].seen = NCCL_SEEN_UNREACHABLE;
+    p[2].seen = NCCL_SEEN_SILENT;
+    p[3].state = NCCL_STATE (5, NCCL_CALL_BARRIER, NCCL_ST_ABORTED);
+    p[4].state = NCCL_STATE (7, NCCL_CALL_FINALIZE, NCCL_ST_IN);
+    p[5].seen = NCCL_SEEN_NONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 1 (host n1) cannot be reached: no connection to it"
+            " within 0.5 s; rank 2 (host n1) does not answer: connected, but"
+            " no reply within 0.5 s; rank 3 (host n2) called ddp_abort;"
+            " rank 4 (host n2) is in ddp_finalize",
+            "unreachable, silent, aborted, finalizing; not asked: not named");
+    ok (n == 4, "four ranks at fault (%d)", n);
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED,
+                                  NCCL_STATE (7, NCCL_CALL_BARRIER, 0)};
+    p[2].state = NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN);
+    p[3].state = NCCL_STATE (1, NCCL_CALL_BARRIER, 0);
+    p[4].seen = NCCL_SEEN_GONE;
+    p[5].seen = NCCL_SEEN_GONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is still in ddp_init; rank 3 (host n2)"
+            " never entered ddp_barrier #6 (it left ddp_barrier #1); ranks"
+            " 4-5 are gone: their processes exited (connection refused)",
+            "ahead of me: not at fault; in init; a group on two hosts");
+    mine = NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN | NCCL_ST_FAILED);
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED,
+                                  NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN)};
+    p[1].state = NCCL_STATE (1, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    ok (n == 0, "in ddp_init myself: peers in init or past it are not at"
+        " fault (%s)", out);
+    n = nccl_describe (p, 6, 0, mine, NULL, NULL, 0.5, out, 40);
+    ok (n == 0 && strlen (out) == 39, "a short buffer is cut, terminated");
+}
+
 static void test_roots (void)
 {
     is_int (nccl_num_roots (1, 128), 1, "1 rank: 1 root");
@@ -476,6 +595,8 @@ int main (int argc, char **argv)
     test_op ();
     test_avg_in_place ();
     test_known_ranges ();
+    test_state_names ();
+    test_describe ();
     test_roots ();
     test_choose ();
     test_blob ();
