@@ -69,21 +69,6 @@ bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
 #endif
 }
 
-bool nccl_known_find (struct nccl_known *k, uintptr_t p, size_t len)
-{
-    for (int i = 0; i < k->n; i++) {
-        struct nccl_range r = k->r[i];
-        if (p >= r.lo && p < r.hi && len <= r.hi - p) {
-            if (i >= NCCL_KNOWN_MAX / 2) {
-                k->r[i] = k->r[i - NCCL_KNOWN_MAX / 2];
-                k->r[i - NCCL_KNOWN_MAX / 2] = r;
-            }
-            return true;
-        }
-    }
-    return false;
-}
-
 void nccl_known_add (struct nccl_known *k, uintptr_t p, size_t len)
 {
     uintptr_t hi = len > UINTPTR_MAX - p ? UINTPTR_MAX : p + len;

@@ -62,8 +62,22 @@ struct nccl_known {
 /* Is [p, p + len) inside one kept range (len 0: is p)?  A hit in the back
  * half of the table trades places with one in the front half, so that the
  * ranges in use stay in front and a loop over a few buffers moves
- * nothing.  O(NCCL_KNOWN_MAX). */
-bool nccl_known_find (struct nccl_known *k, uintptr_t p, size_t len);
+ * nothing.  O(NCCL_KNOWN_MAX); inline: every collective asks it twice. */
+static inline bool nccl_known_find (struct nccl_known *k, uintptr_t p,
+                                    size_t len)
+{
+    for (int i = 0; i < k->n; i++) {
+        struct nccl_range r = k->r[i];
+        if (p >= r.lo && p < r.hi && len <= r.hi - p) {
+            if (i >= NCCL_KNOWN_MAX / 2) {
+                k->r[i] = k->r[i - NCCL_KNOWN_MAX / 2];
+                k->r[i - NCCL_KNOWN_MAX / 2] = r;
+            }
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Keep [p, p + len) (len > 0; ends past the address space are cut): merged
  * into a kept range it touches or overlaps, else in a free entry, else in
