@@ -564,9 +564,10 @@ static void ask_ranks (struct nccl_watch *w, const int *ranks, int n,
             break;
         if (np == 0)
             continue;
-        now = deadline - ddpi_now ();
-        poll (p, (nfds_t)np, now < ASK_TICK ? (int)(now * 1000) + 1
-                                            : (int)(ASK_TICK * 1000));
+        now = deadline - ddpi_now ();     /* seconds left */
+        poll (p, (nfds_t)np, now <= 0          ? 0
+                             : now < ASK_TICK ? (int)(now * 1000) + 1
+                                              : (int)(ASK_TICK * 1000));
         for (int i = 0; i < np; i++)
             if (p[i].revents)
                 att_event (w, pk[i], pt[i], tell);
