@@ -367,12 +367,14 @@ static bool peers_ready (struct ncclComm *c)
             return false;
         if (theirs[r]->ops >= ops_done)
             continue;
-        if (exited (theirs[r]->pid)) { /* behind and gone: never comes */
+        /* Behind and gone: it never comes.  Its count is read again once
+         * it is known to be gone (it may have got this far just before). */
+        if (exited (theirs[r]->pid) && theirs[r]->ops < ops_done) {
             c->async = ncclRemoteError;
             c->dead_peer = r;
             return false;
         }
-        ready = false;
+        ready = ready && theirs[r]->ops >= ops_done; /* arrived meanwhile */
     }
     return ready;
 }
