@@ -92,7 +92,7 @@ test_expect_success '4 ranks on 2 nodes, rank 2 killed in an allreduce loop: eve
 test_expect_success 'kill -9 of rank 0, the first one asked: another rank collects, and rank 0 is named' '
 	ranks kill0 3 1 DDP_TIMEOUT=10 "$FAULT" kill 0 barrier &&
 	for r in 1 2; do
-		errors kill0 $r | grep "error: nccl: ddp_barrier #20[12]: rank 0 (host $HOST) is gone: its process exited (connection refused)\( (noticed by rank [12])\)\{0,1\}; $nccl_said" || return 1
+		errors kill0 $r | grep "error: nccl: ddp_barrier #202: rank 0 (host $HOST) is gone: its process exited (connection refused)\( (noticed by rank [12])\)\{0,1\}; $nccl_said" || return 1
 	done &&
 	one_verdict kill0 &&
 	within kill0 8

@@ -169,7 +169,7 @@ static void client_read (struct nccl_watch *w, struct client *c)
     if (c->got == sizeof (c->m)
         && (c->m.magic != WATCH_MAGIC || c->m.cookie != w->cookie
             || (c->m.type != MSG_ASK && c->m.type != MSG_TELL)
-            || (c->m.type == MSG_ASK && c->m.len != 0)
+            || (c->m.type == MSG_ASK) != (c->m.len == 0)
             || c->m.len >= TEXT_MAX))
         goto done;
     if (c->got < sizeof (c->m) + c->m.len)

@@ -63,7 +63,9 @@ int nccl_watch_peers (struct nccl_watch *w, const struct nccl_blob *all);
 
 /* After a failure seen in state mine (its NCCL_ST_FAILED flag set, also in
  * the word the thread answers with): find out who is at fault, as above,
- * each step bounded by window seconds (all of it by about 6 windows), and
+ * each step bounded by window seconds (all of it by 9 windows and a
+ * second, when ranks do not answer and collectors do not tell; a few
+ * milliseconds when they do), and
  * write the verdict into out (len bytes): nccl_describe's text (which says
  * so when nobody was found at fault), followed by " (noticed by rank R)"
  * when another rank found it.  A second call gives the same verdict at

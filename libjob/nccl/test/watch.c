@@ -198,6 +198,15 @@ static void test_cookie (void)
     if (fd >= 0)
         close (fd);
     q.cookie = x.blob[0].watch.cookie;
+    q.type = 2; /* a verdict of no text */
+    fd = connect_to (&x, 0);
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    ok (fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == 0,
+        "a verdict of no text: closed, unanswered");
+    if (fd >= 0)
+        close (fd);
+    q.type = 1;
     fd = connect_to (&x, 0);
     setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
     ok (fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
