@@ -24,8 +24,10 @@
 #   bench           nccl_bench --quick: libddp against raw NCCL, 1 rank
 #   kill-barrier,   2 ranks on one GPU, DDP_TIMEOUT=5: rank 1 kills itself
 #   kill-allreduce  (SIGKILL) in a loop of barriers / 4 MiB allreduces; the
-#                   survivor's reaction time and message
-#   skip            rank 1 never enters a barrier: the survivor's time, message
+#                   survivor's reaction time and message, which must name
+#                   rank 1
+#   skip            rank 1 never enters a barrier: the survivor's time and
+#                   message, which must name rank 1
 #   abort           rank 1 calls ddp_abort(7): the job ends with status 7
 #   train           contrib/examples/train at 2 ranks on one GPU (if built)
 #
@@ -62,9 +64,10 @@
 #                    shows 2 GPUs, lets communicators of several ranks form
 #                    (MOCK_NCCL_PEERS=fake: each rank's collectives move only
 #                    its own data, so the multi-rank checks and the training
-#                    fail there) and, for the failure steps, turns the peer's
-#                    death into NCCL's remote error or a stalled stream.  It
-#                    tests this script (tests/t0404-gpu-check.t).
+#                    fail there) and, for the failure steps, lets the ranks
+#                    see each other (MOCK_NCCL_PEER_DIR): a dead peer is
+#                    NCCL's remote error, an absent one a stream that waits.
+#                    It tests this script (tests/t0404-gpu-check.t).
 # Environment: DDP_BUILD_DIR (as --build), GPU_CHECK_NVIDIA_SMI (the
 # nvidia-smi command, default nvidia-smi), NCCL_SOCKET_IFNAME (default lo),
 # NCCL_IB_DISABLE (default 1), CUDA_VISIBLE_DEVICES (the GPUs to use; the
@@ -723,9 +726,9 @@ step_kill () {
         result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
         return
     fi
-    # The stand-in: rank 1's death is NCCL's remote error after 201 calls
-    # (init's barrier and the 200 before the kill).
-    (( STANDIN )) && mockenv=(MOCK_NCCL_ERROR_AFTER=201)
+    # The stand-in: the ranks see each other through files; rank 1's death
+    # becomes NCCL's remote error on rank 0 once rank 0 waits for it.
+    (( STANDIN )) && mkdir -p "$SD/peers" && mockenv=(MOCK_NCCL_PEER_DIR="$SD/peers")
     lim=$(limit_for 30)
     ranks "$STEP" "$lim" 2 2 1 DDP_TIMEOUT=$FAULT_TIMEOUT "${mockenv[@]}" -- \
         "$P_ddp_fault" kill 1 "$op"
@@ -735,13 +738,15 @@ step_kill () {
     if [[ $line =~ ^rank\ 0:\ failed\ after\ ([0-9]+)\ calls\ in\ ([0-9.]+)\ s:\ (-?[0-9]+)\ \((.*)\)$ ]]; then
         local calls=${BASH_REMATCH[1]} secs=${BASH_REMATCH[2]} code=${BASH_REMATCH[3]} why=${BASH_REMATCH[4]}
         key="survivor: $code ($why) after $secs s; names rank 1: $(names_rank1 "$msg"); message: $(cell "${msg:-none}")"
-        # It must fail after the kill (call 200 on), within the timeout.
+        # It must fail after the kill (call 200 on), within the timeout,
+        # naming rank 1.
         if (( calls >= 200 )) && [[ $code == -8 || $code == -7 ]] &&
-           (( $(tenths "$secs") >= 0 && $(tenths "$secs") <= (FAULT_TIMEOUT + 1) * 10 )); then
+           (( $(tenths "$secs") >= 0 && $(tenths "$secs") <= (FAULT_TIMEOUT + 1) * 10 )) &&
+           [ "$(names_rank1 "$msg")" = yes ]; then
             result PASS "$key" "Launcher: $(launcher_says)$(excerpt "$SD/rank0.out" 5)$(excerpt "$SD/rank0.err" 10)"
             return
         fi
-        result FAIL "$key (after $calls calls; want DDP_EPEER or DDP_ETIMEDOUT after call 200, within $((FAULT_TIMEOUT + 1)) s)" \
+        result FAIL "$key (after $calls calls; want DDP_EPEER or DDP_ETIMEDOUT after call 200, within $((FAULT_TIMEOUT + 1)) s, naming rank 1)" \
             "$(excerpt "$SD/rank0.out")$(excerpt "$SD/rank0.err")$(excerpt "$SD/err")"
         return
     fi
@@ -757,8 +762,9 @@ step_skip () {
         result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
         return
     fi
-    # The stand-in: after init's barrier and one more the stream stalls.
-    (( STANDIN )) && mockenv=(MOCK_NCCL_HANG_AFTER=2)
+    # The stand-in: the ranks see each other through files; rank 0's
+    # barrier waits for rank 1 as NCCL's would.
+    (( STANDIN )) && mkdir -p "$SD/peers" && mockenv=(MOCK_NCCL_PEER_DIR="$SD/peers")
     lim=$(limit_for 30)
     ranks skip "$lim" 2 2 1 DDP_TIMEOUT=$FAULT_TIMEOUT \
         DDP_VICTIM_SKIP_SLEEP=$(( FAULT_TIMEOUT + 3 )) "${mockenv[@]}" -- \
@@ -770,11 +776,12 @@ step_skip () {
         local code=${BASH_REMATCH[1]} secs=${BASH_REMATCH[2]}
         key="survivor: ddp_barrier $code after $secs s; names rank 1: $(names_rank1 "$msg"); message: $(cell "${msg:-none}")"
         if [[ $code == -7 || $code == -8 ]] &&
-           (( $(tenths "$secs") <= (FAULT_TIMEOUT + 2) * 10 )); then
+           (( $(tenths "$secs") <= (FAULT_TIMEOUT + 2) * 10 )) &&
+           [ "$(names_rank1 "$msg")" = yes ]; then
             result PASS "$key" "$(excerpt "$SD/rank0.out" 5)$(excerpt "$SD/rank0.err" 10)"
             return
         fi
-        result FAIL "$key (want DDP_ETIMEDOUT within $((FAULT_TIMEOUT + 2)) s)" \
+        result FAIL "$key (want DDP_ETIMEDOUT within $((FAULT_TIMEOUT + 2)) s, naming rank 1)" \
             "$(excerpt "$SD/rank0.out")$(excerpt "$SD/rank0.err")$(excerpt "$SD/err")"
         return
     fi

@@ -5,7 +5,9 @@ With tests/progs/nccl_mock.c preloaded into the tasks, the GPU identity each
 rank publishes follows its CUDA_VISIBLE_DEVICES (the fake gres GPUs):
 two tasks on one GPU are reported by every rank before NCCL is called, and
 a communicator that never forms (the mock cannot connect ranks) ends on
-every rank at the DDP_TIMEOUT deadline.'
+every rank at the DDP_TIMEOUT deadline.  With the ranks seeing each other
+(MOCK_NCCL_PEER_DIR), a rank that never enters a barrier and one killed
+are named by every survivor, across nodes.'
 . "$(dirname "$0")/test-lib.sh"
 ddp_cluster_require
 
@@ -59,6 +61,38 @@ test_expect_success 'auto with a GPU on one node only: host on every rank, rank 
 	grep "rank 0/3\] warning: auto: the host backend on every rank, because ranks 0-1 of 3 cannot use NCCL (rank 0, host [^:]*: no usable CUDA device: cudaGetDeviceCount: CUDA driver version is insufficient" half.err &&
 	test $(grep -c "warning: auto" half.err) = 1 &&
 	! grep "mock: ncclComm" half.err
+'
+
+# The ranks see each other through files (MOCK_NCCL_PEER_DIR, in the
+# test's directory, which every node shares): rank 1 never enters the
+# barrier after init's and the next one, on another node than rank 0.
+test_expect_success 'a rank that never enters a barrier: every survivor names it and the barrier, under srun' '
+	rm -rf skip.peers && mkdir skip.peers &&
+	test_must_fail ddp_srun --mpi=pmix -N2 -n3 env LD_PRELOAD="$mock" \
+		MOCK_NCCL_PEERS=fake MOCK_GPU_ID=rank \
+		MOCK_NCCL_PEER_DIR="$PWD/skip.peers" DDP_BACKEND=nccl \
+		DDP_TIMEOUT=3 DDP_VICTIM_RANKS=1 DDP_VICTIM_SKIP_SLEEP=5 \
+		"$DDP_PROGS/ddp_victim" skip "$PWD/skip.peers" >skip.out 2>skip.err &&
+	cat skip.out skip.err &&
+	for r in 0 2; do
+		grep "^ddp_barrier -7 " "skip.peers/exit.$r" &&
+		grep "^\[ddp rank $r/3\] error: nccl: ddp_barrier #3 did not complete within DDP_TIMEOUT=3 s: rank 1 (host [^)]*) never entered ddp_barrier #3\( (noticed by rank [02])\)\{0,1\}; communicator aborted$" skip.err || return 1
+	done
+'
+
+test_expect_success 'kill -9 of a rank in a barrier loop: every survivor names it and its host, under srun' '
+	rm -rf kill.peers && mkdir kill.peers &&
+	{ ddp_srun --mpi=pmix -N2 -n3 env LD_PRELOAD="$mock" \
+		MOCK_NCCL_PEERS=fake MOCK_GPU_ID=rank \
+		MOCK_NCCL_PEER_DIR="$PWD/kill.peers" DDP_BACKEND=nccl \
+		DDP_TIMEOUT=10 "$DDP_PROGS/ddp_fault" kill 1 >kill.out 2>kill.err
+	  echo $? >kill.rc; } &&
+	cat kill.out kill.err &&
+	test "$(cat kill.rc)" != 0 &&
+	for r in 0 2; do
+		grep "^rank $r: failed after 200 calls in [0-9.]* s: -8 " kill.out &&
+		grep "^\[ddp rank $r/3\] error: nccl: ddp_barrier #202: rank 1 (host [^)]*) is gone: its process exited (connection refused)\( (noticed by rank [02])\)\{0,1\}; NCCL: remote process exited" kill.err || return 1
+	done
 '
 
 # The set-up path at scale: DDP_NCCL_SCALE_RANKS ranks on the two nodes

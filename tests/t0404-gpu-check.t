@@ -125,9 +125,9 @@ test_expect_success 'the stand-in: failing checks of several ranks are named, pe
 	grep -q "^not ok " standin.md
 '
 test_expect_success UTSNS 'the stand-in: a killed, an absent and an aborting rank' '
-	grep "^| kill-barrier | PASS | .*survivor: -8 (a peer died or aborted) after [0-9.]* s" standin.md &&
-	grep "^| kill-allreduce | PASS | .*survivor: -8 " standin.md &&
-	grep "^| skip | PASS | .*survivor: ddp_barrier -7 after [5-6]\.[0-9]* s" standin.md &&
+	grep "^| kill-barrier | PASS | .*survivor: -8 (a peer died or aborted) after [0-9.]* s; names rank 1: yes; message: .*rank 1 (host h1) is gone: its process exited" standin.md &&
+	grep "^| kill-allreduce | PASS | .*survivor: -8 .*; names rank 1: yes; message: .*ddp_allreduce #202: rank 1 (host h1) is gone" standin.md &&
+	grep "^| skip | PASS | .*survivor: ddp_barrier -7 after [5-6]\.[0-9]* s; names rank 1: yes; message: .*rank 1 (host h1) never entered ddp_barrier #3" standin.md &&
 	grep "^| abort | PASS | .*job status 7 " standin.md
 '
 test_expect_success !UTSNS 'no UTS namespace here: the one-GPU steps say why' '

@@ -1,9 +1,15 @@
 /* net.c - small socket helpers (net.h). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "ddp_internal.h"
@@ -43,4 +49,38 @@ int ddpi_io_full (int fd, void *buf, size_t len, bool wr, double deadline)
         }
     }
     return 0;
+}
+
+int ddpi_local_ipv4 (uint32_t *ip, int max)
+{
+    const char *env = getenv ("DDP_HOST_ADDR");
+    struct ifaddrs *ifs, *i;
+    struct in_addr in;
+    int n = 0;
+
+    if (env) {
+        if (inet_pton (AF_INET, env, &in) != 1)
+            return ddpi_error (DDP_EINVAL, "DDP_HOST_ADDR='%s' is not an "
+                               "IPv4 address", env);
+        ip[0] = in.s_addr;
+        return 1;
+    }
+    if (getifaddrs (&ifs) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "getifaddrs: %s", strerror (errno));
+    for (int pass = 0; pass < 2; pass++) {
+        for (i = ifs; i && n < max; i = i->ifa_next) {
+            bool lo;
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET
+                || !(i->ifa_flags & IFF_UP))
+                continue;
+            lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
+            if (lo != (pass == 1))
+                continue;
+            ip[n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        }
+    }
+    freeifaddrs (ifs);
+    if (n == 0)
+        ip[n++] = htonl (INADDR_LOOPBACK);
+    return n;
 }

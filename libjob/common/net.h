@@ -1,10 +1,12 @@
-/* net.h - small socket helpers shared by the leaders' links (tcp.c) and
- * the roll call after a failed init (rollcall.c).  Internal to libddp. */
+/* net.h - small socket helpers shared by the leaders' links (tcp.c), the
+ * roll call after a failed init (rollcall.c) and the NCCL backend's watch
+ * (libjob/nccl/watch.c).  Internal to libddp. */
 #ifndef DDP_NET_H
 #define DDP_NET_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Make fd non-blocking.  Returns 0 or -1 (errno set). */
 int ddpi_set_nonblock (int fd);
@@ -13,5 +15,13 @@ int ddpi_set_nonblock (int fd);
  * socket fd, polling until the absolute time deadline (ddpi_now()).
  * Returns 0, or -1 on EOF, an error or the deadline. */
 int ddpi_io_full (int fd, void *buf, size_t len, bool wr, double deadline);
+
+/* The IPv4 addresses this rank offers its peers, into ip (room for max >=
+ * 1; network byte order): DDP_HOST_ADDR alone when it is set, else those
+ * of the interfaces that are up, loopback last (a peer on another machine
+ * never tries it), else 127.0.0.1.  Returns how many, or DDP_EINVAL (a
+ * DDP_HOST_ADDR that is not an IPv4 address) / DDP_ETRANSPORT (getifaddrs
+ * failed) after ddpi_error(). */
+int ddpi_local_ipv4 (uint32_t *ip, int max);
 
 #endif /* DDP_NET_H */

@@ -300,11 +300,14 @@ static int check_common (const char *fn)
 static int check_buf (const char *fn, const char *what, const void *p,
                       size_t count, ddp_dtype_t dtype, size_t mult)
 {
-    size_t es = ddp_dtype_size (dtype);
+    size_t es = ddp_dtype_size (dtype), bytes;
 
     if (es == 0)
         return ddpi_error (DDP_EINVAL, "%s: unknown dtype %d", fn, (int)dtype);
-    if (count > SIZE_MAX / es / mult)
+    /* Multiplications, not SIZE_MAX / es / mult: two divisions cost more
+     * than the rest of a pipelined call's checks together. */
+    if (__builtin_mul_overflow (count, es, &bytes)
+        || __builtin_mul_overflow (bytes, mult, &bytes))
         return ddpi_error (DDP_EINVAL, "%s: count %zu is too large", fn, count);
     if (count > 0 && !p)
         return ddpi_error (DDP_EINVAL, "%s: %s is NULL with count %zu", fn,

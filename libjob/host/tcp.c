@@ -3,11 +3,9 @@
  * frames. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -58,41 +56,15 @@ struct host_links {
 
 /* ---------------------------------------------------------------- setup */
 
-/* Addresses to advertise: DDP_HOST_ADDR, else the IPv4 addresses of the
- * interfaces that are up, loopback last (a peer on another machine never
- * tries it). */
+/* Addresses to advertise (net.h: DDP_HOST_ADDR, else the interfaces that
+ * are up, loopback last). */
 static int local_addrs (struct host_addr *a)
 {
-    const char *env = getenv ("DDP_HOST_ADDR");
-    struct ifaddrs *ifs, *i;
-    struct in_addr in;
-    int pass;
+    int n = ddpi_local_ipv4 (a->ip, HOST_MAX_ADDRS);
 
-    a->n = 0;
-    if (env) {
-        if (inet_pton (AF_INET, env, &in) != 1)
-            return ddpi_error (DDP_EINVAL, "DDP_HOST_ADDR='%s' is not an "
-                               "IPv4 address", env);
-        a->ip[a->n++] = in.s_addr;
-        return 0;
-    }
-    if (getifaddrs (&ifs) < 0)
-        return ddpi_error (DDP_ETRANSPORT, "getifaddrs: %s", strerror (errno));
-    for (pass = 0; pass < 2; pass++) {
-        for (i = ifs; i && a->n < HOST_MAX_ADDRS; i = i->ifa_next) {
-            bool lo;
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET
-                || !(i->ifa_flags & IFF_UP))
-                continue;
-            lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
-            if (lo != (pass == 1))
-                continue;
-            a->ip[a->n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-        }
-    }
-    freeifaddrs (ifs);
-    if (a->n == 0)
-        a->ip[a->n++] = htonl (INADDR_LOOPBACK);
+    if (n < 0)
+        return n;
+    a->n = (uint32_t)n;
     return 0;
 }
 

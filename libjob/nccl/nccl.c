@@ -7,7 +7,9 @@
  * DDP_TIMEOUT deadline.  Collectives enqueue on a stream and wait for it by
  * polling, so an NCCL asynchronous error or a missing peer becomes an error
  * return (after ncclCommAbort) instead of a hang.  Host buffers are staged
- * through a device scratch buffer.  The core checks every argument and owns
+ * through a device scratch buffer.  After such an error or deadline the
+ * watch (watch.h) finds out which rank is gone or late and what it was
+ * doing, for the message.  The core checks every argument and owns
  * the NCCL section of ddp.h; this file supplies its operations (op_coll for
  * the plain and _stream collectives, gpu_ops for the rest).
  */
@@ -15,6 +17,8 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,7 @@
 #include "nccl_backend.h"
 #include "nccl_util.h"
 #include "wait.h"
+#include "watch.h"
 
 #define SCRATCH_ALIGN 256
 #define FINALIZE_TIMEOUT 5.0 /* seconds, at most, for ncclCommFinalize */
@@ -37,6 +42,10 @@
  * (wait.h): a GPU collective usually completes within the spin, and a long
  * one (or a communicator init at scale) does not keep a core busy. */
 #define SPIN_US 1000
+/* How long each step of asking the peers after a failure may take: a
+ * tenth of the timeout in force, within these bounds (seconds). */
+#define ASK_WINDOW_MIN 0.25
+#define ASK_WINDOW_MAX 1.0
 
 struct nccl_ctx {
     int rank;
@@ -50,7 +59,49 @@ struct nccl_ctx {
     void *scratch;       /* device staging buffer for host pointers */
     size_t scratch_size;
     int broken;          /* 0, or the DDP_E* code that aborted comm */
+    struct nccl_known known; /* buffers NCCL can use as is (classify) */
+    bool no_cache;       /* DDP_NCCL_BUFFER_CACHE=0 */
+    /* What this rank is doing, for its peers' questions (watch.h): the
+     * number of its last barrier or collective, which call, _stream or
+     * not; sticky flags (failed, ddp_abort); the word the watch answers. */
+    uint64_t num;
+    int call;            /* enum nccl_call */
+    bool on_stream;
+    unsigned sticky;
+    _Atomic uint64_t state;
+    struct nccl_watch *watch; /* NULL in a world of one, or without */
 };
+
+/* ---- what this rank is doing ------------------------------------------- */
+
+/* Show the current call to the watch, in it or not: a relaxed store, the
+ * one cost of the watch on the hot path. */
+static void show (struct nccl_ctx *c, bool in)
+{
+    unsigned fl = c->sticky | (in ? NCCL_ST_IN : 0)
+                  | (c->on_stream ? NCCL_ST_STREAM : 0);
+
+    atomic_store_explicit (&c->state, NCCL_STATE (c->num, c->call, fl),
+                           memory_order_relaxed);
+}
+
+/* A barrier or collective begins: count it (as the host backend does, the
+ * one of ddp_init included). */
+static void call_enter (struct nccl_ctx *c, int call, bool on_stream)
+{
+    c->num++;
+    c->call = call;
+    c->on_stream = on_stream;
+    show (c, true);
+}
+
+/* The current call as a user knows it ("ddp_allreduce #12"). */
+static const char *call_name (const struct nccl_ctx *c, char *buf, size_t len)
+{
+    return nccl_state_name (atomic_load_explicit (&c->state,
+                                                  memory_order_relaxed),
+                            buf, len);
+}
 
 /* ---- errors and waiting ------------------------------------------------ */
 
@@ -72,16 +123,56 @@ static int comm_break (struct nccl_ctx *c, int code)
     return code;
 }
 
-/* NCCL returned r != ncclSuccess for what: record it, abort, return code. */
+/* The communicator failed (already aborted, so that the peers' waits end
+ * too): ask the peers who is gone or late and what they were doing, into
+ * who (len bytes; "" without a watch).  Not while finalizing: peers that
+ * are done may have exited, as they should. */
+static void diagnose (struct nccl_ctx *c, char *who, size_t len)
+{
+    double window = 0.1 * c->cfg->timeout_s;
+
+    who[0] = '\0';
+    if (!c->watch || c->call == NCCL_CALL_FINALIZE)
+        return;
+    window = window < ASK_WINDOW_MIN ? ASK_WINDOW_MIN
+             : window > ASK_WINDOW_MAX ? ASK_WINDOW_MAX
+                                       : window;
+    c->sticky |= NCCL_ST_FAILED;
+    show (c, true);
+    (void)nccl_watch_diagnose (c->watch,
+                               atomic_load_explicit (&c->state,
+                                                     memory_order_relaxed),
+                               window, who, len);
+}
+
+/* Can r mean that a peer is gone or stuck (not a mistake of this rank's)? */
+static bool peer_error (ncclResult_t r)
+{
+    return r == ncclRemoteError || r == ncclSystemError
+           || r == ncclInternalError;
+}
+
+/* NCCL returned r != ncclSuccess for what: abort, record it with who is at
+ * fault when a peer may be and NCCL's own words at the end, return the
+ * code. */
 static int nccl_fail (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     int code = r == ncclRemoteError ? DDP_EPEER : DDP_ENCCL;
     const char *last = c->comm ? ncclGetLastError (c->comm) : NULL;
+    char said[384], who[512] = "", name[64];
 
-    ddpi_error (code, "nccl: %s: %s%s%s%s", what, ncclGetErrorString (r),
-               last && *last ? " (" : "", last && *last ? last : "",
-               last && *last ? ")" : "");
-    return comm_break (c, code);
+    if (!what)
+        what = call_name (c, name, sizeof (name));
+    /* NCCL's words first: the abort may reuse their buffer. */
+    snprintf (said, sizeof (said), "%s%s%s%s", ncclGetErrorString (r),
+              last && *last ? " (" : "", last && *last ? last : "",
+              last && *last ? ")" : "");
+    comm_break (c, code);
+    if (peer_error (r))
+        diagnose (c, who, sizeof (who));
+    if (who[0])
+        return ddpi_error (code, "nccl: %s: %s; NCCL: %s", what, who, said);
+    return ddpi_error (code, "nccl: %s: %s", what, said);
 }
 
 /* The bound of a wait now: the core's (it switches from the init timeout
@@ -93,12 +184,19 @@ static double bound (const struct nccl_ctx *c)
 
 static int timed_out (struct nccl_ctx *c, const char *what)
 {
-    ddpi_error (DDP_ETIMEDOUT,
-               "nccl: %s did not complete within %s=%g s (a peer is"
-               " missing, hung or unreachable; NCCL_DEBUG=WARN may say more);"
-               " communicator aborted", what, c->cfg->timeout_name
-               ? c->cfg->timeout_name : "DDP_TIMEOUT", bound (c));
-    return comm_break (c, DDP_ETIMEDOUT);
+    char who[512], name[64];
+    double limit = bound (c);
+
+    if (!what)
+        what = call_name (c, name, sizeof (name));
+    comm_break (c, DDP_ETIMEDOUT);
+    diagnose (c, who, sizeof (who));
+    return ddpi_error (DDP_ETIMEDOUT, "nccl: %s did not complete within"
+                       " %s=%g s: %s; communicator aborted", what,
+                       c->cfg->timeout_name ? c->cfg->timeout_name
+                                            : "DDP_TIMEOUT", limit,
+                       who[0] ? who : "a peer is missing, hung or"
+                       " unreachable (NCCL_DEBUG=WARN may say more)");
 }
 
 static int broken_error (struct nccl_ctx *c)
@@ -108,11 +206,14 @@ static int broken_error (struct nccl_ctx *c)
 }
 
 /* r is the result of a call on a non-blocking communicator: wait while it
- * is ncclInProgress.  Returns 0 or a DDP_E* code (communicator aborted). */
+ * is ncclInProgress.  what names it in messages (NULL: the current call).
+ * Returns 0 or a DDP_E* code (communicator aborted). */
 static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     struct ddpi_waiter w;
 
+    if (r == ncclSuccess) /* the common case: nothing to wait for */
+        return 0;
     ddpi_wait_init (&w, bound (c), SPIN_US);
     while (r == ncclInProgress) {
         if (ddpi_wait_step (&w) < 0)
@@ -124,8 +225,8 @@ static int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
 }
 
 /* Wait for everything on stream s, watching NCCL's asynchronous error state
- * (every few milliseconds) and the deadline.  Returns 0 or a DDP_E* code
- * (communicator aborted). */
+ * (every few milliseconds) and the deadline; what as for nccl_settle.
+ * Returns 0 or a DDP_E* code (communicator aborted). */
 static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 {
     struct ddpi_waiter w;
@@ -143,7 +244,8 @@ static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
             return nccl_fail (c, ar, what);
     }
     if (e != cudaSuccess) {
-        cuda_error (e, what);
+        char name[64];
+        cuda_error (e, what ? what : call_name (c, name, sizeof (name)));
         return comm_break (c, DDP_ECUDA);
     }
     return 0;
@@ -151,9 +253,35 @@ static int stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
 
 /* ---- buffers ----------------------------------------------------------- */
 
-/* Is p memory NCCL can use as is (device memory of our GPU, or managed)?
- * Returns 0 and sets *dev, or DDP_EINVAL for memory of another GPU. */
-static int classify (struct nccl_ctx *c, const void *p, bool *dev)
+/* What kind of memory a buffer is decides whether NCCL gets it as is
+ * (device memory of this GPU, managed memory), is refused (device memory
+ * of another GPU) or is staged (host memory).  cudaPointerGetAttributes
+ * answers, but it costs more than the rest of a pipelined call together
+ * (a driver call under a lock), so the answers "NCCL can use it" are kept
+ * for the ranges the calls used, and a later call whose buffer lies inside
+ * a kept range asks nothing.
+ *
+ * The rule, and its limit: a kept range stays valid as long as the memory
+ * under it is not freed and handed out again as memory of another kind.
+ * libddp cannot see the program's cudaFree.  What it relies on: CUDA's
+ * allocators (cudaMalloc, cudaMallocAsync pools, the caching allocators of
+ * the frameworks) give a freed device address back as device memory of the
+ * same GPU, or as managed memory, which NCCL uses the same way; CUDA keeps
+ * the address range of device memory reserved while the context lives, so
+ * host memory does not get those addresses in practice.  Not caught: a
+ * buffer freed and allocated again at the same address on another GPU (no
+ * DDP_EINVAL then), or as host memory.  Either way NCCL gets a pointer its
+ * GPU cannot use and the call fails with a CUDA/NCCL error (an illegal
+ * address) instead of DDP_EINVAL: loud, never a silent wrong result.
+ * Only positive answers are kept: host buffers and refusals ask every
+ * time (host buffers are staged, which costs far more than the query).
+ * DDP_NCCL_BUFFER_CACHE=0 keeps nothing.  The ranges: nccl_util.h's
+ * struct nccl_known (NCCL_KNOWN_MAX of them, touching ones merge). */
+
+/* Is the buffer p, of which a call uses len bytes, memory NCCL can use as
+ * is (device memory of our GPU, or managed)?  Returns 0 and sets *dev, or
+ * DDP_EINVAL for memory of another GPU. */
+static int classify (struct nccl_ctx *c, const void *p, size_t len, bool *dev)
 {
     struct cudaPointerAttributes a;
     cudaError_t e;
@@ -161,6 +289,10 @@ static int classify (struct nccl_ctx *c, const void *p, bool *dev)
     *dev = false;
     if (!p)
         return 0;
+    if (nccl_known_find (&c->known, (uintptr_t)p, len)) {
+        *dev = true;
+        return 0;
+    }
     e = cudaPointerGetAttributes (&a, p);
     if (e != cudaSuccess) {
         (void)cudaGetLastError (); /* unknown to CUDA: plain host memory */
@@ -175,6 +307,8 @@ static int classify (struct nccl_ctx *c, const void *p, bool *dev)
                               a.device, c->device);
         *dev = true;
     }
+    if (*dev && !c->no_cache)
+        nccl_known_add (&c->known, (uintptr_t)p, len);
     return 0;
 }
 
@@ -207,7 +341,7 @@ static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
 
 struct coll {
     enum ddp_coll_kind kind;
-    const char *name;
+    const char *name;    /* for messages; NULL: the current call */
     const void *sendbuf; /* user's send buffer (bcast: buf) */
     void *recvbuf;       /* user's receive buffer, NULL where unused */
     size_t send_bytes;   /* bytes read from sendbuf on this rank */
@@ -392,11 +526,17 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
 
     if (c->broken)
         return broken_error (c);
-    if ((rc = classify (c, k->sendbuf, &sdev)) < 0
-        || (rc = classify (c, k->recvbuf, &rdev)) < 0)
-        return rc;
-    if (k->kind == DDP_COLL_BCAST)
+    /* A bcast's one buffer, an in-place reduction's: one question. */
+    if (k->sendbuf == k->recvbuf) {
+        size_t len = k->send_bytes > k->recv_bytes ? k->send_bytes
+                                                   : k->recv_bytes;
+        if ((rc = classify (c, k->sendbuf, len, &sdev)) < 0)
+            return rc;
         rdev = sdev;
+    }
+    else if ((rc = classify (c, k->sendbuf, k->send_bytes, &sdev)) < 0
+             || (rc = classify (c, k->recvbuf, k->recv_bytes, &rdev)) < 0)
+        return rc;
     if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
         return rc;
     rc = nccl_settle (c, coll_enqueue (c, k, ds, dr, s), k->name);
@@ -440,21 +580,23 @@ static int op_barrier (void *ctx)
 
     if (c->broken)
         return broken_error (c);
+    call_enter (c, NCCL_CALL_BARRIER, false);
     rc = nccl_settle (c, ncclAllReduce (c->flag, c->flag, 1, ncclInt32,
                                         ncclSum, c->comm, c->stream),
-                      "barrier");
-    if (rc < 0)
-        return rc;
-    return stream_wait (c, c->stream, "barrier");
+                      NULL);
+    if (rc == 0)
+        rc = stream_wait (c, c->stream, NULL);
+    show (c, false);
+    return rc;
 }
 
-/* What each collective is called in messages. */
-static const char *const coll_names[] = {
-    [DDP_COLL_BCAST] = "ncclBroadcast",
-    [DDP_COLL_REDUCE] = "ncclReduce",
-    [DDP_COLL_ALLREDUCE] = "ncclAllReduce",
-    [DDP_COLL_GATHER] = "gather (ncclSend/ncclRecv)",
-    [DDP_COLL_ALLGATHER] = "ncclAllGather",
+/* Which call each collective is, to the watch and in messages. */
+static const int coll_calls[] = {
+    [DDP_COLL_BCAST] = NCCL_CALL_BCAST,
+    [DDP_COLL_REDUCE] = NCCL_CALL_REDUCE,
+    [DDP_COLL_ALLREDUCE] = NCCL_CALL_ALLREDUCE,
+    [DDP_COLL_GATHER] = NCCL_CALL_GATHER,
+    [DDP_COLL_ALLGATHER] = NCCL_CALL_ALLGATHER,
 };
 
 /* Every collective, for the core API (on the library's stream, waiting) and
@@ -462,7 +604,7 @@ static const char *const coll_names[] = {
 static int op_coll (void *ctx, const struct ddp_coll *d)
 {
     struct nccl_ctx *c = ctx;
-    struct coll k = {.kind = d->kind, .name = coll_names[d->kind],
+    struct coll k = {.kind = d->kind, .name = NULL,
                      .sendbuf = d->sendbuf, .recvbuf = d->recvbuf,
                      .count = d->count, .root = d->root};
     bool with_op = d->kind == DDP_COLL_REDUCE || d->kind == DDP_COLL_ALLREDUCE;
@@ -471,16 +613,23 @@ static int op_coll (void *ctx, const struct ddp_coll *d)
     if ((rc = coll_types (&k, d->dtype, d->op, with_op)) < 0)
         return rc;
     coll_sizes (c, &k, ddp_dtype_size (d->dtype));
-    return coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
-                     !d->on_stream);
+    call_enter (c, coll_calls[d->kind], d->on_stream);
+    rc = coll_run (c, &k, d->on_stream ? (cudaStream_t)d->stream : c->stream,
+                   !d->on_stream);
+    show (c, false);
+    return rc;
 }
 
 static void op_abort (void *ctx)
 {
     struct nccl_ctx *c = ctx;
 
-    if (c)
-        comm_break (c, DDP_EPEER);
+    if (!c)
+        return;
+    /* Peers that ask from now on hear that this rank called ddp_abort. */
+    c->sticky |= NCCL_ST_ABORTED;
+    show (c, false);
+    comm_break (c, DDP_EPEER);
 }
 
 /* ---- create / destroy -------------------------------------------------- */
@@ -491,6 +640,8 @@ static void ctx_free (struct nccl_ctx *c)
         return;
     if (c->device >= 0)
         cudaSetDevice (c->device);
+    c->call = NCCL_CALL_FINALIZE;
+    show (c, true);
     if (c->comm) {
         /* Flush, then free; abort if stuck.  After the core's final barrier
          * every rank finalizes at about the same time, so a short bound
@@ -509,6 +660,7 @@ static void ctx_free (struct nccl_ctx *c)
         cudaFree (c->flag);
     if (c->scratch)
         cudaFree (c->scratch);
+    nccl_watch_stop (c->watch);
     free (c);
 }
 
@@ -581,6 +733,21 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
         }
         me->has_id = 1;
     }
+}
+
+/* In a world of several ranks, start this rank's watch (watch.h) and put
+ * its address in me.  Without one (an error, said with DDP_DEBUG) the
+ * backend works the same, but its messages cannot name a dead or late
+ * rank. */
+static void watch_start (struct nccl_ctx *c, struct nccl_blob *me)
+{
+    char why[256];
+
+    if (c->size > 1
+        && nccl_watch_start (c->rank, c->size, &c->state, &me->watch,
+                             &c->watch, why, sizeof (why)) < 0)
+        ddpi_debug ("nccl: no watch (a dead or late rank will not be"
+                    " named): %s", why);
 }
 
 /* Read DDP_NCCL_RANKS_PER_ROOT.  Returns the value, or -1 (reason in me). */
@@ -738,6 +905,8 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     c->device = -1;
     c->cfg = cfg;
     c->cap_s = DDPI_TIMEOUT_MAX;
+    c->no_cache = getenv ("DDP_NCCL_BUFFER_CACHE")
+                  && strcmp (getenv ("DDP_NCCL_BUFFER_CACHE"), "0") == 0;
     memset (&me, 0, sizeof (me));
     me.magic = NCCL_BLOB_MAGIC;
     ncclGetVersion (&version);
@@ -750,6 +919,9 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
 #endif
     }
     me.ranks_per_root = rpr;
+    c->call = NCCL_CALL_INIT;
+    show (c, true);
+    watch_start (c, &me);
     local_setup (c, bi, nroots, &me);
     t1 = ddpi_now ();
     if (!(all = exchange (c, b, &me, &rc)))
@@ -759,8 +931,12 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
         rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
         goto error;
     }
-    if ((rc = check_blobs (c, all, nroots, ids)) < 0
-        || (rc = comm_init (c, nroots, ids)) < 0)
+    if ((rc = check_blobs (c, all, nroots, ids)) < 0)
+        goto error;
+    if (c->watch && nccl_watch_peers (c->watch, all) < 0)
+        ddpi_debug ("nccl: out of memory for the peers' watch addresses:"
+                    " a dead or late rank will not be named");
+    if ((rc = comm_init (c, nroots, ids)) < 0)
         goto error;
     t3 = ddpi_now ();
     if ((rc = comm_ready (c)) < 0)
@@ -808,10 +984,18 @@ static int gpu_device (void *ctx)
 static int gpu_synchronize (void *ctx, void *stream)
 {
     struct nccl_ctx *c = ctx;
+    char what[96], name[64];
+    int rc;
 
     if (c->broken)
         return broken_error (c);
-    return stream_wait (c, (cudaStream_t)stream, "ddp_stream_synchronize");
+    /* The peers see this rank in its last call until the wait is over. */
+    show (c, true);
+    snprintf (what, sizeof (what), "ddp_stream_synchronize (after %s)",
+              call_name (c, name, sizeof (name)));
+    rc = stream_wait (c, (cudaStream_t)stream, what);
+    show (c, false);
+    return rc;
 }
 
 static const struct ddp_gpu_ops gpu_ops = {

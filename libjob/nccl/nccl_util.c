@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp_internal.h"
 #include "nccl_util.h"
 
 int nccl_map_dtype (ddp_dtype_t dtype, ncclDataType_t *out)
@@ -66,6 +67,193 @@ bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
     (void)op, (void)send, (void)recv, (void)bytes;
     return false;
 #endif
+}
+
+void nccl_known_add (struct nccl_known *k, uintptr_t p, size_t len)
+{
+    uintptr_t hi = len > UINTPTR_MAX - p ? UINTPTR_MAX : p + len;
+    int i;
+
+    if (len == 0)
+        return;
+    for (i = 0; i < k->n; i++)
+        if (p <= k->r[i].hi && k->r[i].lo <= hi) {
+            k->r[i].lo = p < k->r[i].lo ? p : k->r[i].lo;
+            k->r[i].hi = hi > k->r[i].hi ? hi : k->r[i].hi;
+            return;
+        }
+    if (k->n < NCCL_KNOWN_MAX)
+        i = k->n++;
+    else {
+        i = NCCL_KNOWN_MAX / 2 + k->next;
+        k->next = (k->next + 1) % (NCCL_KNOWN_MAX / 2);
+    }
+    k->r[i] = (struct nccl_range){p, hi};
+}
+
+char *nccl_state_name (uint64_t st, char *buf, size_t len)
+{
+    static const char *const names[NCCL_CALLS] = {
+        [NCCL_CALL_NONE] = "a collective", [NCCL_CALL_INIT] = "ddp_init",
+        [NCCL_CALL_BARRIER] = "ddp_barrier", [NCCL_CALL_BCAST] = "ddp_bcast",
+        [NCCL_CALL_REDUCE] = "ddp_reduce",
+        [NCCL_CALL_ALLREDUCE] = "ddp_allreduce",
+        [NCCL_CALL_GATHER] = "ddp_gather",
+        [NCCL_CALL_ALLGATHER] = "ddp_allgather",
+        [NCCL_CALL_FINALIZE] = "ddp_finalize",
+    };
+    int call = NCCL_STATE_CALL (st);
+    bool coll = call != NCCL_CALL_INIT && call != NCCL_CALL_FINALIZE;
+    bool stream = coll && call != NCCL_CALL_BARRIER && call != NCCL_CALL_NONE
+                  && (NCCL_STATE_FLAGS (st) & NCCL_ST_STREAM);
+
+    if (call >= NCCL_CALLS)
+        call = NCCL_CALL_NONE;
+    if (coll)
+        snprintf (buf, len, "%s%s #%llu", names[call], stream ? "_stream" : "",
+                  (unsigned long long)NCCL_STATE_NUM (st));
+    else
+        snprintf (buf, len, "%s", names[call]);
+    return buf;
+}
+
+/* What peer p was found doing that puts it at fault, seen from state mine,
+ * into buf, said of one rank or (plural) of several; "" when it is not at
+ * fault. */
+static void fault_text (const struct nccl_peer *p, uint64_t mine,
+                        double window, bool plural, char *buf, size_t len)
+{
+    char its[64], my[64];
+    uint64_t st = p->state, num = NCCL_STATE_NUM (st);
+    uint64_t my_num = NCCL_STATE_NUM (mine);
+    unsigned fl = NCCL_STATE_FLAGS (st);
+    int call = NCCL_STATE_CALL (st);
+    const char *is = plural ? "are" : "is";
+
+    buf[0] = '\0';
+    nccl_state_name (st, its, sizeof (its));
+    nccl_state_name (mine, my, sizeof (my));
+    switch (p->seen) {
+    case NCCL_SEEN_GONE:
+        snprintf (buf, len, "%s gone: %s exited (connection refused)", is,
+                  plural ? "their processes" : "its process");
+        return;
+    case NCCL_SEEN_UNREACHABLE:
+        snprintf (buf, len, "cannot be reached: no connection to %s within"
+                  " %.1f s", plural ? "them" : "it", window);
+        return;
+    case NCCL_SEEN_SILENT:
+        snprintf (buf, len, "%s not answer: connected, but no reply within"
+                  " %.1f s", plural ? "do" : "does", window);
+        return;
+    case NCCL_SEEN_ANSWERED:
+        break;
+    default:
+        return;
+    }
+    if (fl & NCCL_ST_ABORTED)
+        snprintf (buf, len, "called ddp_abort");
+    else if (fl & NCCL_ST_FAILED)
+        return;
+    else if (call == NCCL_CALL_FINALIZE)
+        snprintf (buf, len, "%s in ddp_finalize", is);
+    else if (call == NCCL_CALL_INIT && NCCL_STATE_CALL (mine) != NCCL_CALL_INIT)
+        snprintf (buf, len, "%s still in ddp_init", is);
+    else if (num < my_num && (fl & NCCL_ST_IN))
+        snprintf (buf, len, "%s still in %s", is, its);
+    else if (num < my_num && num + 1 < my_num)
+        snprintf (buf, len, "never entered %s (%s left %s)", my,
+                  plural ? "they" : "it", its);
+    else if (num < my_num)
+        snprintf (buf, len, "never entered %s", my);
+    else if (num == my_num && strcmp (its, my) != 0)
+        snprintf (buf, len, "%s in %s instead (the ranks called the"
+                  " collectives in different orders)", is, its);
+}
+
+#define DESCRIBE_GROUPS 4
+
+/* Ranks found at fault the same way (what, said of one rank). */
+struct fault_group {
+    char what[160];
+    const struct nccl_peer *first;
+    int *ranks;
+    int n;
+};
+
+/* "rank 1 (host n2) WHAT" or "ranks 1,3 (host n2) WHAT" (the host when
+ * every rank of the group has the same one), appended at *at. */
+static void group_text (const struct fault_group *g, uint64_t mine,
+                        double window, const char *(*host) (void *, int),
+                        void *arg, char *out, size_t len, size_t *at)
+{
+    char list[128], where[96] = "", what[160];
+    const char *h = host ? host (arg, g->ranks[0]) : NULL;
+
+    for (int i = 1; h && i < g->n; i++)
+        if (strcmp (h, host (arg, g->ranks[i])) != 0)
+            h = NULL;
+    if (h && *h)
+        snprintf (where, sizeof (where), " (host %s)", h);
+    fault_text (g->first, mine, window, g->n > 1, what, sizeof (what));
+    if (*at < len)
+        *at += (size_t)snprintf (out + *at, len - *at, "%srank%s %s%s %s",
+                                 *at ? "; " : "", g->n > 1 ? "s" : "",
+                                 ddpi_format_ranks (list, sizeof (list),
+                                                    g->ranks, g->n),
+                                 where, what);
+}
+
+int nccl_describe (const struct nccl_peer *peers, int size, int me,
+                   uint64_t mine, const char *(*host) (void *arg, int r),
+                   void *arg, double window, char *out, size_t len)
+{
+    struct fault_group g[DESCRIBE_GROUPS];
+    char cur[160];
+    int ng = 0, at_fault = 0, more = 0, answered = 0, rc = 0;
+    size_t at = 0;
+
+    if (len == 0)
+        return 0;
+    out[0] = '\0';
+    for (int r = 0; r < size; r++) {
+        int k;
+        if (r == me)
+            continue;
+        answered += peers[r].seen == NCCL_SEEN_ANSWERED;
+        fault_text (&peers[r], mine, window, false, cur, sizeof (cur));
+        if (!cur[0])
+            continue;
+        at_fault++;
+        for (k = 0; k < ng && strcmp (g[k].what, cur) != 0; k++)
+            ;
+        if (k == ng && ng < DESCRIBE_GROUPS) {
+            g[ng].ranks = malloc ((size_t)size * sizeof (int));
+            if (!g[ng].ranks) {
+                rc = -1;
+                more++;
+                continue;
+            }
+            snprintf (g[ng].what, sizeof (g[ng].what), "%s", cur);
+            g[ng].first = &peers[r];
+            g[ng++].n = 0;
+        }
+        if (k < ng)
+            g[k].ranks[g[k].n++] = r;
+        else
+            more++;
+    }
+    for (int k = 0; k < ng; k++) {
+        group_text (&g[k], mine, window, host, arg, out, len, &at);
+        free (g[k].ranks);
+    }
+    if (more > 0 && at < len)
+        snprintf (out + at, len - at, "%s%d more rank%s at fault",
+                  at ? "; " : "", more, more > 1 ? "s" : "");
+    if (at_fault == 0)
+        snprintf (out, len, "no rank is gone or behind: %d of %d answered"
+                  " (NCCL_DEBUG=WARN may say more)", answered, size - 1);
+    return rc < 0 ? rc : at_fault;
 }
 
 int nccl_num_roots (int nranks, int ranks_per_root)

@@ -44,6 +44,47 @@ int nccl_map_op (ddp_op_t op, ncclRedOp_t *out);
 bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
                         size_t bytes);
 
+/* Address ranges known to hold memory NCCL can use as is (device memory
+ * of the rank's GPU, managed memory), so that a call on a buffer inside
+ * one needs no cudaPointerGetAttributes: nccl.c ("buffers") says when a
+ * range may be kept and what that cannot see.  A few entries: a training
+ * step uses a few buffers, and the buckets of one flat buffer merge.  Zero
+ * it (= {0}) to start empty; no allocation. */
+#define NCCL_KNOWN_MAX 16
+struct nccl_known {
+    struct nccl_range {
+        uintptr_t lo, hi; /* [lo, hi) */
+    } r[NCCL_KNOWN_MAX];
+    int n;                /* entries in use */
+    int next;             /* the back half's next entry to replace */
+};
+
+/* Is [p, p + len) inside one kept range (len 0: is p)?  A hit in the back
+ * half of the table trades places with one in the front half, so that the
+ * ranges in use stay in front and a loop over a few buffers moves
+ * nothing.  O(NCCL_KNOWN_MAX); inline: every collective asks it twice. */
+static inline bool nccl_known_find (struct nccl_known *k, uintptr_t p,
+                                    size_t len)
+{
+    for (int i = 0; i < k->n; i++) {
+        struct nccl_range r = k->r[i];
+        if (p >= r.lo && p < r.hi && len <= r.hi - p) {
+            if (i >= NCCL_KNOWN_MAX / 2) {
+                k->r[i] = k->r[i - NCCL_KNOWN_MAX / 2];
+                k->r[i - NCCL_KNOWN_MAX / 2] = r;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Keep [p, p + len) (len > 0; ends past the address space are cut): merged
+ * into a kept range it touches or overlaps, else in a free entry, else in
+ * place of one of the back half (round robin), so the front half's ranges
+ * stay.  O(NCCL_KNOWN_MAX). */
+void nccl_known_add (struct nccl_known *k, uintptr_t p, size_t len);
+
 /* Number of NCCL bootstrap roots for nranks ranks with at most
  * ranks_per_root ranks per root: ceil (nranks / ranks_per_root), at least 1.
  * Returns -1 if nranks < 1 or ranks_per_root < 1. */
@@ -71,9 +112,86 @@ int nccl_count_visible (const char *cvd);
 int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
                         size_t errlen);
 
+/* ---- who is gone or late: the pure parts (watch.h asks the peers) ---- */
+
+/* What a rank is doing, as one 64-bit word its watch answers with: the
+ * number of the collective it entered last (1, 2, ...: every barrier and
+ * collective, the one of ddp_init included, as the host backend counts
+ * them), which call that is, and flags. */
+enum nccl_call {
+    NCCL_CALL_NONE = 0,
+    NCCL_CALL_INIT,       /* ddp_init, before its first barrier */
+    NCCL_CALL_BARRIER,
+    NCCL_CALL_BCAST,
+    NCCL_CALL_REDUCE,
+    NCCL_CALL_ALLREDUCE,
+    NCCL_CALL_GATHER,
+    NCCL_CALL_ALLGATHER,
+    NCCL_CALL_FINALIZE,   /* ddp_finalize, after its last barrier */
+    NCCL_CALLS
+};
+#define NCCL_ST_IN 1u       /* inside the call (else it left it) */
+#define NCCL_ST_STREAM 2u   /* the _stream variant */
+#define NCCL_ST_FAILED 4u   /* this rank saw the communicator fail */
+#define NCCL_ST_ABORTED 8u  /* this rank called ddp_abort */
+#define NCCL_STATE(num, call, flags)                                         \
+    ((uint64_t)(num) << 16 | (uint64_t)(call) << 8 | (uint64_t)(flags))
+#define NCCL_STATE_NUM(st) ((uint64_t)(st) >> 16)
+#define NCCL_STATE_CALL(st) ((int)((st) >> 8 & 0xff))
+#define NCCL_STATE_FLAGS(st) ((unsigned)((st) & 0xff))
+
+/* The call of state st as a user knows it: "ddp_allreduce_stream #12",
+ * "ddp_barrier #6", "ddp_init", "ddp_finalize" ("a collective #N" for a
+ * call unknown to this build), into buf.  Returns buf. */
+char *nccl_state_name (uint64_t st, char *buf, size_t len);
+
+/* What asking a peer found. */
+enum nccl_seen {
+    NCCL_SEEN_NONE = 0,   /* not asked (no address, or no time left) */
+    NCCL_SEEN_ANSWERED,   /* it answered: state is what it is doing */
+    NCCL_SEEN_GONE,       /* every address refused or closed the connection
+                             unanswered (or another process answered): no
+                             process of this job listens there now */
+    NCCL_SEEN_UNREACHABLE,/* no connection within the window */
+    NCCL_SEEN_SILENT,     /* connected, no answer within the window */
+};
+
+struct nccl_peer {
+    int seen;             /* enum nccl_seen */
+    uint64_t state;       /* NCCL_SEEN_ANSWERED: its NCCL_STATE word */
+};
+
+/* Write into out (len bytes) which ranks are at fault, as peers[0..size-1]
+ * (rank me's own entry is ignored) shows them to a rank in state mine,
+ * grouped by what was found, at most 4 groups, the rest counted: e.g.
+ * "rank 1 (host n2) is gone: its process exited (connection refused)",
+ * "ranks 3,5 (host n4) never entered ddp_barrier #6 (they left
+ * ddp_allreduce #4)".  At fault: gone, unreachable, silent, ddp_abort
+ * called, in ddp_finalize or still in ddp_init, behind (in or after an
+ * earlier call than mine), or in another call of my number.  Not at fault:
+ * a rank that failed too, or is in my call or a later one.  host (arg, r)
+ * gives rank r's host name; window is how long the asking waited
+ * (seconds, for the texts).  Returns the number of ranks at fault; with
+ * none, out says so ("no rank is gone or behind: 3 of 3 answered
+ * (NCCL_DEBUG=WARN may say more)") and 0
+ * is returned; -1 when out of memory (out then lists less). */
+int nccl_describe (const struct nccl_peer *peers, int size, int me,
+                   uint64_t mine, const char *(*host) (void *arg, int r),
+                   void *arg, double window, char *out, size_t len);
+
+/* Where a rank's watch listens (watch.h): in its blob. */
+#define NCCL_WATCH_IPS 4
+struct nccl_watch_addr {
+    uint32_t ip[NCCL_WATCH_IPS]; /* IPv4, network byte order, best first */
+    uint32_t nip;                /* 0: the rank has no watch */
+    uint16_t port;               /* network byte order */
+    uint16_t pad;
+    uint64_t cookie;             /* random: what a peer must quote */
+};
+
 /* What each rank publishes in the one bootstrap fence.  Fixed layout; every
  * rank runs the same library build, checked through magic and version. */
-#define NCCL_BLOB_MAGIC 0x64647031u /* "ddp1" */
+#define NCCL_BLOB_MAGIC 0x64647032u /* "ddp2" */
 struct nccl_blob {
     uint32_t magic;
     int32_t nccl_version;   /* ncclGetVersion() of this rank */
@@ -85,6 +203,7 @@ struct nccl_blob {
     char busid[32];         /* PCI bus id "0000:3b:00.0", or "" */
     uint8_t uuid[16];       /* GPU UUID, all zero when unknown */
     char reason[160];       /* why status != 0 */
+    struct nccl_watch_addr watch;
     ncclUniqueId id;
 };
 

@@ -16,6 +16,7 @@
  *
  *   nccl_bench [--quick] [--max-bytes N]
  *   nccl_bench --avg-probe [--quick]
+ *   nccl_bench --calls N
  *
  * --avg-probe, instead of timing: does an out-of-place average (ncclAvg,
  * DDP_AVG) write every element of the receive buffer?  NCCL 2.28.3 left
@@ -25,6 +26,13 @@
  * with 0xff bytes; one line each ("N unwritten from I" or "all written").
  * Exits 1 when libddp left an element unwritten; raw NCCL's are reported
  * only (libddp's workaround is what is checked).
+ *
+ * --calls N, instead of timing: N pipelined calls each of
+ * ddp_allreduce_stream, ddp_bcast_stream and ddp_allgather_stream on the
+ * same 8-byte device buffers, one ddp_stream_synchronize, the results
+ * checked; prints "calls: N of each, ok" (or what failed) and the time per
+ * call.  On the stand-in (MOCK_CUDA_COUNTS=1) this shows how many pointer
+ * queries libddp's buffer checks make (t0402).
  */
 #include "config.h"
 
@@ -287,9 +295,58 @@ out:
     return failed || ddp_bad ? 1 : 0;
 }
 
+/* ---- --calls ---------------------------------------------------------- */
+
+/* n pipelined calls of each stream collective on the same device buffers
+ * (2 floats: one element each, the allgather's receive buffer size of
+ * them).  Returns 0 when every call and the result were right, else 1. */
+static int calls (long n)
+{
+    float *s = NULL, *r = NULL, h[2] = {0, 0};
+    void *st = ddp_cuda_stream ();
+    double t0;
+    long i;
+    int rc = 0, failed = 1;
+
+    if (cudaMalloc ((void **)&s, 2 * sizeof (float)) != cudaSuccess
+        || cudaMalloc ((void **)&r, 2 * sizeof (float) * (size_t)size)
+               != cudaSuccess) {
+        fprintf (stderr, "nccl_bench: --calls: out of memory\n");
+        goto out;
+    }
+    h[0] = 1.0f;
+    cudaMemcpy (s, h, sizeof (float), cudaMemcpyHostToDevice);
+    t0 = now ();
+    for (i = 0; i < n && rc == 0; i++)
+        if ((rc = ddp_allreduce_stream (s, r, 1, DDP_FLOAT32, DDP_SUM, st))
+                == 0
+            && (rc = ddp_bcast_stream (s, 1, DDP_FLOAT32, 0, st)) == 0)
+            rc = ddp_allgather_stream (s, r, 1, DDP_FLOAT32, st);
+    if (rc == 0)
+        rc = ddp_stream_synchronize (st);
+    if (rc < 0) {
+        printf ("calls: call %ld failed: %d (%s)\n", i, rc,
+                ddp_strerror (rc));
+        goto out;
+    }
+    cudaMemcpy (h, r, sizeof (float), cudaMemcpyDeviceToHost);
+    if (h[0] != 1.0f) {
+        printf ("calls: wrong result %g, want 1\n", (double)h[0]);
+        goto out;
+    }
+    printf ("calls: %ld of each, ok, %.3f us per call\n", n,
+            (now () - t0) / (3.0 * (double)n) * 1e6);
+    failed = 0;
+out:
+    cudaFree (s);
+    cudaFree (r);
+    return failed;
+}
+
 int main (int argc, char **argv)
 {
     size_t max_bytes = 64u << 20;
+    long ncalls = 0;
     bool probe = false;
     float *s = NULL, *r = NULL, *h = NULL;
     int ndev = 0, rc;
@@ -302,9 +359,12 @@ int main (int argc, char **argv)
             max_bytes = strtoull (argv[++i], NULL, 10);
         else if (strcmp (argv[i], "--avg-probe") == 0)
             probe = true;
+        else if (strcmp (argv[i], "--calls") == 0 && i + 1 < argc
+                 && (ncalls = strtol (argv[++i], NULL, 10)) > 0)
+            ;
         else {
             fprintf (stderr, "usage: nccl_bench [--quick] [--max-bytes N]"
-                     " [--avg-probe]\n");
+                     " [--avg-probe] [--calls N]\n");
             return 2;
         }
     }
@@ -325,8 +385,8 @@ int main (int argc, char **argv)
                  ddp_backend_name ());
         return 1;
     }
-    if (probe) {
-        rc = avg_probe ();
+    if (probe || ncalls > 0) {
+        rc = probe ? avg_probe () : calls (ncalls);
         return ddp_finalize () < 0 ? 1 : rc;
     }
     if (cudaMalloc ((void **)&s, max_bytes) != cudaSuccess

@@ -368,6 +368,88 @@ static void check_all_moves (void)
         }
 }
 
+/* With more than one GPU visible: memory of another GPU is refused, also
+ * right after this GPU's buffers were used (libddp keeps what it learned of
+ * them) and when this GPU's kept buffer is on the other side of the call. */
+static void check_other_gpu (void)
+{
+    int ndev = 0, me = ddp_cuda_device (), rc1, rc2, rc3;
+    double *mine = NULL, *other = NULL;
+
+    if (cudaGetDeviceCount (&ndev) != cudaSuccess || ndev < 2 || me < 0)
+        return;
+    if (cudaMalloc ((void **)&mine, 2 * sizeof (double)) != cudaSuccess
+        || cudaSetDevice ((me + 1) % ndev) != cudaSuccess
+        || cudaMalloc ((void **)&other, 2 * sizeof (double)) != cudaSuccess
+        || cudaSetDevice (me) != cudaSuccess) {
+        ok (false, "memory on GPUs %d and %d", me, (me + 1) % ndev);
+        cudaSetDevice (me);
+        cudaFree (mine);
+        cudaFree (other);
+        return;
+    }
+    rc1 = ddp_allreduce (mine, mine + 1, 1, DDP_FLOAT64, DDP_SUM);
+    rc2 = ddp_allreduce (other, other + 1, 1, DDP_FLOAT64, DDP_SUM);
+    rc3 = ddp_allreduce_stream (mine, other, 1, DDP_FLOAT64, DDP_SUM,
+                                ddp_cuda_stream ());
+    ok (rc1 == 0 && rc2 == DDP_EINVAL && rc3 == DDP_EINVAL,
+        "memory of GPU %d is refused (rc %d, %d), this GPU's is not (rc %d)",
+        (me + 1) % ndev, rc2, rc3, rc1);
+    cudaFree (mine);
+    cudaFree (other);
+}
+
+/* A sum of rank + 1 over the ranks in buf (n doubles, in place) on the
+ * library stream, waited for.  Returns true when every element is right. */
+static bool sum_in (double *buf, size_t n)
+{
+    double want = (double)size * (size + 1) / 2;
+    double *h = calloc (n, sizeof (double));
+    bool good = h != NULL;
+
+    for (size_t i = 0; good && i < n; i++)
+        h[i] = rank + 1;
+    good = good
+           && cudaMemcpy (buf, h, n * sizeof (double), cudaMemcpyDefault)
+                  == cudaSuccess
+           && ddp_allreduce (buf, buf, n, DDP_FLOAT64, DDP_SUM) == 0
+           && cudaMemcpy (h, buf, n * sizeof (double), cudaMemcpyDefault)
+                  == cudaSuccess;
+    for (size_t i = 0; good && i < n; i++)
+        good = h[i] == want;
+    free (h);
+    return good;
+}
+
+/* A device buffer used (libddp keeps its range), freed, and the memory
+ * allocated again as managed memory (often at the same address): the
+ * results stay right.  Then one of host memory. */
+static void check_reuse (void)
+{
+    size_t n = 4096;
+    double *d = NULL, *m = NULL, *h = NULL;
+    bool good;
+
+    if (cudaMalloc ((void **)&d, n * sizeof (double)) != cudaSuccess) {
+        ok (false, "cudaMalloc");
+        return;
+    }
+    good = sum_in (d, n);
+    cudaFree (d);
+    if (cudaMallocManaged ((void **)&m, n * sizeof (double),
+                           cudaMemAttachGlobal) != cudaSuccess) {
+        ok (false, "cudaMallocManaged");
+        return;
+    }
+    good = good && sum_in (m, n);
+    ok (good, "a device buffer freed, then managed memory%s: right sums",
+        m == d ? " at the same address" : "");
+    cudaFree (m);
+    h = malloc (n * sizeof (double));
+    ok (h && sum_in (h, n), "then host memory: right sums");
+    free (h);
+}
+
 static void check_misc (void)
 {
     size_t used = 0, total = 0;
@@ -413,6 +495,8 @@ static void check_misc (void)
             "host send, device receive: rc=%d sum=%g", rc, y);
         cudaFree (d);
     }
+    check_other_gpu ();
+    check_reuse ();
 }
 
 /* "MAJOR.MINOR" of a CUDA version number (13000 -> "13.0"). */

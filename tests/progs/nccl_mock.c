@@ -28,8 +28,21 @@
  *                             its collectives complete at once moving only
  *                             this rank's data (for set-up at scale: every
  *                             rank gets through ddp_init and finalize)
+ *   MOCK_NCCL_PEER_DIR=DIR    with MOCK_NCCL_PEERS=fake, the ranks see each
+ *                             other through files in DIR (one per rank:
+ *                             its pid and how many collectives it
+ *                             enqueued), as NCCL's connections would: a
+ *                             rank's stream completes only once every peer
+ *                             enqueued as many collectives (a rank that
+ *                             never enters one leaves the others waiting),
+ *                             and once a peer's process has exited the
+ *                             communicator reports ncclRemoteError with
+ *                             NCCL's words for a closed socket (and the
+ *                             stream stalls); a gather's sends and
+ *                             receives are not counted
  *   MOCK_GPU_ID=rank          the GPU identity comes from the rank
- *                             (SLURM_PROCID or PMIX_RANK): every rank its own
+ *                             (SLURM_PROCID, PMIX_RANK or RANK): every rank
+ *                             its own
  *   MOCK_NCCL_AVG_TAIL=N      NCCL 2.28.3's defect: an ncclAllReduce or
  *                             ncclReduce (on its root) with ncclAvg on a
  *                             floating type, out of place (sendbuff !=
@@ -37,9 +50,20 @@
  *                             leaves the last N elements of recvbuff
  *                             unwritten (N=3 is what an H100 showed for
  *                             1048579 and 4194307 elements)
+ *   MOCK_CUDA_COUNTS=1        at exit, log how many times
+ *                             cudaPointerGetAttributes was called and how
+ *                             many collectives ran ("mock: counts: ...")
  * Otherwise the GPU identity comes from this process's CUDA_VISIBLE_DEVICES
  * entry for the device (so tasks bound to one fake gres GPU share a UUID).
  * Abort, finalize and destroy are logged to stderr as "mock: ..." lines.
+ *
+ * Memory as CUDA lays it out: device and managed allocations come from one
+ * reserved range of addresses (an arena, like CUDA's own reservation), so
+ * host memory (malloc, cudaMallocHost) never takes an address that device
+ * memory had; a freed device range may come back from the next device or
+ * managed allocation (as cudaMalloc's addresses do), and until then it is
+ * inaccessible (PROT_NONE), so a stale device pointer faults.  Each
+ * allocation remembers the device that was current (cudaSetDevice).
  */
 #include "config.h"
 
@@ -49,28 +73,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #define MAX_ALLOCS 4096
+#define ARENA_MAX ((size_t)64 << 30) /* address space, not memory */
+#define ARENA_MIN ((size_t)256 << 20)
 
 struct alloc {
     void *p;
     size_t size;
+    size_t len;          /* pages taken from the arena (device, managed) */
     enum cudaMemoryType type;
+    int device;          /* current when it was allocated */
 };
 
 static struct alloc allocs[MAX_ALLOCS];
 static int current_device;
 static cudaError_t last_error = cudaSuccess;
 static long ops_done;
+static long attr_calls;
+
+/* The arena: device and managed allocations, first fit in the holes that
+ * freed ones left, else at its top. */
+static char *arena;
+static size_t arena_size, arena_top;
+static struct hole {
+    char *p;
+    size_t n;
+} holes[MAX_ALLOCS];
+static int nholes;
 
 struct ncclComm {
     int nranks;
     int rank;
     int init_hang;
     ncclResult_t async;
+    int dead_peer;       /* MOCK_NCCL_PEER_DIR: the peer found gone, or -1 */
 };
+
+/* MOCK_NCCL_PEER_DIR: what a rank shows its peers, in DIR/rank.R. */
+struct shown {
+    volatile long pid;
+    volatile long ops;   /* collectives enqueued */
+};
+
+static struct ncclComm *the_comm; /* the live communicator (one at a time) */
+static struct shown *mine;        /* this rank's file, mapped */
+static struct shown **theirs;     /* the peers' files, mapped when seen */
+
 
 static long env_long (const char *name, long dflt)
 {
@@ -135,17 +190,72 @@ static struct alloc *find (const void *p)
     return NULL;
 }
 
+/* n bytes (a multiple of the page size) of the arena, readable and
+ * zeroed, or NULL. */
+static char *arena_take (size_t n)
+{
+    char *p = NULL;
+
+    /* The largest reservation the system grants (valgrind grants less). */
+    for (size_t sz = ARENA_MAX; !arena && sz >= ARENA_MIN; sz /= 2) {
+        void *a = mmap (NULL, sz, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != MAP_FAILED) {
+            arena = a;
+            arena_size = sz;
+        }
+    }
+    if (!arena)
+        return NULL;
+    for (int i = 0; i < nholes && !p; i++)
+        if (holes[i].n >= n) {
+            p = holes[i].p;
+            holes[i].p += n;
+            holes[i].n -= n;
+            if (holes[i].n == 0)
+                holes[i] = holes[--nholes];
+        }
+    if (!p && arena_top + n <= arena_size) {
+        p = arena + arena_top;
+        arena_top += n;
+    }
+    if (p && mprotect (p, n, PROT_READ | PROT_WRITE) < 0)
+        return NULL; /* lost to the arena: only when the system is out */
+    return p;
+}
+
+/* Give n bytes at p back to the arena: freed pages, no access. */
+static void arena_give (char *p, size_t n)
+{
+    madvise (p, n, MADV_DONTNEED);
+    mprotect (p, n, PROT_NONE);
+    if (nholes < MAX_ALLOCS)
+        holes[nholes++] = (struct hole){p, n};
+}
+
+static bool in_arena (enum cudaMemoryType t)
+{
+    return t == cudaMemoryTypeDevice || t == cudaMemoryTypeManaged;
+}
+
 static cudaError_t mock_alloc (void **p, size_t size, enum cudaMemoryType t)
 {
+    size_t page = (size_t)sysconf (_SC_PAGESIZE);
+
     if (ndevices () < 1)
         return fail (cudaErrorNoDevice);
     for (int i = 0; i < MAX_ALLOCS; i++)
         if (!allocs[i].p) {
-            if (!(allocs[i].p = calloc (1, size ? size : 1)))
+            struct alloc *a = &allocs[i];
+            a->size = size ? size : 1;
+            a->len = in_arena (t) ? (a->size + page - 1) / page * page : 0;
+            a->p = in_arena (t) ? (void *)arena_take (a->len)
+                                : calloc (1, a->size);
+            if (!a->p)
                 return fail (cudaErrorMemoryAllocation);
-            allocs[i].size = size ? size : 1;
-            allocs[i].type = t;
-            *p = allocs[i].p;
+            a->type = t;
+            a->device = current_device;
+            *p = a->p;
             return cudaSuccess;
         }
     return fail (cudaErrorMemoryAllocation);
@@ -155,11 +265,118 @@ static cudaError_t mock_free (void *p)
 {
     for (int i = 0; p && i < MAX_ALLOCS; i++)
         if (allocs[i].p == p) {
-            free (p);
+            if (in_arena (allocs[i].type))
+                arena_give (p, allocs[i].len);
+            else
+                free (p);
             allocs[i].p = NULL;
             return cudaSuccess;
         }
     return p ? fail (cudaErrorInvalidValue) : cudaSuccess;
+}
+
+__attribute__ ((destructor)) static void log_counts (void)
+{
+    if (env_long ("MOCK_CUDA_COUNTS", 0) > 0)
+        fprintf (stderr, "mock: counts: cudaPointerGetAttributes %ld,"
+                 " collectives %ld\n", attr_calls, ops_done);
+}
+
+/* ---- MOCK_NCCL_PEER_DIR: peers through files --------------------------- */
+
+static const char *peer_dir (void)
+{
+    const char *d = getenv ("MOCK_NCCL_PEER_DIR");
+    return d && *d && fake_peers () ? d : NULL;
+}
+
+/* Map DIR/rank.R read-only, or NULL while it is not there. */
+static struct shown *map_rank (int r)
+{
+    char path[4096];
+    void *p;
+    int fd;
+
+    snprintf (path, sizeof (path), "%s/rank.%d", peer_dir (), r);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return NULL;
+    p = mmap (NULL, sizeof (struct shown), PROT_READ, MAP_SHARED, fd, 0);
+    close (fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* This rank joins DIR as c->rank: its file is written whole under another
+ * name, then renamed, so that a peer never maps a short one. */
+static void peers_join (struct ncclComm *c)
+{
+    char tmp[4096], path[4096];
+    void *p;
+    int fd;
+
+    if (!peer_dir ())
+        return;
+    snprintf (tmp, sizeof (tmp), "%s/.rank.%d.%ld", peer_dir (), c->rank,
+              (long)getpid ());
+    snprintf (path, sizeof (path), "%s/rank.%d", peer_dir (), c->rank);
+    if ((fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        return;
+    p = ftruncate (fd, sizeof (struct shown)) < 0
+            ? MAP_FAILED
+            : mmap (NULL, sizeof (struct shown), PROT_READ | PROT_WRITE,
+                    MAP_SHARED, fd, 0);
+    close (fd);
+    if (p == MAP_FAILED)
+        return;
+    mine = p;
+    mine->ops = ops_done;
+    mine->pid = getpid ();
+    theirs = calloc ((size_t)c->nranks, sizeof (*theirs));
+    if (rename (tmp, path) < 0)
+        mine = NULL;
+}
+
+/* Has process pid exited (gone, or a zombie nobody reaped yet)? */
+static bool exited (long pid)
+{
+    char path[64], st[512];
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf (path, sizeof (path), "/proc/%ld/stat", pid);
+    if (!(f = fopen (path, "r")))
+        return true;
+    n = fread (st, 1, sizeof (st) - 1, f);
+    fclose (f);
+    st[n] = '\0';
+    p = strrchr (st, ')'); /* "pid (comm) S ..." */
+    return !p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Are the peers as far as this rank?  A peer that exited breaks c. */
+static bool peers_ready (struct ncclComm *c)
+{
+    bool ready = true;
+
+    if (!mine || !theirs || c->async != ncclSuccess)
+        return c->async == ncclSuccess;
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank)
+            continue;
+        if (!theirs[r] && !(theirs[r] = map_rank (r)))
+            return false;
+        if (theirs[r]->ops >= ops_done)
+            continue;
+        /* Behind and gone: it never comes.  Its count is read again once
+         * it is known to be gone (it may have got this far just before). */
+        if (exited (theirs[r]->pid) && theirs[r]->ops < ops_done) {
+            c->async = ncclRemoteError;
+            c->dead_peer = r;
+            return false;
+        }
+        ready = ready && theirs[r]->ops >= ops_done; /* arrived meanwhile */
+    }
+    return ready;
 }
 
 /* ---- CUDA runtime ------------------------------------------------------ */
@@ -190,7 +407,9 @@ static unsigned entry_of (int d)
     const char *id = getenv ("MOCK_GPU_ID");
 
     if (id && strcmp (id, "rank") == 0)
-        return (unsigned)env_long ("SLURM_PROCID", env_long ("PMIX_RANK", 0));
+        return (unsigned)env_long ("SLURM_PROCID",
+                                   env_long ("PMIX_RANK",
+                                             env_long ("RANK", 0)));
     for (int i = 0; s && i < d; i++) {
         s = strchr (s, ',');
         s = s ? s + 1 : NULL;
@@ -324,9 +543,10 @@ cudaError_t cudaPointerGetAttributes (struct cudaPointerAttributes *a,
 {
     struct alloc *m = find (p);
 
+    attr_calls++;
     memset (a, 0, sizeof (*a));
     a->type = m ? m->type : cudaMemoryTypeUnregistered;
-    a->device = m ? current_device : -2;
+    a->device = m ? m->device : -2;
     return cudaSuccess;
 }
 
@@ -355,7 +575,9 @@ cudaError_t cudaStreamDestroy (cudaStream_t s)
 cudaError_t cudaStreamQuery (cudaStream_t s)
 {
     (void)s;
-    return stalled () ? cudaErrorNotReady : cudaSuccess;
+    if (stalled () || (the_comm && !peers_ready (the_comm)))
+        return cudaErrorNotReady;
+    return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize (cudaStream_t s)
@@ -392,7 +614,10 @@ static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
     c->init_hang = (init && strcmp (init, "hang") == 0)
                    || (nranks > 1 && !fake_peers ());
     c->async = c->init_hang ? ncclInProgress : ncclSuccess;
+    c->dead_peer = -1;
     *comm = c;
+    the_comm = c;
+    peers_join (c);
     return ncclInProgress;
 }
 
@@ -422,6 +647,8 @@ ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
         return ncclInvalidArgument;
     if (!c->init_hang && e >= 0 && ops_done > e)
         c->async = ncclRemoteError;
+    if (!c->init_hang)
+        (void)peers_ready (c);
     *r = c->async;
     return ncclSuccess;
 }
@@ -429,6 +656,8 @@ ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
 ncclResult_t ncclCommAbort (ncclComm_t c)
 {
     fprintf (stderr, "mock: ncclCommAbort\n");
+    if (c == the_comm)
+        the_comm = NULL;
     free (c);
     return ncclSuccess;
 }
@@ -446,6 +675,8 @@ ncclResult_t ncclCommFinalize (ncclComm_t c)
 ncclResult_t ncclCommDestroy (ncclComm_t c)
 {
     fprintf (stderr, "mock: ncclCommDestroy\n");
+    if (c == the_comm)
+        the_comm = NULL;
     free (c);
     return ncclSuccess;
 }
@@ -464,7 +695,8 @@ const char *ncclGetErrorString (ncclResult_t r)
 
 const char *ncclGetLastError (ncclComm_t c)
 {
-    (void)c;
+    if (c && c->dead_peer >= 0)
+        return "socketProgress: Connection closed by remote peer (mock)";
     return "mock: last error";
 }
 
@@ -490,6 +722,8 @@ static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
     if (c->nranks != 1 && !fake_peers ())
         return ncclInvalidUsage;
     ops_done++;
+    if (mine)
+        mine->ops = ops_done;
     if (dst && src && count)
         memmove (dst, src, count * type_size (t));
     return ncclSuccess;

@@ -1,6 +1,7 @@
 /* nccl_util.c - the pure parts of the NCCL backend (libjob/nccl/nccl_util.c):
- * dtype/op mapping, when an average runs in place, bootstrap roots, GPU
- * choice, the fence blob and the duplicate-GPU check.  Needs no GPU. */
+ * dtype/op mapping, when an average runs in place, the ranges of known
+ * device buffers, bootstrap roots, GPU choice, the fence blob and the
+ * duplicate-GPU check.  Needs no GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -75,6 +76,177 @@ static void test_avg_in_place (void)
     ok (!nccl_avg_in_place (ncclAvg, a, b, 0), "count 0: as is");
     ok (!nccl_avg_in_place (ncclSum, a, b, sizeof (a)), "SUM: as is");
     ok (!nccl_avg_in_place (ncclMax, a, b, sizeof (a)), "MAX: as is");
+}
+
+static void test_known_ranges (void)
+{
+    struct nccl_known k = {0};
+    int found = 0;
+
+    ok (!nccl_known_find (&k, 1000, 8), "known ranges: none at first");
+    nccl_known_add (&k, 1000, 100);
+    ok (nccl_known_find (&k, 1000, 100) && nccl_known_find (&k, 1099, 1)
+        && nccl_known_find (&k, 1040, 0), "inside the kept range: found");
+    ok (!nccl_known_find (&k, 1000, 101) && !nccl_known_find (&k, 999, 2)
+        && !nccl_known_find (&k, 1100, 1),
+        "past either end of it, by one byte: not found");
+    nccl_known_add (&k, 1100, 100);
+    nccl_known_add (&k, 950, 60);
+    ok (k.n == 1 && nccl_known_find (&k, 950, 250),
+        "a touching range and an overlapping one merge into one");
+    nccl_known_add (&k, 5000, 0);
+    ok (k.n == 1 && !nccl_known_find (&k, 5000, 0), "nothing kept for 0 bytes");
+    nccl_known_add (&k, UINTPTR_MAX - 10, 100);
+    ok (nccl_known_find (&k, UINTPTR_MAX - 10, 10)
+        && !nccl_known_find (&k, UINTPTR_MAX - 10, 11),
+        "a range past the end of the address space is cut there");
+
+    memset (&k, 0, sizeof (k));
+    for (uintptr_t i = 0; i < NCCL_KNOWN_MAX; i++)
+        nccl_known_add (&k, 0x10000 * (i + 1), 0x100);
+    ok (k.n == NCCL_KNOWN_MAX, "%d disjoint ranges: %d entries",
+        NCCL_KNOWN_MAX, k.n);
+    ok (nccl_known_find (&k, 0x10000 * NCCL_KNOWN_MAX, 0x100)
+        && k.r[NCCL_KNOWN_MAX / 2 - 1].lo == 0x10000 * NCCL_KNOWN_MAX,
+        "a hit in the back half moves it to the front half");
+    nccl_known_add (&k, 0x900000, 0x100);
+    for (uintptr_t i = 0; i < NCCL_KNOWN_MAX; i++)
+        found += nccl_known_find (&k, 0x10000 * (i + 1), 0x100);
+    ok (nccl_known_find (&k, 0x900000, 0x100) && found == NCCL_KNOWN_MAX - 1,
+        "full: a new range replaces one (%d of %d old ones left)", found,
+        NCCL_KNOWN_MAX);
+
+    /* A loop over 4 buffers while 100 others come and go once each: the 4
+     * are always there, whichever half they came into. */
+    found = 0;
+    for (uintptr_t i = 0; i < 4; i++)
+        nccl_known_add (&k, 0x1000000 + 0x10000 * i, 0x100);
+    for (uintptr_t j = 0; j < 100; j++) {
+        nccl_known_add (&k, 0x2000000 + 0x10000 * j, 0x100);
+        for (uintptr_t i = 0; i < 4; i++)
+            found += nccl_known_find (&k, 0x1000000 + 0x10000 * i, 0x100);
+    }
+    ok (found == 400, "buffers in use stay among others used once (%d of"
+        " 400 lookups found)", found);
+}
+
+static void test_state_names (void)
+{
+    char b[64];
+
+    is_str (nccl_state_name (NCCL_STATE (6, NCCL_CALL_BARRIER, NCCL_ST_IN), b,
+                             sizeof (b)),
+            "ddp_barrier #6", "state name: barrier");
+    is_str (nccl_state_name (NCCL_STATE (12, NCCL_CALL_ALLREDUCE,
+                                         NCCL_ST_STREAM | NCCL_ST_FAILED),
+                             b, sizeof (b)),
+            "ddp_allreduce_stream #12", "state name: a _stream call");
+    is_str (nccl_state_name (NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN), b,
+                             sizeof (b)),
+            "ddp_init", "state name: init");
+    is_str (nccl_state_name (NCCL_STATE (9, NCCL_CALL_FINALIZE, 0), b,
+                             sizeof (b)),
+            "ddp_finalize", "state name: finalize");
+    is_str (nccl_state_name (NCCL_STATE (3, 200, 0), b, sizeof (b)),
+            "a collective #3", "state name: a call this build does not know");
+    ok (NCCL_STATE_NUM (NCCL_STATE (UINT64_C (1) << 40, NCCL_CALL_GATHER,
+                                    NCCL_ST_IN))
+            == UINT64_C (1) << 40,
+        "a state keeps 48 bits of call number");
+}
+
+static const char *hosts_of (void *arg, int r)
+{
+    return ((const char *const *)arg)[r];
+}
+
+/* nccl_describe on 6 ranks, rank 0 in ddp_barrier #6 */
+static void test_describe (void)
+{
+    const char *hosts[6] = {"n0", "n1", "n1", "n2", "n2", "n3"};
+    uint64_t mine = NCCL_STATE (6, NCCL_CALL_BARRIER,
+                                NCCL_ST_IN | NCCL_ST_FAILED);
+    struct nccl_peer p[6];
+    char out[512];
+    int n;
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED, mine};
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    ok (n == 0 && strcmp (out, "no rank is gone or behind: 5 of 5 answered"
+                               " (NCCL_DEBUG=WARN may say more)") == 0,
+        "everyone failed in my call: nobody at fault (%d: %s)", n, out);
+    p[2].seen = NCCL_SEEN_GONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
+            " refused)", "one rank gone: named with its host");
+    ok (n == 1, "one rank at fault (%d)", n);
+    p[3].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
+    p[4].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
+    p[5].state = NCCL_STATE (4, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
+            " refused); ranks 3-4 (host n2) never entered ddp_barrier #6;"
+            " rank 5 (host n3) is still in ddp_allreduce #4",
+            "grouped by what was found, the host where the group has one");
+    ok (n == 4, "four ranks at fault (%d)", n);
+    p[1].state = NCCL_STATE (6, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
+    p[3].state = NCCL_STATE (3, NCCL_CALL_BCAST, 0);
+    p[4].state = NCCL_STATE (2, NCCL_CALL_BCAST, NCCL_ST_STREAM);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 1 (host n1) is in ddp_allreduce #6 instead (the ranks"
+            " called the collectives in different orders); rank 2 (host n1)"
+            " is gone: its process exited (connection refused); rank 3 (host"
+            " n2) never entered ddp_barrier #6 (it left ddp_bcast #3); rank 4"
+            " (host n2) never entered ddp_barrier #6 (it left"
+            " ddp_bcast_stream #2); 1 more rank at fault",
+            "another call of my number; four groups at most, the rest counted");
+    ok (n == 5, "five ranks at fault (%d)", n);
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED, mine};
+    p[1].seen = NCCL_SEEN_UNREACHABLE;
+    p[2].seen = NCCL_SEEN_SILENT;
+    p[3].state = NCCL_STATE (5, NCCL_CALL_BARRIER, NCCL_ST_ABORTED);
+    p[4].state = NCCL_STATE (7, NCCL_CALL_FINALIZE, NCCL_ST_IN);
+    p[5].seen = NCCL_SEEN_NONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 1 (host n1) cannot be reached: no connection to it"
+            " within 0.5 s; rank 2 (host n1) does not answer: connected, but"
+            " no reply within 0.5 s; rank 3 (host n2) called ddp_abort;"
+            " rank 4 (host n2) is in ddp_finalize",
+            "unreachable, silent, aborted, finalizing; not asked: not named");
+    ok (n == 4, "four ranks at fault (%d)", n);
+
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED,
+                                  NCCL_STATE (7, NCCL_CALL_BARRIER, 0)};
+    p[2].state = NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN);
+    p[3].state = NCCL_STATE (1, NCCL_CALL_BARRIER, 0);
+    p[4].seen = NCCL_SEEN_GONE;
+    p[5].seen = NCCL_SEEN_GONE;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is still in ddp_init; rank 3 (host n2)"
+            " never entered ddp_barrier #6 (it left ddp_barrier #1); ranks"
+            " 4-5 are gone: their processes exited (connection refused)",
+            "ahead of me: not at fault; in init; a group on two hosts");
+    mine = NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN | NCCL_ST_FAILED);
+    for (int r = 0; r < 6; r++)
+        p[r] = (struct nccl_peer){NCCL_SEEN_ANSWERED,
+                                  NCCL_STATE (0, NCCL_CALL_INIT, NCCL_ST_IN)};
+    p[1].state = NCCL_STATE (1, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    ok (n == 0, "in ddp_init myself: peers in init or past it are not at"
+        " fault (%s)", out);
+    n = nccl_describe (p, 6, 0, mine, NULL, NULL, 0.5, out, 40);
+    ok (n == 0 && strlen (out) == 39, "a short buffer is cut, terminated");
 }
 
 static void test_roots (void)
@@ -422,6 +594,9 @@ int main (int argc, char **argv)
     test_dtype ();
     test_op ();
     test_avg_in_place ();
+    test_known_ranges ();
+    test_state_names ();
+    test_describe ();
     test_roots ();
     test_choose ();
     test_blob ();

@@ -1,0 +1,361 @@
+/* watch.c - the NCCL backend's watch (libjob/nccl/watch.h), without NCCL:
+ * several ranks' watches in one process, each with its own state word,
+ * asked over TCP on this machine.  A rank is "gone" when its watch is
+ * stopped, "late" when its state is behind. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "tap.h"
+#include "watch.h"
+
+#define WINDOW 0.5
+#define MAXR 8
+
+struct world {
+    int size;
+    _Atomic uint64_t state[MAXR];
+    struct nccl_watch *w[MAXR];
+    struct nccl_blob blob[MAXR];
+};
+
+/* size ranks, rank r on host "hA" (r < size / 2) or "hB", each in state
+ * st[r]; every watch knows every other.  Returns 0 or -1. */
+static int world_start (struct world *x, int size, const uint64_t *st)
+{
+    char err[256];
+
+    memset (x, 0, sizeof (*x));
+    x->size = size;
+    for (int r = 0; r < size; r++) {
+        atomic_store (&x->state[r], st[r]);
+        snprintf (x->blob[r].host, sizeof (x->blob[r].host), "%s",
+                  r < size / 2 ? "hA" : "hB");
+        if (nccl_watch_start (r, size, &x->state[r], &x->blob[r].watch,
+                              &x->w[r], err, sizeof (err)) < 0) {
+            diag ("rank %d: %s", r, err);
+            return -1;
+        }
+    }
+    for (int r = 0; r < size; r++)
+        if (nccl_watch_peers (x->w[r], x->blob) < 0)
+            return -1;
+    return 0;
+}
+
+static void world_stop (struct world *x)
+{
+    for (int r = 0; r < x->size; r++) {
+        nccl_watch_stop (x->w[r]);
+        x->w[r] = NULL;
+    }
+}
+
+/* Rank r fails in its current state and diagnoses; the verdict in out. */
+static double fail_and_ask (struct world *x, int r, char *out, size_t len)
+{
+    uint64_t st = atomic_load (&x->state[r]) | NCCL_ST_FAILED;
+    double t0 = ddpi_now ();
+
+    atomic_store (&x->state[r], st);
+    if (nccl_watch_diagnose (x->w[r], st, WINDOW, out, len) < 0)
+        snprintf (out, len, "(diagnose failed)");
+    return ddpi_now () - t0;
+}
+
+static void test_gone_and_late (void)
+{
+    const uint64_t in6 = NCCL_STATE (6, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    uint64_t st[4] = {in6, NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0), in6, in6};
+    const char *want = "rank 1 (host hA) never entered ddp_barrier #6;"
+                       " rank 3 (host hB) is gone: its process exited"
+                       " (connection refused)";
+    struct world x;
+    char out[512], noticed[600];
+    double t;
+
+    if (world_start (&x, 4, st) < 0) {
+        ok (false, "4 watches started");
+        return;
+    }
+    nccl_watch_stop (x.w[3]);
+    x.w[3] = NULL;
+    t = fail_and_ask (&x, 0, out, sizeof (out));
+    is_str (out, want, "rank 0, the collector: the late rank and the gone one"
+            " with their hosts");
+    ok (t < 2 * WINDOW, "in %.3f s", t);
+    snprintf (noticed, sizeof (noticed), "%s (noticed by rank 0)", want);
+    t = fail_and_ask (&x, 2, out, sizeof (out));
+    is_str (out, noticed, "rank 2 failing later reports what rank 0 told it");
+    ok (t < 0.1, "at once (%.3f s)", t);
+    t = fail_and_ask (&x, 1, out, sizeof (out));
+    is_str (out, noticed, "so does the late rank when it fails at last");
+    world_stop (&x);
+}
+
+struct asker {
+    struct world *x;
+    int rank;
+    char out[512];
+};
+
+static void *ask_thread (void *arg)
+{
+    struct asker *a = arg;
+    fail_and_ask (a->x, a->rank, a->out, sizeof (a->out));
+    return NULL;
+}
+
+/* Three survivors of 4 fail at the same time: one verdict for all, from
+ * one collector. */
+static void test_at_once (void)
+{
+    const uint64_t in9 = NCCL_STATE (9, NCCL_CALL_ALLGATHER,
+                                     NCCL_ST_IN | NCCL_ST_STREAM);
+    uint64_t st[4] = {in9, in9, in9, in9};
+    struct asker a[3];
+    pthread_t t[3];
+    struct world x;
+    int noticed = 0, same = 1;
+
+    if (world_start (&x, 4, st) < 0) {
+        ok (false, "4 watches started");
+        return;
+    }
+    nccl_watch_stop (x.w[0]);
+    x.w[0] = NULL;
+    for (int i = 0; i < 3; i++) {
+        a[i] = (struct asker){&x, i + 1, ""};
+        pthread_create (&t[i], NULL, ask_thread, &a[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join (t[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        diag ("rank %d: %s", i + 1, a[i].out);
+        noticed += strstr (a[i].out, "(noticed by rank 1)") != NULL;
+        same &= strncmp (a[i].out, "rank 0 (host hA) is gone: its process"
+                         " exited (connection refused)", 63) == 0;
+    }
+    ok (same, "three survivors at once: each names rank 0, the gone one");
+    ok (noticed == 2, "rank 1 (rank 0 is gone) collected, the others say so"
+        " (%d of 2)", noticed);
+    world_stop (&x);
+}
+
+/* Connect to rank r's watch on this machine. */
+static int connect_to (const struct world *x, int r)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = x->blob[r].watch.port,
+                              .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd >= 0 && connect (fd, (struct sockaddr *)&sin, sizeof (sin)) < 0) {
+        close (fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The wire as watch.c has it: a question must quote the cookie. */
+struct wire {
+    uint32_t magic, type;
+    uint64_t cookie, state;
+    int32_t rank;
+    uint32_t len, holds, pad;
+};
+
+static void test_cookie (void)
+{
+    const uint64_t st0 = NCCL_STATE (4, NCCL_CALL_REDUCE, NCCL_ST_IN);
+    uint64_t st[2] = {st0, st0};
+    struct wire q = {0x57646470u, 1, 0, 0, 1, 0, 0, 0}, a;
+    struct timeval tv = {2, 0};
+    struct world x;
+    int fd;
+
+    if (world_start (&x, 2, st) < 0) {
+        ok (false, "2 watches started");
+        return;
+    }
+    q.cookie = x.blob[0].watch.cookie ^ 1;
+    fd = connect_to (&x, 0);
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    ok (fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == 0,
+        "a question with another cookie: closed, unanswered");
+    if (fd >= 0)
+        close (fd);
+    q.cookie = x.blob[0].watch.cookie;
+    q.type = 2; /* a verdict of no text */
+    fd = connect_to (&x, 0);
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    ok (fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == 0,
+        "a verdict of no text: closed, unanswered");
+    if (fd >= 0)
+        close (fd);
+    q.type = 1;
+    fd = connect_to (&x, 0);
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    ok (fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == sizeof (a)
+            && a.type == 3 && a.rank == 0 && a.state == st0 && a.holds == 0,
+        "with its cookie: the answer says what rank 0 is doing");
+    if (fd >= 0)
+        close (fd);
+    world_stop (&x);
+}
+
+/* A listening socket on 127.0.0.1 with room for backlog connections in
+ * its queue, never accepted; its port into *port.  Returns it or -1. */
+static int bare_listener (int backlog, uint16_t *port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+    socklen_t sl = sizeof (sin);
+    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0 || bind (fd, (struct sockaddr *)&sin, sizeof (sin)) < 0
+        || listen (fd, backlog) < 0
+        || getsockname (fd, (struct sockaddr *)&sin, &sl) < 0) {
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    *port = sin.sin_port;
+    return fd;
+}
+
+/* A rank whose port accepts connections that nobody serves (silent), and
+ * one whose port lets none through (a full queue drops the SYNs, as a
+ * host that is down or cut off would: unreachable). */
+static void test_silent_unreachable (void)
+{
+    const uint64_t in3 = NCCL_STATE (3, NCCL_CALL_BCAST, NCCL_ST_IN);
+    uint64_t st[3] = {in3, in3, in3};
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+    struct world x;
+    char out[512];
+    int lfd, full, filler = -1;
+    double t;
+
+    if (world_start (&x, 3, st) < 0) {
+        ok (false, "3 watches started");
+        return;
+    }
+    lfd = bare_listener (4, &x.blob[1].watch.port);
+    full = bare_listener (0, &x.blob[2].watch.port);
+    sin.sin_port = x.blob[2].watch.port;
+    if (full >= 0 && (filler = socket (AF_INET, SOCK_STREAM, 0)) >= 0)
+        (void)!connect (filler, (struct sockaddr *)&sin, sizeof (sin));
+    if (lfd < 0 || full < 0 || filler < 0) {
+        ok (false, "listening sockets: %s", strerror (errno));
+        world_stop (&x);
+        return;
+    }
+    for (int r = 1; r <= 2; r++) {
+        x.blob[r].watch.nip = 1;
+        x.blob[r].watch.ip[0] = htonl (INADDR_LOOPBACK);
+    }
+    nccl_watch_peers (x.w[0], x.blob);
+    t = fail_and_ask (&x, 0, out, sizeof (out));
+    is_str (out, "rank 1 (host hB) does not answer: connected, but no reply"
+            " within 0.5 s; rank 2 (host hB) cannot be reached: no"
+            " connection to it within 0.5 s",
+            "silent and unreachable ranks, within the window");
+    ok (t < 4 * WINDOW, "in %.3f s", t);
+    close (filler);
+    close (full);
+    close (lfd);
+    world_stop (&x);
+}
+
+/* A child forked by a rank must not keep its watch's port open: once the
+ * rank stopped its watch, the rank is gone, not silent. */
+static void test_fork (void)
+{
+    const uint64_t in2 = NCCL_STATE (2, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    uint64_t st[2] = {in2, in2};
+    struct world x;
+    char out[512];
+    pid_t child;
+
+    if (world_start (&x, 2, st) < 0) {
+        ok (false, "2 watches started");
+        return;
+    }
+    fflush (NULL);
+    if ((child = fork ()) == 0) {
+        sleep (10);
+        _exit (0);
+    }
+    nccl_watch_stop (x.w[1]);
+    x.w[1] = NULL;
+    fail_and_ask (&x, 0, out, sizeof (out));
+    is_str (out, "rank 1 (host hB) is gone: its process exited (connection"
+            " refused)", "a forked child of a gone rank does not keep it"
+            " listening");
+    if (child > 0) {
+        kill (child, SIGKILL);
+        waitpid (child, NULL, 0);
+    }
+    world_stop (&x);
+}
+
+/* A verdict from the network is printed text only: cleaned. */
+static void test_tell_cleaned (void)
+{
+    const uint64_t in2 = NCCL_STATE (2, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    uint64_t st[2] = {in2, in2};
+    struct {
+        struct wire m;
+        char text[8];
+    } q = {{0x57646470u, 2, 0, 0, 1, 7, 0, 0}, "ab\ncd\033e"};
+    struct wire a;
+    struct world x;
+    char out[512];
+    int fd;
+
+    if (world_start (&x, 2, st) < 0) {
+        ok (false, "2 watches started");
+        return;
+    }
+    q.m.cookie = x.blob[0].watch.cookie;
+    fd = connect_to (&x, 0);
+    ok (fd >= 0 && send (fd, &q, sizeof (q.m) + 7, 0) == sizeof (q.m) + 7
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == sizeof (a)
+            && a.holds == 1,
+        "told a verdict by rank 1: it holds it");
+    if (fd >= 0)
+        close (fd);
+    fail_and_ask (&x, 0, out, sizeof (out));
+    is_str (out, "ab?cd?e (noticed by rank 1)",
+            "control characters in it are replaced");
+    world_stop (&x);
+}
+
+int main (void)
+{
+    signal (SIGPIPE, SIG_IGN);
+    plan (NO_PLAN);
+    test_gone_and_late ();
+    test_at_once ();
+    test_cookie ();
+    test_silent_unreachable ();
+    test_fork ();
+    test_tell_cleaned ();
+    return done_testing ();
+}
