@@ -30,7 +30,7 @@ cp -a /usr/lib/x86_64-linux-gnu/slurm-wlm/. "$out/slurm-wlm/"
 cp -a /usr/lib/x86_64-linux-gnu/pmix2/. "$out/pmix2/"
 cp -a "$build"/libjob/.libs/libddp.so* "$out/ddp/lib/"
 cp "$build/spank/.libs/ddp.so" "$out/ddp/spank/"
-for p in nccl_check nccl_bench ddp_check ddp_victim ddp-local-run nccl_probe pmix_ref; do
+for p in nccl_check nccl_bench ddp_check ddp_victim ddp_fault ddp-local-run nccl_probe pmix_ref; do
     [ -f "$build/tests/progs/$p" ] && cp "$build/tests/progs/$p" "$out/ddp/progs/"
 done
 [ -f "$build/contrib/examples/train" ] && cp "$build/contrib/examples/train" "$out/ddp/progs/" || true
@@ -93,6 +93,8 @@ run host-N2n4-gdshash 60 env PMIX_MCA_gds=hash srun --ddp=host -N2 -n4 "$P/ddp_c
 run nccl-N1n1 120 srun --ddp=nccl --gres=gpu:1 -N1 -n1 "$P/nccl_check" --quick
 run nccl-N2n2 120 srun --ddp=nccl --gres=gpu:1 -N2 -n2 "$P/nccl_check" --quick
 run nccl-N2n2-ddpcheck 120 env DDP_BACKEND=nccl srun --ddp=nccl --gres=gpu:1 -N2 -n2 "$P/ddp_check" -q
+# A rank killed in a barrier loop: the survivor on the other node names it.
+run nccl-kill-N2n2 60 env DDP_TIMEOUT=5 srun --ddp=nccl --gres=gpu:1 -N2 -n2 "$P/ddp_fault" kill 1 barrier
 # The example's data and checkpoint in a folder every node sees (each test
 # node has a private /tmp).
 shared=$(mktemp -d /var/tmp/ddp-gpu-slurm.XXXXXX)
