@@ -17,8 +17,9 @@ plugstack () {
 	"$DDP_CLUSTER" plugstack "$PRIVATE" "$@"
 }
 
-# Variables that differ between any two jobs, plugin or not.
-PER_JOB='^[0-9]+: SLURM_(JOB_?ID|SRUN_COMM_PORT|STEP_LAUNCHER_PORT|TASK_PID)='
+# Variables that differ between any two jobs, plugin or not (Slurm 24.11
+# adds the job's start and end times, in seconds).
+PER_JOB='^[0-9]+: SLURM_(JOB_?ID|SRUN_COMM_PORT|STEP_LAUNCHER_PORT|TASK_PID|JOB_START_TIME|JOB_END_TIME)='
 
 test_expect_success 'no --ddp: byte-identical task environment with and without the plugin' '
 	plugstack &&
