@@ -8,6 +8,7 @@ in a job); a mode ends with "MODE: N checks, F failed" (again per rank).
 """
 
 import array
+import faulthandler
 import os
 import pickle
 import signal
@@ -16,6 +17,10 @@ import threading
 import time
 
 import ddp
+
+# A crash (seen once: rank 0 of the gil mode, SIGSEGV after its last line,
+# in a distcheck run) prints every thread's Python stack on stderr.
+faulthandler.enable()
 
 _checks = [0, 0]
 
