@@ -170,9 +170,9 @@ test_expect_success 'pipelined calls on the same device buffers ask the buffer k
 test_expect_success 'with the kept buffer ranges: another GPU'"'"'s memory is refused, freed and reused memory is right' '
 	on_mock env MOCK_CUDA_DEVICES=2 DDP_BACKEND=nccl "$DDP_PROGS/nccl_check" --quick >gpu2.out 2>gpu2.err &&
 	! grep "^not ok" gpu2.out &&
-	grep "^ok [0-9]* - memory of GPU 1 is refused (rc -1, -1), this GPU" gpu2.out &&
-	grep "^ok [0-9]* - a device buffer freed, then managed memory at the same address: right sums" gpu2.out &&
-	grep "^ok [0-9]* - then host memory: right sums" gpu2.out
+	grep -q "^ok [0-9]* - memory of GPU 1 is refused (rc -1, -1), this GPU" gpu2.out &&
+	grep -q "^ok [0-9]* - a device buffer freed, then managed memory at the same address: right sums" gpu2.out &&
+	grep -q "^ok [0-9]* - then host memory: right sums" gpu2.out
 '
 test_expect_success 'nccl_bench --quick runs against the mock' '
 	on_mock env DDP_BACKEND=nccl "$DDP_PROGS/nccl_bench" --quick --max-bytes 4096 >bench.out &&
