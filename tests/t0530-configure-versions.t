@@ -9,6 +9,13 @@ test_description='configure names the Slurm and PMIx it found, and refuses ones 
 # --with-slurm= and --with-pmix=).  The oldest supported versions are
 # configure.ac's DDP_SLURM_MIN and DDP_PMIX_MIN.
 
+# A source tree configured in place (rpmbuild's and dpkg-buildpackage's
+# builds) refuses to be configured again from another directory.
+if test -f "$DDP_SRC_DIR/config.status"; then
+	skip_all="the source tree is configured in place (a package build): configure cannot run from it elsewhere; the main suite runs this"
+	test_done
+fi
+
 SPANK=$(echo '#include <slurm/spank.h>' | cpp -H -o /dev/null 2>&1 | sed -n 's/^\. //p' | head -1)
 PMIXH=$(pkg-config --variable=includedir pmix 2>/dev/null)
 test -n "$SPANK" && test -f "$(dirname "$SPANK")/slurm_version.h" && test_set_prereq SLURM
