@@ -86,13 +86,13 @@ static int from_driver (const char *root, struct dr_gpus *g, char *err,
     int n;
 
     if ((n = count_entries (root, PROC_GPUS, false)) > 0)
-        snprintf (g->from, sizeof (g->from), "%.200s" PROC_GPUS, root);
+        snprintf (g->from, sizeof (g->from), "%.400s" PROC_GPUS, root);
     else if ((n = count_entries (root, DEV, true)) > 0)
-        snprintf (g->from, sizeof (g->from), "%.200s" DEV "/nvidia[0-9]*",
+        snprintf (g->from, sizeof (g->from), "%.400s" DEV "/nvidia[0-9]*",
                   root);
     else
         snprintf (g->from, sizeof (g->from), "CUDA_VISIBLE_DEVICES is unset "
-                  "and neither %.100s" PROC_GPUS " nor %.100s" DEV
+                  "and neither %.400s" PROC_GPUS " nor %.400s" DEV
                   "/nvidia[0-9]* shows one", root, root);
     if (number_list (g, n) < 0) {
         snprintf (err, errlen, "%s lists %d GPUs, more than ddp-run can "

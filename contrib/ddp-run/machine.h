@@ -27,7 +27,7 @@ struct dr_gpus {
                                           "0,1,...,count-1" */
     int count;                         /* entries in list */
     bool driver;                       /* an NVIDIA driver is loaded */
-    char from[320];                    /* where list came from, for
+    char from[1024];                   /* where list came from, for
                                           messages */
 };
 
