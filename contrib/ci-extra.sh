@@ -210,6 +210,8 @@ stage_static () {
     # cppcheck reads every C file of spank/ and libjob/ with config.h and the
     # project's include paths.  Not CUDA's: cppcheck stops at their
     # "#error UNKNOWN COMPILER"; it copes with the unknown NCCL types.
+    # --library=python: its knowledge of Python's macros (Py_RETURN_NONE
+    # returns), which the Python module's files use.
     echo "== ci-extra: static: configure ($build, gcc -fanalyzer)"
     ( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "autoreconf failed"; return 1; }
     rm -rf "$build" && mkdir -p "$build"
@@ -220,7 +222,7 @@ stage_static () {
     echo "== ci-extra: static: $(cppcheck --version) on $(echo $srcs | wc -w) files"
     # shellcheck disable=SC2086
     if ( cd "$top" && cppcheck -q -j2 --std=c11 --enable=warning,performance,portability \
-             --error-exitcode=1 --inline-suppr -I"$build" $(lib_includes) -Ispank \
+             --error-exitcode=1 --inline-suppr --library=python -I"$build" $(lib_includes) -Ispank \
              -DHAVE_CONFIG_H --suppress=missingIncludeSystem \
              --template='{file}:{line}: {severity} ({id}): {message}' \
              $srcs ) >"$logs/cppcheck.out" 2>&1; then
