@@ -63,9 +63,10 @@ for store in $STORES; do
 	# Without collection a plain get of a peer's second key may fail
 	# (PMIx 5 under Slurm 24.11: NOT-FOUND, then no answer), so libddp
 	# asks with PMIX_GET_REFRESH_CACHE.
-	# Round 1 under Slurm 22.05: once in some ten runs, one remote
-	# refreshing get answers NOT-FOUND and then nothing for 3 s (seen with
-	# ds12,hash); round 0, which libddp's bootstrap is, never did.
+	# Round 1 under Slurm 22.05: now and then remote refreshing gets go
+	# unanswered for 3 s, after a NOT-FOUND or at once (seen with ds12,hash
+	# in three of some fifteen runs); round 0, which libddp's bootstrap
+	# is, never did.  Hence DDP_PMIX_COLLECT=0 is not for 22.05 (ddp.3).
 	test_expect_success "$store: ... when the fence collects nothing, a refreshing get (libddp's way)" "
 		PMIX_MCA_gds=\$(gds $store) ddp_srun --mpi=pmix -N2 -n4 \
 			\"\$DDP_PROGS/pmix_ref\" --no-collect >nocollect.$store.out;
@@ -76,7 +77,7 @@ for store in $STORES; do
 			test \$(grep -c '^ref [0-9]* done\$' nocollect.$store.out) = 4 &&
 			test \$(grep -Ec '^ref [0-9]+ peer [0-9]+ round 0 refresh (PMIX_)?SUCCESS ok' nocollect.$store.out) = 12 &&
 			! grep ' round 1 refresh ' nocollect.$store.out |
-				grep -Ev ' (PMIX_)?SUCCESS ok( after [0-9]+ NOT-FOUND)?\$| NO-ANSWER after [0-9]+ NOT-FOUND\$'
+				grep -Ev ' (PMIX_)?SUCCESS ok( after [0-9]+ NOT-FOUND)?\$| NO-ANSWER( after [0-9]+ NOT-FOUND)?\$'
 		fi
 	"
 	test_expect_success "$store: srun --ddp=host -N2 -n4 ddp_check passes" "
