@@ -627,15 +627,24 @@ step_avg_probe () {
     fi
 }
 
+# have_namespaces several|two: true when ranks can have a UTS namespace each;
+# else the step fails, saying why ("Several ranks ..." or "Two ranks ...").
+have_namespaces () {
+    [ ${#NS[@]} -gt 0 ] && return 0
+    MS=0
+    if [ "$1" = several ]; then
+        result FAIL "not run: $NS_WHY" "Several ranks on one GPU need a UTS namespace each: $NS_WHY."
+    else
+        result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
+    fi
+    return 1
+}
+
 # step_check_one_gpu N: nccl_check --quick at N ranks on one GPU.
 step_check_one_gpu () {
     local n=$1 lim
     step_begin "check-${n}x1gpu" "nccl_check --quick, $n ranks on GPU $ONE_GPU, one UTS namespace each" || return
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Several ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces several || return
     lim=$(limit_for $(( n == 2 ? 60 : 90 )))
     ranks "$STEP" "$lim" "$n" "$n" 1 -- "$P_nccl_check" --quick
     check_result "$n"
@@ -646,11 +655,7 @@ step_check_one_gpu () {
 step_avg_one_gpu () {
     local lim
     step_begin avg-2x1gpu "nccl_check --count 1048579 --op avg, 2 ranks on GPU $ONE_GPU" || return
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Several ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces several || return
     lim=$(limit_for 90)
     ranks "$STEP" "$lim" 2 2 1 -- "$P_nccl_check" --count 1048579 --op avg
     check_result 2
@@ -721,11 +726,7 @@ launcher_says () {
 step_kill () {
     local op=$1 lim line msg key mockenv=()
     step_begin "kill-$op" "kill -9 of rank 1 in a loop of ${op}s, 2 ranks on one GPU, DDP_TIMEOUT=$FAULT_TIMEOUT" || return
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces two || return
     # The stand-in: the ranks see each other through files; rank 1's death
     # becomes NCCL's remote error on rank 0 once rank 0 waits for it.
     (( STANDIN )) && mkdir -p "$SD/peers" && mockenv=(MOCK_NCCL_PEER_DIR="$SD/peers")
@@ -757,11 +758,7 @@ step_kill () {
 step_skip () {
     local lim exitf msg key mockenv=()
     step_begin skip "rank 1 never enters a barrier, 2 ranks on one GPU, DDP_TIMEOUT=$FAULT_TIMEOUT" || return
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces two || return
     # The stand-in: the ranks see each other through files; rank 0's
     # barrier waits for rank 1 as NCCL's would.
     (( STANDIN )) && mkdir -p "$SD/peers" && mockenv=(MOCK_NCCL_PEER_DIR="$SD/peers")
@@ -792,11 +789,7 @@ step_skip () {
 step_abort () {
     local lim line
     step_begin abort "rank 1 calls ddp_abort(7) in a barrier loop, 2 ranks on one GPU" || return
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces two || return
     lim=$(limit_for 30)
     ranks abort "$lim" 2 2 1 DDP_TIMEOUT=$FAULT_TIMEOUT -- "$P_ddp_fault" abort 1
     line=$(first_line '^rank 0: failed after ' "$SD/rank0.out")
@@ -817,11 +810,7 @@ step_train () {
         result SKIP "contrib/examples/train is not built" "Skipped: no contrib/examples/train in the build."
         return
     fi
-    if [ ${#NS[@]} -eq 0 ]; then
-        MS=0
-        result FAIL "not run: $NS_WHY" "Two ranks on one GPU need a UTS namespace each: $NS_WHY."
-        return
-    fi
+    have_namespaces two || return
     lim=$(limit_for 45)
     ranks train "$lim" 2 2 1 -- "$P_train" --data "$SD/train-data.bin" \
         --checkpoint "$SD/train-checkpoint.bin"
