@@ -1,0 +1,244 @@
+#!/bin/sh
+test_description='contrib/examples/train_torch.py with PyTorch (gloo on CPU):
+4 ranks on 2 nodes under srun --ddp=host give one process'"'"'s losses within
+float rounding and bit-identical parameters on every rank; scancel
+--signal=USR1 stops every rank after the same step with a checkpoint of that
+step, and the resumed run ends bitwise identical to one never stopped; the
+same program runs under ddp-run'
+. "$(dirname "$0")/test-lib.sh"
+
+# The Python module of this build tree (libjob/python/build.env, as t0720).
+ENV_FILE=$DDP_BUILD_DIR/libjob/python/build.env
+if ! test -f "$ENV_FILE"; then
+	skip_all="no $ENV_FILE: configure this build tree first"
+	test_done
+fi
+. "$ENV_FILE"
+if test "$DDP_PYTHON_BUILT" != yes; then
+	skip_all="configure did not build the Python module: $DDP_PYTHON_WHY"
+	test_done
+fi
+
+# torch_missing WHY: skip this file, saying why; DDP_REQUIRE_TORCH=1
+# (contrib/check.sh, which installs python3-torch) makes that a failure.
+torch_missing () {
+	if test "${DDP_REQUIRE_TORCH:-0}" = 1; then
+		echo "Bail out! PyTorch is required (DDP_REQUIRE_TORCH=1) but: $1"
+		EXIT_OK=t
+		exit 1
+	fi
+	skip_all="no PyTorch for the module: $1"
+	test_done
+}
+
+# The interpreter: the one the module was built for (configure's python3)
+# if it has torch; else Debian's /usr/bin/python3 (python3-torch), which
+# runs the same build of the module when its extension suffix is the
+# module's (the same Python minor version: the C API is stable within it,
+# e.g. pyenv's 3.11.7 and Debian's 3.11.2).  DDP_TORCH_PYTHON picks another.
+PYTHONPATH=$DDP_PYTHON_STAGE
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
+unset PYTHONHOME PYTHONSTARTUP
+mod=$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null | head -n 1)
+suffix=${mod##*/_ddp}
+why=
+TORCH_PY=
+for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
+	test -x "$py" || { why="$why; $py: not found"; continue; }
+	if ! "$py" -c "import torch" >/dev/null 2>&1; then
+		why="$why; $py: no torch (apt-get install python3-torch)"
+		continue
+	fi
+	s=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	if test "$s" != "$suffix"; then
+		why="$why; $py has torch but loads modules $s, not the module's $suffix: configure --with-python=$py"
+		continue
+	fi
+	TORCH_PY=$py
+	break
+done
+test -n "$TORCH_PY" || torch_missing "module $mod (for $DDP_PYTHON)${why}"
+
+unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
+unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
+unset SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
+
+ddp_cluster_require
+
+# ./python: TORCH_PY; in a sanitizer build (the module and libddp carry
+# ASan) with the ASan runtime preloaded, as in t0720, and libstdc++ with it:
+# ASan finds the C++ runtime's __cxa_throw when it starts, and without it
+# there the first exception torch throws (gloo's threads, when a peer
+# closes) is an ASan "CHECK failed: real___cxa_throw" and exit 86.
+asan=$(ldd "$mod" 2>/dev/null |
+	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+if test -n "$asan"; then
+	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
+		sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+	asan=$asan${cxx:+:$cxx}
+fi
+{
+	echo "#!/bin/sh"
+	if test -n "$asan"; then
+		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+		echo "export LD_PRELOAD ASAN_OPTIONS"
+	fi
+	echo "exec \"$TORCH_PY\" \"\$@\""
+} >python &&
+chmod +x python
+PY=$PWD/python
+say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $mod"
+
+EX=$DDP_SRC_DIR/contrib/examples/train_torch.py
+RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run
+# 4 epochs of 16 steps (1024 items, 64 a step: 16 a rank on 4 ranks).
+ARGS="--epochs 4 --items 1024 --global-batch 64"
+SRUN="--ddp=host -N2 -n4 --ntasks-per-node=2"
+STEPS=64
+# The losses of one process and of 4 ranks agree to this relative error:
+# float32 (unit roundoff 6e-8); each step's loss and gradient are means of
+# the same 64 terms summed in another order (one sum of 64, or 4 of 16 and
+# their average: DDP's gradient all-reduce, ddp.all_reduce's loss), a few
+# units in the last place a step, which SGD carries along on this small
+# smooth model (about 2e-7 measured).  One item in a wrong batch moves a
+# step's loss by about 1e-3 (1/64 of an item's loss): far above this.
+LOSS_TOL=1e-5
+
+# Each task writes its own file (srun -o P.%t.out): srun may drop a task's
+# last lines when a step ends on a signal.
+
+# hashes P: the parameter hashes P's 4 tasks logged, sorted, one a line.
+hashes () {
+	cat "$1".[0-3].out | sed -n "s/.*parameters sha256 \([0-9a-f]*\)$/\1/p" | sort
+}
+
+# one_hash P: P's tasks logged 4 hashes, all the same; prints it.
+one_hash () {
+	hashes "$1" >"$1.hashes" &&
+	test $(wc -l <"$1.hashes") = 4 &&
+	test $(sort -u "$1.hashes" | wc -l) = 1 &&
+	head -n 1 "$1.hashes"
+}
+
+# wait_for_line FILE PATTERN SECS
+wait_for_line () {
+	end=$(( $(date +%s) + $3 ))
+	until grep -q "$2" "$1" 2>/dev/null; do
+		test $(date +%s) -lt $end || { echo "no '$2' in $1"; return 1; }
+		sleep 0.1
+	done
+}
+
+# secs START: seconds since START (date +%s.%N), one decimal.
+secs () {
+	echo "$1 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }'
+}
+
+test_expect_success 'one process (no srun): 64 steps, the loss falls' '
+	t0=$(date +%s.%N) &&
+	DDP_BACKEND=host "$PY" "$EX" $ARGS --data one.data --checkpoint one.ckpt \
+		--loss-log one.loss 2>one.err &&
+	echo "one process: $(secs $t0) s" &&
+	cat one.err &&
+	test $(wc -l <one.loss) = $STEPS &&
+	grep "training on 1 ranks, 1 nodes" one.err &&
+	sed -n "s/.*epoch \([0-9]\) loss \(.*\)/\1 \2/p" one.err >one.epochs &&
+	test $(wc -l <one.epochs) = 4 &&
+	awk "NR > 1 && \$2 >= prev { bad = 1 } { prev = \$2 } END { exit bad }" one.epochs
+'
+
+test_expect_success 'srun --ddp=host -N2 -n4: 4 ranks, 2 nodes, identical parameters' '
+	t0=$(date +%s.%N) &&
+	ddp_srun $SRUN -o ref.%t.out "$PY" "$EX" $ARGS --data ref.data \
+		--checkpoint ref.ckpt --loss-log ref.loss &&
+	echo "4 ranks: $(secs $t0) s" &&
+	cat ref.0.out &&
+	grep "training on 4 ranks, 2 nodes" ref.0.out &&
+	grep "parameters identical on all 4 ranks" ref.0.out &&
+	one_hash ref >ref.hash &&
+	echo "parameters sha256 $(cat ref.hash) on every rank" &&
+	test $(wc -l <ref.loss) = $STEPS
+'
+
+test_expect_success "the same loss curve as one process (every step, relative $LOSS_TOL)" '
+	paste -d " " one.loss ref.loss >losses &&
+	awk -v tol=$LOSS_TOL "
+		\$1 != \$4 || \$2 != \$5 { bad = 1 }
+		{ d = \$3 - \$6; if (d < 0) d = -d; r = d / \$3
+		  if (r > max) max = r; if (r > tol) bad = 1 }
+		END { printf \"%d steps, largest relative difference %.3g\\n\", NR, max
+		      exit bad || NR != $STEPS }" losses
+'
+test_expect_success 'the final parameters of one process and of 4 ranks agree (1e-5)' '
+	"$PY" -c "
+import sys, torch
+a = torch.load(\"one.ckpt\")[\"model\"]; b = torch.load(\"ref.ckpt\")[\"model\"]
+d = max((a[k] - b[k]).abs().max().item() for k in a)
+print(f\"{len(a)} tensors, largest difference {d:.3g}\")
+sys.exit(d > 1e-5)
+"
+'
+
+test_expect_success 'scancel --signal=USR1 mid-run: srun exits 75' '
+	( ddp_srun -J ddp-t0730-stop $SRUN -o st.%t.out "$PY" "$EX" $ARGS \
+		--throttle 0.2 --data st.data --checkpoint st.ckpt \
+		--loss-log st.loss; echo $? >st.rc ) &
+	pid=$! &&
+	wait_for_line st.0.out "epoch 1 loss" 60 &&
+	jid=$(squeue -h -n ddp-t0730-stop -o %i) &&
+	test -n "$jid" &&
+	t0=$(date +%s.%N) &&
+	scancel --signal=USR1 "$jid" &&
+	wait $pid &&
+	echo "srun ended $(secs $t0) s after the signal, exit $(cat st.rc)" &&
+	test "$(cat st.rc)" = 75
+'
+test_expect_success 'every rank stopped after the same step; the checkpoint is of that step' '
+	for t in 0 1 2 3; do
+		sed -n "s/.*stopping in epoch \([0-9]*\) after step \([0-9]*\) of.*/\1 \2/p" \
+			st.$t.out >st.stop.$t || return 1
+	done &&
+	cat st.stop.0 &&
+	test $(wc -l <st.stop.0) = 1 &&
+	for t in 1 2 3; do
+		test_cmp st.stop.0 st.stop.$t || return 1
+	done &&
+	read e s <st.stop.0 &&
+	grep "checkpoint of epoch $e step $s written to st.ckpt; exit 75" st.0.out &&
+	"$PY" -c "import torch; c = torch.load(\"st.ckpt\"); print(c[\"epoch\"] + 1, c[\"step\"])" >st.ckpt.at &&
+	test_cmp st.stop.0 st.ckpt.at &&
+	! ls st.ckpt.tmp.* 2>/dev/null &&
+	n=$(wc -l <st.loss) &&
+	echo "stopped after $n of $STEPS steps" &&
+	test $n -gt 16 && test $n -lt $STEPS &&
+	test $n = $(( (e - 1) * 16 + s )) &&
+	head -n $n ref.loss | test_cmp - st.loss
+'
+test_expect_success 'resumed with --resume: bitwise the parameters and losses of the run never stopped' '
+	read e s <st.stop.0 &&
+	t0=$(date +%s.%N) &&
+	ddp_srun $SRUN -o rs.%t.out "$PY" "$EX" $ARGS --resume --data st.data \
+		--checkpoint st.ckpt --loss-log st.loss &&
+	echo "resumed run: $(secs $t0) s" &&
+	grep "resuming epoch $e after step $s from st.ckpt" rs.0.out &&
+	one_hash rs >rs.hash &&
+	echo "parameters sha256 $(cat rs.hash), never stopped $(cat ref.hash)" &&
+	test_cmp ref.hash rs.hash &&
+	test_cmp ref.loss st.loss
+'
+
+test_expect_success 'ddp-run -n 4 -b host (one machine, no Slurm): the same parameters' '
+	t0=$(date +%s.%N) &&
+	"$RUN" -n 4 -b host -t 60 "$PY" "$EX" $ARGS --data dr.data \
+		--checkpoint dr.ckpt --loss-log dr.loss 2>dr.err &&
+	echo "ddp-run, 4 ranks: $(secs $t0) s" &&
+	cat dr.err &&
+	grep "training on 4 ranks, 1 nodes" dr.err &&
+	grep "parameters identical on all 4 ranks" dr.err &&
+	sed -n "s/.*parameters sha256 \([0-9a-f]*\)$/\1/p" dr.err | sort -u >dr.hash &&
+	test_cmp ref.hash dr.hash
+'
+
+test_done
