@@ -11,7 +11,8 @@
 #   suite      the unit and cluster tests of a normal build, with prove
 #   debian13   the same suite built and run inside a Debian 13 root file
 #              system (Slurm 24.11, PMIx 5, Open MPI 5; contrib/debian13.sh),
-#              less the few tests that use neither Slurm nor PMIx
+#              less the few tests that use neither Slurm nor PMIx, and
+#              the PyTorch example's (no PyTorch in that root)
 #   packaging  make distcheck, rpmbuild -ta, the Debian packages, a
 #              pkg-config user program against an installed copy
 #              (contrib/ci-packaging.sh --deb)
@@ -38,6 +39,13 @@ ddp_build "$top" "$build" --enable-werror
 make -C "$build" check TESTS= >/dev/null    # builds the test programs only
 
 export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build DDP_REQUIRE_CLUSTER=1
+# PyTorch (python3-torch, optional in deps.sh) installed: the PyTorch
+# example's test (t0730) must run, not skip.
+if dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q 'install ok installed'; then
+    export DDP_REQUIRE_TORCH=1
+else
+    echo "== check: no python3-torch: t0730-python-torch.t will skip"
+fi
 
 # However the run ends, stop the shared test cluster if one is still up.
 stop_cluster () {
@@ -76,14 +84,16 @@ if [ "${1:-}" != --quick ]; then
     # The same suite against Debian 13's Slurm 24.11 and PMIx 5, in a root
     # file system of its own (contrib/debian13.sh), less the tests that use
     # neither Slurm nor PMIx (the local launcher, the NCCL stand-in, the
-    # Python binding, the man pages), which the first suite ran: check.sh
-    # must stay under 45 minutes on a 2-core machine.
+    # Python binding, the man pages), which the first suite ran, and the
+    # PyTorch example's (the Debian 13 root has no PyTorch): check.sh must
+    # stay under 45 minutes on a 2-core machine.
     start=$(date +%s)
     log=$top/build-debian13.log
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
-t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0720-python.t"
-    echo "== check: debian13: left out (no Slurm or PMIx in them):" $d13_skip
-    if DDP_REQUIRE_CLUSTER=1 DDP_PROVE_SKIP="$(echo $d13_skip)" \
+t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0720-python.t
+t0730-python-torch.t"
+    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there):" $d13_skip
+    if DDP_REQUIRE_CLUSTER=1 DDP_REQUIRE_TORCH=0 DDP_PROVE_SKIP="$(echo $d13_skip)" \
        "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
         r=PASS; else r=FAIL; status=1; fi
     echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
@@ -94,7 +104,7 @@ fi
 if [ "${1:-}" != --quick ]; then
     # The stages below build and test their own trees; the suite's settings
     # must not leak into them (distcheck skips the cluster on purpose).
-    unset DDP_REQUIRE_CLUSTER DDP_BUILD_DIR DDP_SRC_DIR
+    unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
     start=$(date +%s)
     if ddp_install_deps rpm dpkg-dev debhelper dh-python \
        && "$top/contrib/ci-packaging.sh" --deb "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi

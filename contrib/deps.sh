@@ -13,28 +13,52 @@ libslurm-dev libpmix-dev python3-dev"
 DDP_PKGS_TEST="slurm-wlm slurm-wlm-basic-plugins munge sharness perl
 openmpi-bin libopenmpi-dev gnuplot-nox iproute2 procps util-linux coreutils
 man-db groff-base binutils bsdextrautils"
+# Optional: PyTorch for Debian's python3 (CPU; 1.13 on Debian 12), for the
+# PyTorch example's cluster test (tests/t0730-python-torch.t, which skips
+# without it, saying so).  Installed when the archive has it; a machine
+# whose archive lacks it gets the rest, with a warning.  Not in the Debian
+# 13 root (contrib/debian13.sh), whose suite leaves that test out.
+DDP_PKGS_OPTIONAL="python3-torch"
 
-# ddp_install_deps [extra packages...]: apt-get install what is missing.
-# Needs root; does nothing (and needs nothing) when all are installed.
+# ddp_install_deps [extra packages...]: apt-get install what is missing,
+# then the optional packages (DDP_PKGS_OPTIONAL) the archive has.  Needs
+# root; does nothing (and needs nothing) when all are installed.  An
+# optional package that cannot be installed is a warning, not a failure.
 ddp_install_deps () {
-    local p missing=""
+    local p missing="" optional=""
     for p in $DDP_PKGS_BUILD $DDP_PKGS_TEST "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
             || missing="$missing $p"
     done
-    if [ -z "$missing" ]; then
+    for p in $DDP_PKGS_OPTIONAL; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+            || optional="$optional $p"
+    done
+    if [ -z "$missing$optional" ]; then
         echo "deps: all packages present"
         return 0
     fi
     if [ "$(id -u)" != 0 ]; then
-        echo "deps: missing packages:$missing; run as root or install them" >&2
-        return 1
+        [ -z "$missing" ] || {
+            echo "deps: missing packages:$missing; run as root or install them" >&2
+            return 1
+        }
+        echo "deps: optional packages not installed:$optional (the tests that need them skip)" >&2
+        return 0
     fi
-    echo "deps: installing:$missing"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq || return 1
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null || return 1
+    if [ -n "$missing" ]; then
+        echo "deps: installing:$missing"
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $missing >/dev/null || return 1
+    fi
+    for p in $optional; do
+        echo "deps: installing (optional): $p"
+        apt-get install -y -qq --no-install-recommends "$p" >/dev/null \
+            || echo "deps: warning: optional package $p not installed (the tests that need it skip)" >&2
+    done
+    return 0
 }
 
 # ddp_build TOP BUILD [configure args...]: configure and build TOP out of
