@@ -46,7 +46,8 @@ why=
 TORCH_PY=
 for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
 	test -x "$py" || { why="$why; $py: not found"; continue; }
-	if ! "$py" -c "import torch" >/dev/null 2>&1; then
+	# Found, not imported (seconds): a torch that fails to import fails.
+	if ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
 		why="$why; $py: no torch (apt-get install python3-torch)"
 		continue
 	fi
