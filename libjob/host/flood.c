@@ -35,10 +35,11 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
-#include "host.h"
+#include "record.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
+#include "transport.h"
 
 #define STAGGER 0.1         /* seconds between tries of a partner's lanes */
 #define SILENT_AT 0.6       /* share of the window before naming silent */

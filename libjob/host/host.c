@@ -1,6 +1,8 @@
 /* host.c - the host backend: set-up, and the collectives in three phases
  * over the node segment (shm.c) and the lanes' links (algo.c, tcp.c).
- * host.h has the design, the reduction order and the memory formula. */
+ * host.h has the design, the reduction order and the memory formula.
+ * What a wait on the segment reports (HOST_EVENT) goes to fault.c, which
+ * decides (wait_flag() and the like below). */
 #include "config.h"
 
 #include <errno.h>
@@ -428,7 +430,8 @@ static int connect_all (struct host *h, struct bootstrap *b,
     }
     if (h->nnodes > 1 && h->lrank < h->lanes && (rc = host_tcp_connect (h)) < 0)
         return rc;
-    if (h->lrank == 0 && (rc = host_shm_wait_attached (h)) < 0)
+    if (h->lrank == 0
+        && (rc = host_fault_rc (h, host_shm_wait_attached (h))) < 0)
         return rc;
     return 0;
 }
@@ -642,6 +645,23 @@ static int strag_report (struct host *h)
 
 /* ------------------------------------------------------------ steps */
 
+/* The segment's waits (transport.h); an event one reports becomes the
+ * fault's code. */
+static int wait_flag (struct host *h, int lr, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_flag (h, lr, which, s));
+}
+
+static int wait_first (struct host *h, int n, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_first (h, n, which, s));
+}
+
+static int wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_all (h, which, s));
+}
+
 /* Start a collective of kind: counts it, numbers it, and shows it to the
  * node (the diagnosis of a timeout names it). */
 static int call_begin (struct host *h, int kind)
@@ -710,7 +730,7 @@ static int step_begin (struct host *h, uint64_t *sp)
     if (h->broken)
         return h->broken;
     *sp = ++h->seq;
-    return host_wait_all (h, 0, *sp - 1);
+    return wait_all (h, 0, *sp - 1);
 }
 
 /* A step with nothing of this rank's in it: enter it and say so. */
@@ -797,7 +817,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
             return 0;
         if (!w)
             return DDP_ENOMEM;
-        if ((rc = host_wait_all (h, 0, s)) < 0)
+        if ((rc = wait_all (h, 0, s)) < 0)
             return rc;
         node_reduce (h, bank, w, 0, n, dtype, op);
         ddpi_reduce_finish (w, n, at, op, h->size);
@@ -805,13 +825,13 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
         return 0;
     }
     share (h, n, &lo, &hi);
-    if ((rc = host_wait_all (h, 0, s)) < 0)
+    if ((rc = wait_all (h, 0, s)) < 0)
         return rc;
     node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
     ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
     ddpi_narrow (res + lo * es, acc + lo * aes, hi - lo, dtype, op);
     host_post (h, 1, s);
-    if ((rc = host_wait_all (h, 1, s)) < 0)
+    if ((rc = wait_all (h, 1, s)) < 0)
         return rc;
     if (out)
         memcpy (out, res, n * es);
@@ -833,7 +853,7 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
     host_post (h, 0, s);
     if (h->rank == root)
         return 0;
-    if ((rc = host_wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
+    if ((rc = wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
         return rc;
     memcpy (buf, res, bytes);
     return 0;
@@ -854,7 +874,7 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
     host_post (h, 0, s);
     if (!recv)
         return 0;
-    if ((rc = host_wait_all (h, 0, s)) < 0)
+    if ((rc = wait_all (h, 0, s)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++)
         memcpy (recv + (size_t)h->local_ranks[lr] * stride,
@@ -923,7 +943,7 @@ static int reduce_in (struct host *h, const char *send, char *w, size_t count,
         if (l < 0)
             continue;
         piece (count, La, l, c, j, &lo, &n);
-        if ((rc = host_wait_all (h, 0, s)) < 0)
+        if ((rc = wait_all (h, 0, s)) < 0)
             return rc;
         node_reduce (h, (int)(s & 1), w + j * c * aes, (size_t)l * c, n,
                      dtype, op);
@@ -956,7 +976,7 @@ static int result_out (struct host *h, const char *mine, char *dst,
         }
         if (!dst)
             continue;
-        if ((rc = host_wait_first (h, La, 2, s)) < 0)
+        if ((rc = wait_first (h, La, 2, s)) < 0)
             return rc;
         for (int m = 0; m < La; m++) {
             piece (count, La, m, c, j, &lo, &n);
@@ -1056,7 +1076,7 @@ static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
-        if ((rc = host_wait_flag (h, root_lr, 0, s)) < 0)
+        if ((rc = wait_flag (h, root_lr, 0, s)) < 0)
             return rc;
         memcpy (buf + off, slot, n);
     }
@@ -1099,7 +1119,7 @@ static int gather_in (struct host *h, const char *send, char *dst,
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
-        if ((rc = host_wait_all (h, 0, s)) < 0)
+        if ((rc = wait_all (h, 0, s)) < 0)
             return rc;
         for (int lr = 1; lr < h->lsize; lr++)
             memcpy (dst + (size_t)(world ? h->local_ranks[lr] : lr) * bytes
@@ -1156,7 +1176,7 @@ static int gather_out (struct host *h, const char *tb, char *recv,
         }
         if (!recv)
             continue;
-        if ((rc = host_wait_flag (h, 0, 2, s)) < 0)
+        if ((rc = wait_flag (h, 0, 2, s)) < 0)
             return rc;
         memcpy (recv + off, res, n);
     }
@@ -1214,10 +1234,10 @@ static int barrier_run (struct host *h)
         || (rc = step_enter (h, &s)) < 0)
         return rc;
     if (h->nnodes == 1)
-        return host_wait_all (h, 0, s);
+        return wait_all (h, 0, s);
     if (h->lrank != 0)
-        return host_wait_flag (h, 0, 2, s);
-    if ((rc = host_wait_all (h, 0, s)) < 0 || (rc = algo_barrier (h)) < 0)
+        return wait_flag (h, 0, 2, s);
+    if ((rc = wait_all (h, 0, s)) < 0 || (rc = algo_barrier (h)) < 0)
         return rc;
     host_post (h, 2, s);
     return 0;

@@ -19,10 +19,11 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
-#include "host.h"
+#include "record.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
+#include "transport.h"
 
 #define IOV_BATCH 64        /* iovecs per sendmsg/recvmsg */
 #define EVENTS 64           /* epoll events per wait (more come next time) */
@@ -769,8 +770,8 @@ static int link_lost (struct host *h, int i, const char *what)
     while (!atomic_load (&h->hdr->fault_rank) && ddpi_now () < end)
         wait_events (h, 10);
     if (atomic_load (&h->hdr->fault_rank))
-        return host_check_fault (h);
-    return host_fault (h, l->peer, FAULT_DIED);
+        return host_event (h, HOST_EV_RECORD, -1);
+    return host_event (h, HOST_EV_LINK_LOST, l->peer);
 }
 
 void host_tcp_poll (struct host *h)
@@ -942,17 +943,17 @@ static int check_header (struct host *h, struct host_op *o)
     l->parked = false;
     if (f->type == FRAME_FAULT) {
         fault_in (h, o->link);
-        return host_check_fault (h);
+        return host_event (h, HOST_EV_RECORD, -1);
     }
     if (f->type != FRAME_DATA || f->seq != h->call
         || f->arg != (int32_t)o->tag || f->len != o->len) {
-        ddpi_error (DDP_ETRANSPORT, "node %d (rank %d) sent call %llu part "
-                    "%d (%llu bytes), expected call %llu part %u (%zu "
-                    "bytes): collectives called in a different order?",
-                    l->node, l->peer, (unsigned long long)f->seq, (int)f->arg,
-                    (unsigned long long)f->len, (unsigned long long)h->call,
-                    o->tag, o->len);
-        return host_fault (h, l->peer, FAULT_LINK);
+        h->ev.got_call = f->seq;
+        h->ev.got_tag = f->arg;
+        h->ev.got_len = f->len;
+        h->ev.want_tag = o->tag;
+        h->ev.want_len = o->len;
+        h->ev.node = l->node;
+        return host_event (h, HOST_EV_LINK_BAD, l->peer);
     }
     l->in_hdr = 0;
     o->hdr = true;
@@ -1014,9 +1015,9 @@ static bool op_active (struct host *h, struct host_op *ops, int i)
     return *slot == i;
 }
 
-/* Nothing moved for too long: claim a timeout with an empty list; the
- * nodes' lists will say who is absent (the partner waited for may itself
- * be waiting).  The fallback name is the first peer still awaited. */
+/* Nothing moved for too long: report it with the first peer still
+ * awaited (fault.c claims a timeout with an empty list, to be filled by
+ * the nodes' lists, and that peer the fallback name). */
 static int stalled (struct host *h, struct host_op *ops, int nops)
 {
     int who = -1;
@@ -1027,8 +1028,7 @@ static int stalled (struct host *h, struct host_op *ops, int nops)
     for (int i = 0; i < nops && who < 0; i++)
         if (!ops[i].fin)
             who = h->lk->l[ops[i].link].peer;
-    host_fault_claim (h, &who, 0, 0, FAULT_TIMEOUT, h->rank);
-    return host_check_fault (h);
+    return host_event (h, HOST_EV_STALLED, who);
 }
 
 static void ops_release (struct host *h, struct host_op *ops, int nops)
@@ -1088,8 +1088,10 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
             last = t;
             continue;
         }
-        if ((rc = host_check_fault (h)) < 0)
+        if (host_record_set (h)) {
+            rc = host_event (h, HOST_EV_RECORD, -1);
             break;
+        }
         if (t - last > limit) {
             rc = stalled (h, ops, nops);
             break;

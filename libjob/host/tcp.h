@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fault.h"
+#include "host_core.h"
 
 struct host;
 struct host_addr;
