@@ -130,4 +130,23 @@
 #include "record.h"
 #include "transport.h"
 
+/* ---- coll.c: the collectives, ddpi_backend_host's entry points ---- */
+
+int host_barrier (void *ctx);
+int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                int root);
+int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
+                 size_t count, ddp_dtype_t dtype, ddp_op_t op, int root);
+int host_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
+                    size_t count, ddp_dtype_t dtype, ddp_op_t op);
+int host_gather (void *ctx, const void *sendbuf, void *recvbuf,
+                 size_t count, ddp_dtype_t dtype, int root);
+int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
+                    size_t count, ddp_dtype_t dtype);
+/* ddp_finalize's barrier, then the straggler report when it is on. */
+int host_finalize (void *ctx);
+
+/* The collective kinds' names (enum host_kind), for the counters. */
+extern const char *const host_kind_names[HOST_KINDS];
+
 #endif /* DDP_HOST_H */
