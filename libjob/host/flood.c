@@ -1,4 +1,6 @@
-/* flood.c - fault records over the links: the relay of fault.h.
+/* flood.c - fault records over the links: the relay fault.c uses
+ * (struct fault_relay, host_core.h).  Part of the transport: lists that
+ * arrive are merged into the record (record.c); it calls nothing above.
  *
  * A FAULT frame goes out on every link of every lane of the node that
  * claimed the record; a lane that receives one claims it in its own node's
@@ -418,7 +420,7 @@ static void side_send (struct host *h, const int *want, int n,
 }
 
 /* The relay's send: on every link, on the side where a link cannot carry
- * it (fault.h), then cut the links in the middle of a frame. */
+ * it (host_core.h), then cut the links in the middle of a frame. */
 static void flood_send (struct host *h, const int *ranks,
                         const uint64_t *states, int nlist, int n, int kind,
                         int reporter)

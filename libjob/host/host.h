@@ -1,13 +1,24 @@
-/* host.h - the host backend's pieces.  Internal to libddp.
+/* host.h - the host backend: its design (below), and the top layer's
+ * header (coll.c's entry points).  Internal to libddp.  The files, top
+ * down (doc/host-backend.md draws them; calls go down, never up):
  *
- *   host.c   create/destroy, the collectives' three phases (below)
- *   shm.c    the node's shared segment, waiting on its flags
- *   tcp.c    the links between nodes: connect, frames, rounds of messages
- *   algo.c   the cross-node algorithms over the links (schedule.c: schedules)
- *   flood.c  fault records over the links (the relay of fault.h)
- *   fault.c  the node's fault record (fault.h)
- * They call each other along a DAG (test/deps.t): host -> algo, flood,
- * shm -> ...; algo -> tcp, schedule; flood -> tcp; tcp, shm -> fault.
+ *   host.c    the backend's entry: set-up, counters, destroy, abort
+ *   coll.c    the collectives' three phases (below), a call's start and
+ *             end, the straggler report (host.h)
+ *   algo.c    the cross-node algorithms over the links (algo.h;
+ *             schedule.c: who talks to whom)
+ *   fault.c   fault policy: what a reported event means, what the user
+ *             is told, the swap of lists after a timeout (fault.h)
+ *   shm.c     transport: the node's segment, waiting on its flags
+ *   tcp.c     transport: frames, rounds of messages, their deadline
+ *   mesh.c    transport: making the links at init (tcp.h: their state)
+ *   flood.c   transport: fault records over the links (the relay)
+ *   record.c  the fault record as data: claim, merge (record.h)
+ *   host_core.h  struct host, the segment's layout, the event a
+ *             transport reports: the bottom
+ * The transport reports what it saw (h->ev, HOST_EVENT); the layer that
+ * called it hands that to fault.c, which decides.  test/deps.t checks the
+ * calls between the objects, tests/t0011-layers.t the includes.
  *
  * Within a node.  Ranks of a node share one memory segment made by local
  * rank 0 (a memfd: it has no name, so nothing is left behind even after

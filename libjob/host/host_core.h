@@ -37,8 +37,10 @@ enum host_fault_kind {
     FAULT_LINK = 4,     /* its node's link failed */
 };
 
-/* What the fault record needs from the links between nodes.  Each is best
- * effort: it cannot fail, and it returns within its window. */
+/* What fault.c needs from the links between nodes: the transport's relay
+ * (flood.c, host_flood_relay), called downwards by fault.c only.  Each is
+ * best effort: it cannot fail, calls nothing above the transport, and
+ * returns within its window. */
 struct fault_relay {
     /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
      * ascending; nlist 0: to be found; states: what each was doing, NULL:
@@ -105,9 +107,9 @@ struct shm_flags {
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
     _Atomic uint64_t beat;
-    _Atomic uint64_t state;     /* FAULT_STATE of this rank (fault.h) */
+    _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
     /* With the straggler report on: when this rank entered collective c,
-     * in arrive[c % 3] as STRAG_STAMP(c, ns) (host.c). */
+     * in arrive[c % 3] as STRAG_STAMP(c, ns) (coll.c). */
     _Atomic uint64_t arrive[3];
 };
 

@@ -23,9 +23,10 @@ int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
 /* Add ranks (nlist listed of n in all, any order; states: what each was
  * doing, NULL: unknown) to the segment's fault record (after the record
  * was claimed); a rank listed already gets its state when the record did
- * not know it; bumps its version when that changed the record.  Ranks counted but not listed are not double counted when
- * the same list comes again: the count is the union of the lists plus
- * the larger of the two unlisted parts. */
+ * not know it; bumps its version when that changed the record.  Ranks
+ * counted but not listed are not double counted when the same list comes
+ * again: the count is the union of the lists plus the larger of the two
+ * unlisted parts. */
 void host_fault_merge (struct host *h, const int32_t *ranks,
                        const uint64_t *states, int nlist, int n);
 

@@ -35,7 +35,7 @@ struct hello {
  * fallback of an empty list; LIST: the sender's node), seq packs the kind
  * (bits 0-15), how many ranks follow (16-31) and how many there are in
  * all (32-63); len is who noticed.  The ranks follow as int32, then what
- * each was doing as uint64 (fault.h: FAULT_STATE; 0 unknown). */
+ * each was doing as uint64 (host_core.h: FAULT_STATE; 0 unknown). */
 struct frame {
     uint32_t type;
     int32_t arg;

@@ -28,15 +28,19 @@ int host_shm_create (struct host *h);
 int host_shm_attach (struct host *h, pid_t pid0, int fd0);
 
 /* Local rank 0 waits (bounded) until every local rank attached, then
- * closes the memfd. */
+ * closes the memfd.  Returns 0, DDP_ETIMEDOUT after ddpi_error(), or
+ * HOST_EVENT (a local rank gone). */
 int host_shm_wait_attached (struct host *h);
 
 void host_shm_destroy (struct host *h);
 
 /* Wait until flags[lr].<which> >= s (which: 0 seq, 1 red, 2 fin),
- * watching the fault record, peer liveness, the links (relay->poll) and
- * the deadline; a wait on red or fin goes on while lr's beat moves.
- * Returns 0 or DDP_EPEER / DDP_ETIMEDOUT (after recording the fault). */
+ * watching the fault record, peer liveness, the links (host_tcp_poll())
+ * and the deadline; a wait on red or fin goes on while lr's beat moves.
+ * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
+ * (HOST_EV_RECORD), a local rank gone (HOST_EV_PEER_GONE), lr absent at
+ * the deadline (HOST_EV_ABSENT, with lr and s) or its result late past
+ * three more graces (HOST_EV_LATE). */
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s);
 
 /* host_wait_flag() for every local rank but this one. */
@@ -45,13 +49,14 @@ int host_wait_all (struct host *h, int which, uint64_t s);
 /* host_wait_flag() for local ranks 0..n-1 but this one. */
 int host_wait_first (struct host *h, int n, int which, uint64_t s);
 
-/* Local peers alive?  Returns 0, or DDP_EPEER naming the dead one. */
+/* Local peers alive?  Returns 0, or HOST_EVENT (HOST_EV_PEER_GONE naming
+ * the dead one). */
 int host_check_peers (struct host *h);
 
 /* Set this rank's flag which (0 seq, 1 red, 2 fin) to s. */
 void host_post (struct host *h, int which, uint64_t s);
 
-/* ---- tcp.c: links between the lanes of partner nodes ---- */
+/* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
 
 /* Open this rank's listening socket and fill a.  Returns 0 or a DDP_E*
  * code after ddpi_error(). */
@@ -107,17 +112,19 @@ int host_tcp_peer (struct host *h, int i);
  * from another call or tag, or of another length, fails the call
  * (collectives called in a different order).  Counts messages and bytes
  * in h->stats[h->kind], and bumps this rank's beat.  Watches the fault
- * record and every link (a FAULT frame on any of them is taken).  Waits
- * at most DDP_TIMEOUT + 2 graces without progress: then the record is
- * claimed as a timeout with an empty list (the nodes' lists will fill it).
- * Returns 0 or DDP_EPEER / DDP_ETIMEDOUT / DDP_ETRANSPORT. */
+ * record and every link (a FAULT frame on any of them is taken into the
+ * record).  Waits at most DDP_TIMEOUT + 2 graces without progress.
+ * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
+ * (HOST_EV_RECORD), a link lost (HOST_EV_LINK_LOST: after 0.1 s for a
+ * FAULT frame that would explain it), a frame not the one awaited
+ * (HOST_EV_LINK_BAD), no progress (HOST_EV_STALLED). */
 int host_tcp_run (struct host *h, struct host_op *ops, int nops);
 
 /* Without blocking, read frame headers that arrived on links nobody is
- * receiving on: claim a FAULT frame's record; park a data frame for the
- * op that will take it; note a link the peer closed; take a FAULT frame
- * sent on the side (tcp.h: SIDE_MAGIC).  For shared-memory waits
- * (relay->poll). */
+ * receiving on: take a FAULT frame into the record (record.h); park a
+ * data frame for the op that will take it; note a link the peer closed;
+ * take a FAULT frame sent on the side (tcp.h: SIDE_MAGIC).  For
+ * shared-memory waits (shm.c) and a call's end (coll.c, relay->poll). */
 void host_tcp_poll (struct host *h);
 
 /* This lane's listening socket, or -1 (not a lane), for the fault relay. */
