@@ -1,6 +1,7 @@
-/* net.h - small socket helpers shared by the leaders' links (tcp.c), the
- * roll call after a failed init (rollcall.c) and the NCCL backend's watch
- * (libjob/nccl/watch.c).  Internal to libddp. */
+/* net.h - small socket helpers shared by the host backend's links
+ * (host/tcp.c, mesh.c, flood.c), the roll call after a failed init
+ * (rollcall.c) and the NCCL backend's watch (libjob/nccl/watch.c).
+ * Internal to libddp. */
 #ifndef DDP_NET_H
 #define DDP_NET_H
 

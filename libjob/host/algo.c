@@ -1,5 +1,7 @@
-/* algo.c - the cross-node algorithms of the host backend (host.h), run by
- * one lane on its buffers over its links; schedule.c says who talks to whom.
+/* algo.c - the cross-node algorithms of the host backend (algo.h; host.h
+ * has their costs), run by one lane on its buffers over its links
+ * (transport.h); schedule.c says who talks to whom.  What a round of
+ * messages reports (HOST_EVENT) goes to fault.c, which decides (run()).
  *
  * Tags: every message of a call carries (phase << 16 | step), so that a
  * message of another phase or step fails the call instead of being taken
@@ -10,9 +12,11 @@
 #include <string.h>
 
 #include "ddp_internal.h"
-#include "host.h"
+#include "algo.h"
+#include "fault.h"
 #include "reduce.h"
 #include "schedule.h"
+#include "transport.h"
 
 enum {
     PH_BARRIER = 1, PH_FOLD, PH_DOUBLING, PH_HALVING, PH_HALVING_AG,
@@ -21,6 +25,13 @@ enum {
 };
 
 #define TAG(phase, step) ((uint32_t)(phase) << 16 | (uint32_t)(step))
+
+/* A round of messages (host_tcp_run()); an event it reports becomes the
+ * fault's code. */
+static int run (struct host *h, struct host_op *ops, int nops)
+{
+    return host_fault_rc (h, host_tcp_run (h, ops, nops));
+}
 
 /* The link to node n (a partner by construction of the schedules). */
 static int link_to (struct host *h, int n)
@@ -62,7 +73,7 @@ static int swap (struct host *h, int to, void *a, size_t len, int from,
         return rc;
     if (from >= 0 && (rc = op_set (h, &ops[n++], from, false, tag, &vb, 1)) < 0)
         return rc;
-    return host_tcp_run (h, ops, n);
+    return run (h, ops, n);
 }
 
 /* ------------------------------------------------------------- barrier */
@@ -128,7 +139,7 @@ static int swap_combine (struct host *h, int to, const void *sbuf,
     ops[0].arg = c;
     if (to >= 0 && (rc = op_set (h, &ops[k++], to, true, tag, &vs, 1)) < 0)
         return rc;
-    return host_tcp_run (h, ops, k);
+    return run (h, ops, k);
 }
 
 /* The accumulation element size of dtype/op and the finish of a result:
@@ -159,7 +170,7 @@ static int fold_out (struct host *h, void *w, void *out, size_t count,
     if ((rc = op_set (h, &ops[0], f, true, TAG (PH_FOLD, 0), &vs, 1)) < 0
         || (rc = op_set (h, &ops[1], f, false, TAG (PH_UNFOLD, 0), &vr, 1)) < 0)
         return rc;
-    return host_tcp_run (h, ops, 2);
+    return run (h, ops, 2);
 }
 
 /* The odd neighbour takes the folded partial in first (it is the lower). */
@@ -449,7 +460,7 @@ static int tree_gather_blocks (struct host *h, void *out, size_t count,
                           &v[2 * j], vc)) < 0)
             return rc;
     }
-    if ((rc = host_tcp_run (h, ops, k)) < 0)
+    if ((rc = run (h, ops, k)) < 0)
         return rc;
     if ((parent = sched_binom_parent (h->node, N, root)) < 0)
         return 0;
@@ -457,7 +468,7 @@ static int tree_gather_blocks (struct host *h, void *out, size_t count,
                    sched_binom_size (h->node, N, root), v);
     if ((rc = op_set (h, &ops[0], parent, true, TAG (PH_GATHER, 0), v, k)) < 0)
         return rc;
-    return host_tcp_run (h, ops, 1);
+    return run (h, ops, 1);
 }
 
 int algo_reduce (struct host *h, void *w, void *out, size_t count,
@@ -493,7 +504,7 @@ static int tree_bcast (struct host *h, void *buf, size_t bytes, int root)
         if ((rc = op_set (h, &ops[k++], child[j], true, TAG (PH_TREE, 0), &v,
                           1)) < 0)
             return rc;
-    return host_tcp_run (h, ops, k);
+    return run (h, ops, k);
 }
 
 /* Binomial scatter of the N blocks of buf from node root: node m gets
@@ -508,7 +519,7 @@ static int tree_scatter (struct host *h, void *buf, size_t bytes, int root)
         k = block_iov (buf, bytes, 1, N, n, sched_binom_size (n, N, root), v);
         if ((rc = op_set (h, &ops[0], parent, false, TAG (PH_SCATTER, 0), v,
                           k)) < 0
-            || (rc = host_tcp_run (h, ops, 1)) < 0)
+            || (rc = run (h, ops, 1)) < 0)
             return rc;
         k = 0;
     }
@@ -520,7 +531,7 @@ static int tree_scatter (struct host *h, void *buf, size_t bytes, int root)
                           &v[2 * j], vc)) < 0)
             return rc;
     }
-    return host_tcp_run (h, ops, k);
+    return run (h, ops, k);
 }
 
 int algo_bcast (struct host *h, void *buf, size_t bytes, int root)
@@ -575,7 +586,7 @@ int algo_gather (struct host *h, void *tb, size_t bytes, int root)
             return rc;
         off += len;
     }
-    if ((rc = host_tcp_run (h, ops, k)) < 0)
+    if ((rc = run (h, ops, k)) < 0)
         return rc;
     if ((parent = sched_binom_parent (h->node, N, root)) < 0)
         return 0;
@@ -636,7 +647,7 @@ static int nodes_swap (struct host *h, void *r, size_t bytes, int to, int sf,
     }
     if ((rc = op_set (h, &ops[0], to, true, tag, sv, ns)) == 0
         && (rc = op_set (h, &ops[1], from, false, tag, rv, nr)) == 0)
-        rc = host_tcp_run (h, ops, 2);
+        rc = run (h, ops, 2);
     free (sv);
     free (rv);
     return rc;

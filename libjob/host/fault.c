@@ -1,7 +1,10 @@
-/* fault.c - the node's fault record: claim, merge, report (fault.h).
+/* fault.c - the fault policy of the host backend (fault.h): what an event
+ * the transport reported means (who is at fault, of what kind), the swap
+ * of lists that completes a timeout's record, the error the user is told.
  *
- * Calls no other file of libjob/host; the links are reached through the
- * relay callbacks in h->relay. */
+ * Above the transport: calls record.c (the record as data) and, through
+ * the relay callbacks in h->relay, the links (flood.c); nothing below
+ * calls it. */
 #include "config.h"
 
 #include <stdbool.h>
@@ -10,12 +13,8 @@
 
 #include "ddp_internal.h"
 #include "fault.h"
-#include "host.h"
-
-double host_grace (struct host *h)
-{
-    return 1.0 + 0.1 * h->cfg->timeout_s;
-}
+#include "record.h"
+#include "wait.h"
 
 int host_fault_code (int kind)
 {
@@ -138,69 +137,6 @@ static void complete_list (struct host *h)
     add_local_absent (h);
     h->relay->gather (h, window);
     atomic_store (&h->hdr->fault_final, 1);
-}
-
-/* The state a merge keeps for a rank: the record's, or the new one when
- * the record did not know it. */
-static uint64_t pick_state (uint64_t have, uint64_t in)
-{
-    return have ? have : in;
-}
-
-void host_fault_merge (struct host *h, const int32_t *in,
-                       const uint64_t *in_states, int nlist, int n)
-{
-    int32_t *have = h->hdr->fault_list, out[FAULT_LIST_MAX] = { 0 };
-    uint64_t *hs = h->hdr->fault_state, os[FAULT_LIST_MAX] = { 0 };
-    struct { int32_t r; uint64_t s; } e[FAULT_LIST_MAX];
-    int i = 0, j = 0, k = 0, nhave = h->hdr->fault_nlist;
-    int extra_have, extra_in;
-
-    if (nlist < 1)
-        return;
-    if (n < nlist || n > h->size)   /* from the wire: keep it sane */
-        n = n > h->size ? h->size : nlist;
-    if (nhave < 0 || nhave > FAULT_LIST_MAX)
-        nhave = 0;
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    extra_have = h->hdr->fault_n - nhave;
-    extra_in = n - nlist;
-    for (int a = 0; a < nlist; a++) {    /* sorted by rank, state along */
-        int b = a;
-        e[a].r = in[a];
-        e[a].s = in_states ? in_states[a] : 0;
-        while (b > 0 && e[b - 1].r > e[b].r) {
-            __typeof__ (e[0]) t = e[b];
-            e[b] = e[b - 1];
-            e[--b] = t;
-        }
-    }
-    while ((i < nhave || j < nlist) && k < FAULT_LIST_MAX) {
-        if (j >= nlist || (i < nhave && have[i] < e[j].r)) {
-            os[k] = hs[i];
-            out[k++] = have[i++];
-        }
-        else if (i >= nhave || e[j].r < have[i]) {
-            os[k] = e[j].s;
-            out[k++] = e[j++].r;
-        }
-        else {
-            os[k] = pick_state (hs[i], e[j++].s);
-            out[k++] = have[i++];
-        }
-    }
-    if (k == nhave && memcmp (out, have, (size_t)k * sizeof (int32_t)) == 0
-        && memcmp (os, hs, (size_t)k * sizeof (uint64_t)) == 0
-        && extra_in <= extra_have)
-        return;     /* nothing new */
-    memcpy (have, out, (size_t)k * sizeof (int32_t));
-    memcpy (hs, os, (size_t)k * sizeof (uint64_t));
-    h->hdr->fault_nlist = k;
-    h->hdr->fault_n = k + (extra_have > extra_in ? extra_have : extra_in);
-    if (h->hdr->fault_n > h->size)
-        h->hdr->fault_n = h->size;
-    atomic_fetch_add (&h->hdr->fault_version, 1);
 }
 
 /* A record whose list is empty (a timeout nobody could pin down) or not
@@ -347,27 +283,6 @@ static int report (struct host *h)
     return h->broken;
 }
 
-int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter)
-{
-    int32_t zero = 0;
-    int i;
-
-    if (!atomic_compare_exchange_strong (&h->hdr->fault_rank, &zero,
-                                         ranks[0] + 1))
-        return 0;
-    if (nlist > FAULT_LIST_MAX)
-        nlist = FAULT_LIST_MAX;
-    for (i = 0; i < nlist; i++)
-        h->hdr->fault_list[i] = ranks[i];
-    ddpi_sort_ranks (h->hdr->fault_list, nlist);
-    h->hdr->fault_nlist = nlist;
-    h->hdr->fault_n = n > nlist ? n : nlist;
-    atomic_store (&h->hdr->fault_reporter, reporter);
-    atomic_store (&h->hdr->fault_kind, kind);   /* last: the record is whole */
-    return 1;
-}
-
 /* A peer found dead may have been killed by a signal that is on its way to
  * this rank too: scancel, preemption and the end of a step signal every
  * task, node by node, milliseconds apart.  Give that signal DIED_GRACE
@@ -411,4 +326,59 @@ int host_check_fault (struct host *h)
     if (atomic_load_explicit (&h->hdr->fault_rank, memory_order_relaxed) == 0)
         return 0;
     return report (h);
+}
+
+/* A wait on local rank lr's arrival at step s ran out: every local rank
+ * that has not reached step s is absent (ascending, as local_ranks is),
+ * not only lr. */
+static int absent_fault (struct host *h, int lr, uint64_t s)
+{
+    int list[FAULT_LIST_MAX];
+    int j, n = 0, nlist = 0;
+
+    for (j = 0; j < h->lsize; j++) {
+        if (j == h->lrank || atomic_load_explicit (&h->flags[j].seq,
+                                                   memory_order_acquire) >= s)
+            continue;
+        if (nlist < FAULT_LIST_MAX)
+            list[nlist++] = h->local_ranks[j];
+        n++;
+    }
+    if (n == 0)     /* arrived meanwhile: still a timeout of the waited one */
+        return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank);
+    return host_check_fault (h);
+}
+
+int host_fault_event (struct host *h)
+{
+    struct host_event ev = h->ev;
+    int rc;
+
+    h->ev.kind = HOST_EV_NONE;
+    switch (ev.kind) {
+    case HOST_EV_PEER_GONE:
+    case HOST_EV_LINK_LOST:
+        return host_fault (h, ev.rank, FAULT_DIED);
+    case HOST_EV_ABSENT:
+        return absent_fault (h, ev.lr, ev.step);
+    case HOST_EV_LATE:
+        return host_fault (h, ev.rank, FAULT_TIMEOUT);
+    case HOST_EV_LINK_BAD:
+        ddpi_error (DDP_ETRANSPORT, "node %d (rank %d) sent call %llu part "
+                    "%d (%llu bytes), expected call %llu part %u (%zu "
+                    "bytes): collectives called in a different order?",
+                    ev.node, ev.rank, (unsigned long long)ev.got_call,
+                    (int)ev.got_tag, (unsigned long long)ev.got_len,
+                    (unsigned long long)h->call, ev.want_tag, ev.want_len);
+        return host_fault (h, ev.rank, FAULT_LINK);
+    case HOST_EV_STALLED:
+        /* Claimed with an empty list: the nodes' lists will say who is
+         * absent (the partner waited for may itself be waiting). */
+        host_fault_claim (h, &ev.rank, 0, 0, FAULT_TIMEOUT, h->rank);
+        return host_check_fault (h);
+    }
+    /* HOST_EV_RECORD: the record says it all. */
+    rc = host_check_fault (h);
+    return rc < 0 ? rc : h->broken ? h->broken : DDP_ETRANSPORT;
 }

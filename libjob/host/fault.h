@@ -1,17 +1,18 @@
-/* fault.h - the host backend's fault record (fault.c).  Internal to libddp.
+/* fault.h - the host backend's fault policy (fault.c).  Internal to libddp.
  *
  * A node keeps one fault record in its shared segment (struct shm_hdr in
- * host.h): the first rank that sees a fatal failure claims it (the ranks at
- * fault, the kind, who noticed); every local rank then reports that same
- * record as its error, and keeps its code as the sticky state of the
- * library.  In a job of several nodes the record also travels: the links
- * tell other nodes (a FAULT frame), and for a timeout, where a node only
- * knows its own absent ranks, the nodes swap their lists for a while
- * before anyone reports.
+ * host_core.h; record.h claims and merges it): the first rank that sees a
+ * fatal failure claims it (the ranks at fault, the kind, who noticed);
+ * every local rank then reports that same record as its error, and keeps
+ * its code as the sticky state of the library.  In a job of several nodes
+ * the record also travels: the links tell other nodes (a FAULT frame), and
+ * for a timeout, where a node only knows its own absent ranks, the nodes
+ * swap their lists for a while before anyone reports.
  *
- * fault.c calls no other file of libjob/host: what needs the links is done
- * through the relay callbacks below, which host.c hands in at create, so
- * the files of the host backend call each other along a DAG (host.h).
+ * fault.c is above the transport: the transport reports what it saw (an
+ * event, host_core.h), and host_fault_event() decides what it means.  It
+ * reaches the links only through the relay (flood.c, h->relay), downwards;
+ * nothing below calls it (doc/host-backend.md).
  *
  * A timeout between nodes (a lane waited DDP_TIMEOUT + 2 graces for a
  * partner) is claimed with an empty list: a node only knows who is absent
@@ -28,52 +29,7 @@
 
 #include <stdint.h>
 
-struct host;
-
-/* Ranks a fault record can list; more are counted, not listed. */
-#define FAULT_LIST_MAX 32
-
-/* What a rank was doing, as its node's segment shows it (shm_flags.state)
- * and the fault record carries it: the number of the collective it
- * entered last (1, 2, ... for each rank), its enum host_kind, and whether
- * it is still in it.  0: unknown. */
-#define FAULT_STATE(call, kind, in) \
-    ((uint64_t)(call) << 8 | 0x80u | (uint64_t)(kind) << 1 | ((in) ? 1u : 0u))
-#define FAULT_STATE_CALL(st) ((st) >> 8)
-#define FAULT_STATE_KIND(st) ((int)((st) >> 1 & 0x3f))
-#define FAULT_STATE_IN(st) (((st) & 1u) != 0)
-
-enum host_fault_kind {
-    FAULT_DIED = 1,     /* the process is gone */
-    FAULT_ABORTED = 2,  /* it called ddp_abort() */
-    FAULT_TIMEOUT = 3,  /* it did not arrive within DDP_TIMEOUT */
-    FAULT_LINK = 4,     /* its node's link failed */
-};
-
-/* What the fault record needs from the links between nodes.  Each is best
- * effort: it cannot fail, and it returns within its window. */
-struct fault_relay {
-    /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
-     * ascending; nlist 0: to be found; states: what each was doing, NULL:
-     * unknown) failed (kind), as noticed by rank
-     * reporter.  A link that cannot carry it now (in the middle of a
-     * frame, full, or bytes queued that an exit could drop) gets it on a
-     * side connection to the partner lane's listening socket, bounded by
-     * SIDE_WAIT (flood.c, 0.5 s), and a link in the middle of a frame is
-     * then cut.  They pass it on (flooding). */
-    void (*send) (struct host *h, const int *ranks, const uint64_t *states,
-                  int nlist, int n, int kind, int reporter);
-    /* A lane waiting in shared memory: take a FAULT frame that arrived on
-     * its links into the record; must not block. */
-    void (*poll) (struct host *h);
-    /* This node's speaker: for up to window seconds swap lists with the
-     * speakers of the partner nodes, merging theirs into the record
-     * (host_fault_merge) and passing every change on. */
-    void (*gather) (struct host *h, double window);
-};
-
-/* Extra time a wait that depends on another rank's wait gets (seconds). */
-double host_grace (struct host *h);
+#include "host_core.h"
 
 /* The DDP_E* code of a fault kind. */
 int host_fault_code (int kind);
@@ -87,23 +43,18 @@ int host_fault (struct host *h, int bad_rank, int kind);
  * node relays the whole list, so every rank names all of them). */
 int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 
-/* Claim the segment's fault record for ranks (nlist listed of n in all, in
- * any order: the record keeps them sorted), noticed by rank reporter.
- * nlist may be 0 (a timeout between nodes, to be filled by the lists):
- * ranks[0] is then the rank named if nothing fills it.  Returns 1, or 0
- * when a record was already there (the first claim stands).  Does not log
- * or relay. */
-int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter);
+/* The event the transport reported in h->ev (it returned HOST_EVENT):
+ * decide what it means (the fault kind, who is at fault), claim the record
+ * unless one is claimed already, tell the other nodes and the user.
+ * Clears h->ev; returns the DDP_E* code of the fault now in force. */
+int host_fault_event (struct host *h);
 
-/* Add ranks (nlist listed of n in all, any order; states: what each was
- * doing, NULL: unknown) to the segment's fault record (after the record
- * was claimed); a rank listed already gets its state when the record did
- * not know it; bumps its version when that changed the record.  Ranks counted but not listed are not double counted when
- * the same list comes again: the count is the union of the lists plus
- * the larger of the two unlisted parts. */
-void host_fault_merge (struct host *h, const int32_t *ranks,
-                       const uint64_t *states, int nlist, int n);
+/* A transport's return rc as the caller's: HOST_EVENT becomes the fault's
+ * code (host_fault_event()); 0 and DDP_E* codes stay. */
+static inline int host_fault_rc (struct host *h, int rc)
+{
+    return rc == HOST_EVENT ? host_fault_event (h) : rc;
+}
 
 /* Return the fault recorded in the segment (after ddpi_error(), logged
  * once per rank), or 0 when there is none. */

@@ -1,4 +1,6 @@
-/* flood.c - fault records over the links: the relay of fault.h.
+/* flood.c - fault records over the links: the relay fault.c uses
+ * (struct fault_relay, host_core.h).  Part of the transport: lists that
+ * arrive are merged into the record (record.c); it calls nothing above.
  *
  * A FAULT frame goes out on every link of every lane of the node that
  * claimed the record; a lane that receives one claims it in its own node's
@@ -35,10 +37,11 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
-#include "host.h"
+#include "record.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
+#include "transport.h"
 
 #define STAGGER 0.1         /* seconds between tries of a partner's lanes */
 #define SILENT_AT 0.6       /* share of the window before naming silent */
@@ -417,7 +420,7 @@ static void side_send (struct host *h, const int *want, int n,
 }
 
 /* The relay's send: on every link, on the side where a link cannot carry
- * it (fault.h), then cut the links in the middle of a frame. */
+ * it (host_core.h), then cut the links in the middle of a frame. */
 static void flood_send (struct host *h, const int *ranks,
                         const uint64_t *states, int nlist, int n, int kind,
                         int reporter)

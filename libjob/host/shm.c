@@ -1,5 +1,7 @@
-/* shm.c - the node's shared segment, waiting on its flags, and a rank's
- * scratch buffers (host.h). */
+/* shm.c - the node's shared segment, waiting on its flags (with its
+ * deadlines), and a rank's scratch buffers (transport.h).  A wait that
+ * ends on something it saw reports it (h->ev, HOST_EVENT); it calls
+ * nothing above the transport. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,7 +17,8 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
-#include "host.h"
+#include "transport.h"
+#include "wait.h"
 
 #define PAGE 4096
 
@@ -186,7 +189,7 @@ int host_check_peers (struct host *h)
 {
     int lr = gone_peer (h);
 
-    return lr < 0 ? 0 : host_fault (h, h->local_ranks[lr], FAULT_DIED);
+    return lr < 0 ? 0 : host_event (h, HOST_EV_PEER_GONE, h->local_ranks[lr]);
 }
 
 static inline _Atomic uint64_t *flag (struct host *h, int lr, int which)
@@ -213,8 +216,8 @@ static void wait_check (struct host *h, struct ddpi_waiter *w, int lr,
 {
     uint64_t b;
 
-    if (h->lk && h->relay && h->relay->poll)
-        h->relay->poll (h);
+    if (h->lk)
+        host_tcp_poll (h);
     if (which == 0)
         return;
     b = atomic_load_explicit (&h->flags[lr].beat, memory_order_relaxed);
@@ -222,26 +225,6 @@ static void wait_check (struct host *h, struct ddpi_waiter *w, int lr,
         *beat = b;
         ddpi_wait_restart (w);
     }
-}
-
-/* An arrival wait on local rank lr timed out: record every local rank that
- * has not reached step s (ascending, as local_ranks is), not only lr. */
-static int absent_fault (struct host *h, int lr, uint64_t s)
-{
-    int list[FAULT_LIST_MAX];
-    int j, n = 0, nlist = 0;
-
-    for (j = 0; j < h->lsize; j++) {
-        if (j == h->lrank || load_flag (h, j, 0) >= s)
-            continue;
-        if (nlist < FAULT_LIST_MAX)
-            list[nlist++] = h->local_ranks[j];
-        n++;
-    }
-    if (n == 0)     /* arrived meanwhile: still a timeout of the waited one */
-        return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
-    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank);
-    return host_check_fault (h);
 }
 
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
@@ -260,18 +243,21 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
      * first report names the rank that never came. */
     ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
     while (load_flag (h, lr, which) < s) {
-        if ((rc = host_check_fault (h)) < 0)
-            return rc;
+        if (host_record_set (h))
+            return host_event (h, HOST_EV_RECORD, -1);
         rc = ddpi_wait_step (&w);
-        if (rc < 0 && (which == 0 || load_flag (h, lr, 0) < s))
-            return absent_fault (h, lr, s);
+        if (rc < 0 && (which == 0 || load_flag (h, lr, 0) < s)) {
+            h->ev.lr = lr;
+            h->ev.step = s;
+            return host_event (h, HOST_EV_ABSENT, h->local_ranks[lr]);
+        }
         if (rc < 0 && !extended) {
             extended = true;
             ddpi_wait_extend (&w, 3 * host_grace (h));
             continue;
         }
         if (rc < 0)
-            return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
+            return host_event (h, HOST_EV_LATE, h->local_ranks[lr]);
         if (rc == 1)
             wait_check (h, &w, lr, which, &beat);
         if (rc == 1 && (gone = gone_peer (h)) >= 0) {
@@ -281,7 +267,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
              * after it had finished). */
             if (load_flag (h, lr, which) >= s)
                 break;
-            return host_fault (h, h->local_ranks[gone], FAULT_DIED);
+            return host_event (h, HOST_EV_PEER_GONE, h->local_ranks[gone]);
         }
     }
     return 0;

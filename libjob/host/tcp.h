@@ -1,13 +1,15 @@
 /* tcp.h - the wire format of the host backend's links, shared by the link
- * layer (tcp.c) and the fault relay (flood.c).  Internal to libddp. */
+ * layer (tcp.c, mesh.c) and the fault relay (flood.c), and the links'
+ * state (tcp.c, mesh.c).  Internal to libddp; part of the transport. */
 #ifndef DDP_TCP_H
 #define DDP_TCP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
-#include "fault.h"
+#include "host_core.h"
 
 struct host;
 struct host_addr;
@@ -33,7 +35,7 @@ struct hello {
  * fallback of an empty list; LIST: the sender's node), seq packs the kind
  * (bits 0-15), how many ranks follow (16-31) and how many there are in
  * all (32-63); len is who noticed.  The ranks follow as int32, then what
- * each was doing as uint64 (fault.h: FAULT_STATE; 0 unknown). */
+ * each was doing as uint64 (host_core.h: FAULT_STATE; 0 unknown). */
 struct frame {
     uint32_t type;
     int32_t arg;
@@ -91,5 +93,48 @@ int host_tcp_stashed (struct host *h, int *fd, int *node);
  * addresses on a subnet of one of this machine's interfaces, then the
  * others; a loopback address of another machine is dropped. */
 void host_tcp_order_addrs (struct host_addr *a, bool same_machine);
+
+/* ---- the links' state (tcp.c, mesh.c) ---- */
+
+#define EVENTS 64           /* epoll events per wait (more come next time) */
+#define STASH_MAX 16        /* fault-list connections kept for flood.c */
+#define LISTEN_EV UINT64_MAX    /* epoll data of the listening socket */
+
+/* One link: a connection to this lane on a partner node. */
+struct link {
+    int fd;
+    int node;               /* the partner node */
+    int peer;               /* the global rank at the other end */
+    uint32_t ev;            /* events registered with epoll */
+    struct frame in;        /* a header read outside of an op */
+    size_t in_hdr;          /* its bytes so far */
+    bool parked;            /* a data header waits for the op to take it */
+    bool closed;            /* the peer closed it (or it failed) */
+    bool mid;               /* a frame is partly sent: nothing may follow */
+    int rx, tx;             /* the active receive / send op, or -1 */
+    bool tx_blocked;        /* that send waits for room */
+};
+
+struct host_links {
+    int ep;
+    int n;
+    struct link *l;         /* one per partner, ascending nodes */
+    /* Connections of a speaker's swap of lists (flood.c) accepted while
+     * waiting for side FAULT frames: their socket and node, hello read. */
+    int nstash;
+    int stash_fd[STASH_MAX], stash_node[STASH_MAX];
+};
+
+static inline int ep_add (int ep, int fd, uint32_t ev, uint64_t data)
+{
+    struct epoll_event e = { .events = ev, .data.u64 = data };
+    return epoll_ctl (ep, EPOLL_CTL_ADD, fd, &e);
+}
+
+static inline int ep_mod (int ep, int fd, uint32_t ev, uint64_t data)
+{
+    struct epoll_event e = { .events = ev, .data.u64 = data };
+    return epoll_ctl (ep, EPOLL_CTL_MOD, fd, &e);
+}
 
 #endif /* DDP_TCP_H */

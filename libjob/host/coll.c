@@ -1,0 +1,846 @@
+/* coll.c - the host backend's collectives (host.h: the entry points of
+ * ddpi_backend_host), each in three phases: in through the node segment
+ * (shm.c), cross-node by the lanes (algo.c), out through the segment; the
+ * node-local steps, a call's start and end (its agreement on the outcome),
+ * the straggler report.  host.h has the design and the reduction order.
+ * What a wait on the segment reports (HOST_EVENT) goes to fault.c, which
+ * decides (wait_flag() and the like). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ddp_internal.h"
+#include "host.h"
+#include "reduce.h"
+#include "schedule.h"
+
+#define SPLIT_MIN (32 * 1024)
+
+const char *const host_kind_names[HOST_KINDS] = {
+    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "other",
+};
+
+/* ---------------------------------------------------------- stragglers */
+
+/* An arrival stamp: the low 24 bits of the call number, then the low 40
+ * bits of the monotonic clock in ns (18 minutes around: differences of
+ * arrivals at one call are far smaller). */
+#define STRAG_NS_BITS 40
+#define STRAG_NS_MASK ((UINT64_C(1) << STRAG_NS_BITS) - 1)
+#define STRAG_STAMP(c, ns) \
+    ((uint64_t)(c) << STRAG_NS_BITS | ((uint64_t)(ns) & STRAG_NS_MASK))
+#define STRAG_CALL(st) ((st) >> STRAG_NS_BITS)
+
+static uint64_t mono_ns (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* This rank's collective h->call succeeded: if every local rank's stamp of
+ * it is there and none is later than this rank's (ties go to the higher
+ * local rank), this rank was the node's last: count it and how long after
+ * the node's first it came.  A local rank is never 3 calls ahead of one
+ * still in a call (each call has a node step, and a step waits for every
+ * local rank to have finished the step before), so arrive[c % 3] is
+ * either c's stamp or an older one: a rank not yet arrived. */
+static void strag_count (struct host *h)
+{
+    int slot = (int)(h->call % 3);
+    uint64_t tag = h->call & ((UINT64_C(1) << (64 - STRAG_NS_BITS)) - 1);
+    uint64_t mine = atomic_load (&h->flags[h->lrank].arrive[slot]);
+    uint64_t late = 0;
+
+    for (int lr = 0; lr < h->lsize; lr++) {
+        uint64_t st = atomic_load (&h->flags[lr].arrive[slot]);
+        uint64_t d = (mine - st) & STRAG_NS_MASK;   /* how much earlier */
+        if (lr == h->lrank)
+            continue;
+        if (STRAG_CALL (st) != tag || d > STRAG_NS_MASK / 2
+            || (d == 0 && lr > h->lrank))
+            return;
+        if (d > late)
+            late = d;
+    }
+    h->strag_last++;
+    h->strag_late_ns += late;
+}
+
+/* At finalize (every rank, the straggler report on): find the 3 ranks
+ * that were last most often, by rounds of a 2-element allreduce (MAX):
+ * element 0 is (count << 32 | ~rank) of the ranks not yet picked, element
+ * 1 the average lateness (us) of the rank picked in the round before.  The
+ * traffic does not grow with the world size.  Rank 0 logs them. */
+static int strag_report (struct host *h)
+{
+    uint64_t calls = h->call, v[2], key[3] = { 0 }, avg[3] = { 0 };
+    uint64_t me = h->strag_last << 32 | (UINT32_MAX - (uint32_t)h->rank);
+    char out[512];
+    size_t at;
+    int rc;
+
+    for (int i = 0; i <= 3; i++) {
+        bool picked = false, prev = false;
+        for (int j = 0; j < i; j++)
+            picked |= key[j] == me;
+        prev = i > 0 && key[i - 1] == me;
+        v[0] = i < 3 && !picked ? me : 0;
+        v[1] = prev && h->strag_last
+                   ? h->strag_late_ns / h->strag_last / 1000 : 0;
+        rc = host_allreduce (h, v, v, 2, DDP_UINT64, DDP_MAX);
+        if (rc < 0)
+            return rc;
+        if (i < 3)
+            key[i] = v[0];
+        if (i > 0)
+            avg[i - 1] = v[1];
+    }
+    if (h->rank != 0)
+        return 0;
+    at = (size_t)snprintf (out, sizeof (out),
+                           "stragglers over %llu collectives:",
+                           (unsigned long long)calls);
+    for (int i = 0; i < 3 && key[i] >> 32 && at < sizeof (out); i++) {
+        int r = (int)(UINT32_MAX - (uint32_t)key[i]);
+        unsigned long long n = key[i] >> 32;
+        at += (size_t)snprintf (out + at, sizeof (out) - at,
+                                "%s rank %d (node %d) last in %llu (%llu%%), "
+                                "%.1f ms late on average", i ? ";" : "", r,
+                                h->rank_node[r], n, calls ? n * 100 / calls : 0,
+                                (double)avg[i] / 1e3);
+    }
+    if (!(key[0] >> 32) && at < sizeof (out))
+        snprintf (out + at, sizeof (out) - at,
+                  " none (no node has two ranks)");
+    ddpi_log ("%s", out);
+    return 0;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/* The segment's waits (transport.h); an event one reports becomes the
+ * fault's code. */
+static int wait_flag (struct host *h, int lr, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_flag (h, lr, which, s));
+}
+
+static int wait_first (struct host *h, int n, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_first (h, n, which, s));
+}
+
+static int wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_all (h, which, s));
+}
+
+/* Start a collective of kind: counts it, numbers it, and shows it to the
+ * node (the diagnosis of a timeout names it). */
+static int call_begin (struct host *h, int kind)
+{
+    if (h->lk) {
+        /* Across nodes only: a clock read is lost in a network call. */
+        if (h->kind == KIND_BARRIER || h->kind == KIND_ALLREDUCE
+            || h->kind == KIND_ALLGATHER)
+            h->full_entry = h->entry;
+        h->entry = ddpi_now ();
+    }
+    h->kind = kind;
+    h->stats[kind].calls++;
+    h->call++;
+    atomic_store_explicit (&h->flags[h->lrank].state,
+                           FAULT_STATE (h->call, kind, 1),
+                           memory_order_relaxed);
+    if (h->strag)
+        atomic_store (&h->flags[h->lrank].arrive[h->call % 3],
+                      STRAG_STAMP (h->call, mono_ns ()));
+    return h->broken;
+}
+
+/* A collective that succeeded here: a rank that gave up on it (a timeout)
+ * claimed the fault record before it returned, in this node's segment or,
+ * through the FAULT frame it sent first, on a lane's links.  Then this
+ * rank fails it too, so that a collective ends the same way everywhere;
+ * see doc/ddp.7 (a collective's outcome) for the window that is left. */
+static int call_agree (struct host *h)
+{
+    /* A peer that gave up on this call entered it after it finished the
+     * last call in which it waited for this rank (a barrier, allreduce or
+     * allgather, entered here at full_entry), and waited DDP_TIMEOUT since:
+     * not before full_entry + timeout in real time.  Until then there is
+     * nothing on the links to look for (a poll costs a system call on every
+     * collective otherwise); 0.9 leaves room for clock rates.  This takes
+     * DDP_TIMEOUT to be the same on every rank, as srun gives it. */
+    if (h->lk && h->relay && h->relay->poll
+        && (h->full_entry == 0
+            || ddpi_now () - h->full_entry >= 0.9 * h->cfg->timeout_s))
+        h->relay->poll (h);
+    if (atomic_load (&h->hdr->fault_rank) == 0)
+        return 0;
+    ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
+              "it fails here too", host_kind_names[h->kind],
+              (unsigned long long)h->call);
+    return host_check_fault (h);
+}
+
+/* The collective under way ended with rc: show that it was left. */
+static int call_end (struct host *h, int rc)
+{
+    if (rc == 0)
+        rc = call_agree (h);
+    atomic_store_explicit (&h->flags[h->lrank].state,
+                           FAULT_STATE (h->call, h->kind, 0),
+                           memory_order_relaxed);
+    if (rc == 0 && h->strag && h->lsize > 1)
+        strag_count (h);
+    return rc;
+}
+
+/* Start step s: wait until the bank it uses is free again. */
+static int step_begin (struct host *h, uint64_t *sp)
+{
+    if (h->broken)
+        return h->broken;
+    *sp = ++h->seq;
+    return wait_all (h, 0, *sp - 1);
+}
+
+/* A step with nothing of this rank's in it: enter it and say so. */
+static int step_enter (struct host *h, uint64_t *sp)
+{
+    int rc = step_begin (h, sp);
+
+    if (rc == 0)
+        host_post (h, 0, *sp);
+    return rc;
+}
+
+/* ------------------------------------------------- one node: in the segment */
+
+/* This rank's share [lo, hi) of n elements when the node splits a step. */
+static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
+{
+    *lo = n * (size_t)h->lrank / (size_t)h->lsize;
+    *hi = n * (size_t)(h->lrank + 1) / (size_t)h->lsize;
+}
+
+/* Reduce the node's slots of this step, elements [lo, lo+n), into dst
+ * (accumulation type). */
+static void node_reduce (struct host *h, int bank, void *dst, size_t lo,
+                         size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    const void *src[h->lsize];
+    size_t es = ddp_dtype_size (dtype);
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        src[lr] = host_slot (h, bank, lr) + lo * es;
+    ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
+}
+
+#define ACC_ALIGN 64         /* bytes; a power of two */
+
+/* Elements a reduction step on one node takes: they fit a slot, and the
+ * result area holds them in dtype and, after, in the accumulation type. */
+static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype);
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t need = es + (at != dtype ? ddp_dtype_size (at) : 0);
+    size_t a = h->slot_bytes / es;
+    /* The accumulation starts aligned after the result (acc_offset). */
+    size_t b = (h->res_bytes - (at != dtype ? ACC_ALIGN : 0)) / need;
+
+    return a < b ? a : b;
+}
+
+/* Where the accumulation of n elements of es bytes starts in the result
+ * area: after the result, aligned for any accumulation type (an odd count
+ * of 16-bit elements would leave float32 partials misaligned: UB). */
+static size_t acc_offset (size_t n, size_t es)
+{
+    return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
+}
+
+/* One step of a reduction on one node: n elements of send; out (NULL: not
+ * wanted here) gets the result.  Small steps are reduced by every rank
+ * that wants them, from the slots; larger ones in shares, into the result
+ * area: the result in dtype at its start, each share's accumulation after
+ * it (apart when the types differ, so no share is narrowed over another's
+ * partial). */
+static int node_reduce_step (struct host *h, const char *send, char *out,
+                             size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at), lo, hi;
+    uint64_t s = 0;
+    int rc, bank;
+    char *res, *acc;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    res = host_result (h, bank);
+    acc = at == dtype ? res : res + acc_offset (n, es);
+    memcpy (host_slot (h, bank, h->lrank), send, n * es);
+    host_post (h, 0, s);
+    if (n * es < SPLIT_MIN || h->lsize == 1) {
+        void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
+        if (!out)
+            return 0;
+        if (!w)
+            return DDP_ENOMEM;
+        if ((rc = wait_all (h, 0, s)) < 0)
+            return rc;
+        node_reduce (h, bank, w, 0, n, dtype, op);
+        ddpi_reduce_finish (w, n, at, op, h->size);
+        ddpi_narrow (out, w, n, dtype, op);
+        return 0;
+    }
+    share (h, n, &lo, &hi);
+    if ((rc = wait_all (h, 0, s)) < 0)
+        return rc;
+    node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
+    ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
+    ddpi_narrow (res + lo * es, acc + lo * aes, hi - lo, dtype, op);
+    host_post (h, 1, s);
+    if ((rc = wait_all (h, 1, s)) < 0)
+        return rc;
+    if (out)
+        memcpy (out, res, n * es);
+    return 0;
+}
+
+/* One bcast step on one node: bytes of root's buf to the others. */
+static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
+{
+    uint64_t s = 0;
+    int rc;
+    char *res;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    res = host_result (h, (int)(s & 1));
+    if (h->rank == root)
+        memcpy (res, buf, bytes);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return 0;
+    if ((rc = wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
+        return rc;
+    memcpy (buf, res, bytes);
+    return 0;
+}
+
+/* One gather step on one node: bytes of every rank's send into recv at
+ * rank x stride (recv NULL: not wanted here). */
+static int node_gather_step (struct host *h, const char *send, char *recv,
+                             size_t bytes, size_t stride)
+{
+    uint64_t s = 0;
+    int rc, bank;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    memcpy (host_slot (h, bank, h->lrank), send, bytes);
+    host_post (h, 0, s);
+    if (!recv)
+        return 0;
+    if ((rc = wait_all (h, 0, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++)
+        memcpy (recv + (size_t)h->local_ranks[lr] * stride,
+                host_slot (h, bank, lr), bytes);
+    return 0;
+}
+
+/* ------------------------------------------ several nodes: the three phases */
+
+/* Lanes for a reduction of bytes: each gets DDP_LANE_MIN bytes at least. */
+static int active_lanes (struct host *h, size_t count, size_t es)
+{
+    size_t k = count * es / (h->tune.lane_min ? h->tune.lane_min : 1);
+
+    if (k > (size_t)h->lanes)
+        k = (size_t)h->lanes;
+    if (k > count)
+        k = count;
+    return k < 1 ? 1 : (int)k;
+}
+
+/* Lane m of La holds elements sched_block (count, La, m); step j of a
+ * phase moves elements [j c, (j+1) c) of it: *lo (of count) and *n. */
+static void piece (size_t count, int La, int m, size_t c, size_t j,
+                   size_t *lo, size_t *n)
+{
+    size_t blo, bhi;
+
+    sched_block (count, La, m, &blo, &bhi);
+    *lo = blo + j * c;
+    *n = *lo >= bhi ? 0 : bhi - *lo < c ? bhi - *lo : c;
+}
+
+/* Steps a phase of c elements per lane and step takes (1 at least). */
+static size_t phase_steps (size_t count, int La, size_t c)
+{
+    size_t lo, hi;
+
+    sched_block (count, La, La - 1, &lo, &hi);
+    return hi - lo > c ? (hi - lo + c - 1) / c : 1;
+}
+
+/* In phase of a reduction: every local rank puts its data through its
+ * slot, lane m's piece at m x c elements; lane l (< La; w its block in
+ * the accumulation type) reduces its piece over the node's slots. */
+static int reduce_in (struct host *h, const char *send, char *w, size_t count,
+                      ddp_dtype_t dtype, ddp_op_t op, int La)
+{
+    size_t es = ddp_dtype_size (dtype);
+    size_t aes = ddp_dtype_size (ddpi_acc_dtype (dtype, op));
+    size_t c = h->slot_bytes / ((size_t)La * es), lo, n;
+    size_t steps = phase_steps (count, La, c);
+    int l = h->lrank < La ? h->lrank : -1, rc;
+    uint64_t s = 0;
+
+    for (size_t j = 0; j < steps; j++) {
+        char *slot;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        slot = host_slot (h, (int)(s & 1), h->lrank);
+        for (int m = 0; m < La; m++) {
+            piece (count, La, m, c, j, &lo, &n);
+            memcpy (slot + (size_t)m * c * es, send + lo * es, n * es);
+        }
+        host_post (h, 0, s);
+        if (l < 0)
+            continue;
+        piece (count, La, l, c, j, &lo, &n);
+        if ((rc = wait_all (h, 0, s)) < 0)
+            return rc;
+        node_reduce (h, (int)(s & 1), w + j * c * aes, (size_t)l * c, n,
+                     dtype, op);
+    }
+    return 0;
+}
+
+/* Out phase: lane l (< La) writes its block of the result (mine, dtype)
+ * through the result area, piece by piece; every local rank with a dst
+ * copies every lane's pieces into it (not its own block when that is
+ * where it already lies).  reuse: the first piece goes in the last step of
+ * this call's in phase (nobody reads that bank's result area then). */
+static int result_out (struct host *h, const char *mine, char *dst,
+                       size_t count, size_t es, int La, bool reuse)
+{
+    size_t c = h->res_bytes / ((size_t)La * es), lo, n;
+    size_t steps = phase_steps (count, La, c);
+    int l = h->lrank < La && mine ? h->lrank : -1, rc;
+    uint64_t s = h->seq;
+
+    for (size_t j = 0; j < steps; j++) {
+        char *res;
+        if ((j > 0 || !reuse) && (rc = step_enter (h, &s)) < 0)
+            return rc;
+        res = host_result (h, (int)(s & 1));
+        if (l >= 0) {
+            piece (count, La, l, c, j, &lo, &n);
+            memcpy (res + (size_t)l * c * es, mine + j * c * es, n * es);
+            host_post (h, 2, s);
+        }
+        if (!dst)
+            continue;
+        if ((rc = wait_first (h, La, 2, s)) < 0)
+            return rc;
+        for (int m = 0; m < La; m++) {
+            piece (count, La, m, c, j, &lo, &n);
+            if (m != l || dst + lo * es != mine + j * c * es)
+                memcpy (dst + lo * es, res + (size_t)m * c * es, n * es);
+        }
+    }
+    return 0;
+}
+
+/* Lane l's block [*blo, *bhi) of count among La, and its buffers: the work
+ * w (accumulation type: in place in in_place when the types agree, else
+ * scratch 0) and, when out_place is NULL, a result in scratch 2. */
+static int lane_buffers (struct host *h, size_t count, ddp_dtype_t dtype,
+                         ddp_op_t op, int La, char *in_place, char *out_place,
+                         char **w, char **out)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+
+    *w = *out = NULL;
+    if (h->lrank >= La)
+        return 0;
+    sched_block (count, La, h->lrank, &blo, &bhi);
+    *w = in_place && at == dtype ? in_place + blo * es
+       : host_scratch (h, 0, (bhi - blo) * ddp_dtype_size (at));
+    *out = out_place ? out_place + blo * es
+         : host_scratch (h, 2, (bhi - blo) * es);
+    return *w && *out ? 0 : DDP_ENOMEM;
+}
+
+static int allreduce_nodes (struct host *h, const char *send, char *recv,
+                            size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    int La = active_lanes (h, count, es), rc;
+    char *w, *out;
+
+    if ((rc = lane_buffers (h, count, dtype, op, La, recv, recv, &w, &out)) < 0)
+        return rc;
+    if (h->lsize == 1) {
+        ddpi_widen (w, send, count, dtype, op);
+        return algo_allreduce (h, w, recv, count, dtype, op);
+    }
+    if ((rc = reduce_in (h, send, w, count, dtype, op, La)) < 0)
+        return rc;
+    if (w) {
+        sched_block (count, La, h->lrank, &blo, &bhi);
+        if ((rc = algo_allreduce (h, w, out, bhi - blo, dtype, op)) < 0)
+            return rc;
+    }
+    return result_out (h, out, recv, count, es, La, true);
+}
+
+static int reduce_nodes (struct host *h, const char *send, char *recv,
+                         size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                         int root)
+{
+    size_t es = ddp_dtype_size (dtype), blo, bhi;
+    int La = active_lanes (h, count, es), rc, rnode = h->rank_node[root];
+    bool want = h->rank == root;
+    char *w, *out;
+
+    if ((rc = lane_buffers (h, count, dtype, op, La, want ? recv : NULL,
+                            want ? recv : NULL, &w, &out)) < 0)
+        return rc;
+    if (h->lsize == 1) {
+        ddpi_widen (w, send, count, dtype, op);
+        return algo_reduce (h, w, out, count, dtype, op, rnode);
+    }
+    if ((rc = reduce_in (h, send, w, count, dtype, op, La)) < 0)
+        return rc;
+    if (w) {
+        sched_block (count, La, h->lrank, &blo, &bhi);
+        if ((rc = algo_reduce (h, w, out, bhi - blo, dtype, op, rnode)) < 0)
+            return rc;
+    }
+    if (h->node != rnode)
+        return 0;
+    return result_out (h, out, want ? recv : NULL, count, es, La, true);
+}
+
+/* In phase of a bcast: the root (not lane 0) hands buf to lane 0. */
+static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
+{
+    uint64_t s = 0;
+    int rc;
+
+    for (size_t off = 0; off < bytes; off += h->slot_bytes) {
+        size_t n = bytes - off < h->slot_bytes ? bytes - off : h->slot_bytes;
+        char *slot;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        slot = host_slot (h, (int)(s & 1), root_lr);
+        if (h->lrank == root_lr)
+            memcpy (slot, buf + off, n);
+        host_post (h, 0, s);
+        if (h->lrank != 0)
+            continue;
+        if ((rc = wait_flag (h, root_lr, 0, s)) < 0)
+            return rc;
+        memcpy (buf + off, slot, n);
+    }
+    return 0;
+}
+
+static int bcast_nodes (struct host *h, char *buf, size_t bytes, int root)
+{
+    int rnode = h->rank_node[root], root_lr = h->rank_lrank[root], rc;
+    bool in = h->node == rnode && root_lr != 0;
+
+    if (h->lsize == 1)
+        return algo_bcast (h, buf, bytes, rnode);
+    if (in && (rc = bcast_in (h, buf, bytes, root_lr)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = algo_bcast (h, buf, bytes, rnode)) < 0)
+        return rc;
+    return result_out (h, h->lrank == 0 ? buf : NULL,
+                       h->rank == root || h->lrank == 0 ? NULL : buf, bytes,
+                       1, 1, in);
+}
+
+/* In phase of a gather: every local rank's bytes through its slot; lane 0
+ * puts local rank lr's at dst + lr x bytes (world: at its rank's place)
+ * and its own send there first. */
+static int gather_in (struct host *h, const char *send, char *dst,
+                      size_t bytes, bool world)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if (h->lrank == 0)
+        memmove (dst + (size_t)(world ? h->rank : 0) * bytes, send, bytes);
+    for (size_t off = 0; off < bytes; off += h->slot_bytes) {
+        size_t n = bytes - off < h->slot_bytes ? bytes - off : h->slot_bytes;
+        if ((rc = step_begin (h, &s)) < 0)
+            return rc;
+        if (h->lrank != 0)
+            memcpy (host_slot (h, (int)(s & 1), h->lrank), send + off, n);
+        host_post (h, 0, s);
+        if (h->lrank != 0)
+            continue;
+        if ((rc = wait_all (h, 0, s)) < 0)
+            return rc;
+        for (int lr = 1; lr < h->lsize; lr++)
+            memcpy (dst + (size_t)(world ? h->local_ranks[lr] : lr) * bytes
+                    + off, host_slot (h, (int)(s & 1), lr), n);
+    }
+    return 0;
+}
+
+/* Bytes [lo, hi) of a gather's output (world order) from tb (algo_gather's
+ * order: nodes from rnode on, each node's ranks in local order) to dst. */
+static int gather_unpack (struct host *h, const char *tb, size_t bytes,
+                          int rnode, char *dst, size_t lo, size_t hi)
+{
+    size_t *noff = calloc ((size_t)h->nnodes, sizeof (size_t)), off = 0;
+
+    if (!noff)
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    for (int j = 0; j < h->nnodes; j++) {
+        noff[j] = off;
+        off += (size_t)h->node_size[sched_mod ((long)rnode + j, h->nnodes)]
+               * bytes;
+    }
+    for (size_t r = lo / bytes; r < (size_t)h->size && r * bytes < hi; r++) {
+        size_t a = r * bytes > lo ? r * bytes : lo;
+        size_t b = (r + 1) * bytes < hi ? (r + 1) * bytes : hi;
+        int rel = sched_mod ((long)h->rank_node[r] - rnode, h->nnodes);
+        const char *src = tb + noff[rel] + (size_t)h->rank_lrank[r] * bytes;
+        memcpy (dst + (a - lo), src + (a - r * bytes), b - a);
+    }
+    free (noff);
+    return 0;
+}
+
+/* Out phase of a gather on the root's node: lane 0 writes the output
+ * (world order) through the result area, the root copies it. */
+static int gather_out (struct host *h, const char *tb, char *recv,
+                       size_t bytes, int rnode)
+{
+    size_t total = (size_t)h->size * bytes;
+    uint64_t s = h->seq;
+    int rc;
+
+    for (size_t off = 0; off < total; off += h->res_bytes) {
+        size_t n = total - off < h->res_bytes ? total - off : h->res_bytes;
+        char *res;
+        if (off > 0 && (rc = step_enter (h, &s)) < 0)
+            return rc;
+        res = host_result (h, (int)(s & 1));
+        if (h->lrank == 0) {
+            if ((rc = gather_unpack (h, tb, bytes, rnode, res, off,
+                                     off + n)) < 0)
+                return rc;
+            host_post (h, 2, s);
+        }
+        if (!recv)
+            continue;
+        if ((rc = wait_flag (h, 0, 2, s)) < 0)
+            return rc;
+        memcpy (recv + off, res, n);
+    }
+    return 0;
+}
+
+static int gather_nodes (struct host *h, const char *send, char *recv,
+                         size_t bytes, int root)
+{
+    int rnode = h->rank_node[root], rc;
+    char *tb = NULL;
+
+    if (h->lrank == 0
+        && !(tb = host_scratch (h, 0, algo_gather_bytes (h, bytes, rnode))))
+        return DDP_ENOMEM;
+    if ((rc = gather_in (h, send, tb, bytes, false)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = algo_gather (h, tb, bytes, rnode)) < 0)
+        return rc;
+    if (h->node != rnode)
+        return 0;
+    /* A root that is lane 0 unpacks for itself: no out phase on the node
+     * (every local rank takes the same steps). */
+    if (h->rank_lrank[root] == 0)
+        return h->rank == root ? gather_unpack (h, tb, bytes, rnode, recv, 0,
+                                                (size_t)h->size * bytes)
+                               : 0;
+    return gather_out (h, tb, h->rank == root ? recv : NULL, bytes, rnode);
+}
+
+static int allgather_nodes (struct host *h, const char *send, char *recv,
+                            size_t bytes)
+{
+    int rc;
+
+    if ((rc = gather_in (h, send, recv, bytes, true)) < 0)
+        return rc;
+    if (h->lrank == 0 && (rc = algo_allgather (h, recv, bytes)) < 0)
+        return rc;
+    if (h->lsize == 1)
+        return 0;
+    return result_out (h, h->lrank == 0 ? recv : NULL,
+                       h->lrank == 0 ? NULL : recv, (size_t)h->size * bytes,
+                       1, 1, true);
+}
+
+/* ------------------------------------------------------------ the calls */
+
+static int barrier_run (struct host *h)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = call_begin (h, KIND_BARRIER)) < 0
+        || (rc = step_enter (h, &s)) < 0)
+        return rc;
+    if (h->nnodes == 1)
+        return wait_all (h, 0, s);
+    if (h->lrank != 0)
+        return wait_flag (h, 0, 2, s);
+    if ((rc = wait_all (h, 0, s)) < 0 || (rc = algo_barrier (h)) < 0)
+        return rc;
+    host_post (h, 2, s);
+    return 0;
+}
+
+static int reduce_impl (struct host *h, const char *send, char *recv,
+                        size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
+{
+    size_t es = ddp_dtype_size (dtype), chunk, n;
+    bool want = root < 0 || root == h->rank;
+    int rc;
+
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE)) < 0)
+        return rc;
+    if (h->size == 1) {
+        ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+        void *w = at == dtype ? recv : host_scratch (h, 0,
+                                                     count * ddp_dtype_size (at));
+        if (!w)
+            return DDP_ENOMEM;
+        ddpi_widen (w, send, count, dtype, op);
+        ddpi_reduce_finish (w, count, at, op, 1);
+        ddpi_narrow (recv, w, count, dtype, op);
+        return 0;
+    }
+    if (h->nnodes > 1)
+        return root < 0 ? allreduce_nodes (h, send, recv, count, dtype, op)
+                        : reduce_nodes (h, send, recv, count, dtype, op, root);
+    chunk = node_chunk (h, dtype, op);
+    for (size_t off = 0; off < count; off += n) {
+        n = count - off < chunk ? count - off : chunk;
+        if ((rc = node_reduce_step (h, send + off * es, want ? recv + off * es
+                                    : NULL, n, dtype, op)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int host_barrier (void *ctx)
+{
+    return call_end (ctx, barrier_run (ctx));
+}
+
+int host_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
+                    size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    return call_end (ctx, reduce_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       op, -1));
+}
+
+int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
+                 size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
+{
+    return call_end (ctx, reduce_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       op, root));
+}
+
+static int bcast_run (struct host *h, void *buf, size_t count,
+                      ddp_dtype_t dtype, int root)
+{
+    size_t bytes = count * ddp_dtype_size (dtype), n;
+    int rc;
+
+    if ((rc = call_begin (h, KIND_BCAST)) < 0 || h->size == 1)
+        return rc;
+    if (h->nnodes > 1)
+        return bcast_nodes (h, buf, bytes, root);
+    for (size_t off = 0; off < bytes; off += n) {
+        n = bytes - off < h->res_bytes ? bytes - off : h->res_bytes;
+        if ((rc = node_bcast_step (h, (char *)buf + off, n, root)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int host_bcast (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
+                int root)
+{
+    return call_end (ctx, bcast_run (ctx, buf, count, dtype, root));
+}
+
+static int gather_impl (struct host *h, const char *send, char *recv,
+                        size_t count, ddp_dtype_t dtype, int root)
+{
+    size_t es = ddp_dtype_size (dtype), bytes = count * es, n;
+    size_t chunk = h->slot_bytes - h->slot_bytes % es;
+    int rc;
+
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER)) < 0)
+        return rc;
+    if (h->size == 1) {
+        if (recv && recv != send)
+            memmove (recv, send, bytes);
+        return 0;
+    }
+    if (h->nnodes > 1)
+        return root < 0 ? allgather_nodes (h, send, recv, bytes)
+                        : gather_nodes (h, send, recv, bytes, root);
+    for (size_t off = 0; off < bytes; off += n) {
+        n = bytes - off < chunk ? bytes - off : chunk;
+        if ((rc = node_gather_step (h, send + off, recv ? recv + off : NULL,
+                                    n, bytes)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int host_gather (void *ctx, const void *sendbuf, void *recvbuf,
+                 size_t count, ddp_dtype_t dtype, int root)
+{
+    return call_end (ctx, gather_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       root));
+}
+
+int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
+                    size_t count, ddp_dtype_t dtype)
+{
+    return call_end (ctx, gather_impl (ctx, sendbuf, recvbuf, count, dtype,
+                                       -1));
+}
+
+/* ddp_finalize's barrier, then the straggler report when it is on. */
+int host_finalize (void *ctx)
+{
+    struct host *h = ctx;
+    int rc = host_barrier (h);
+
+    return rc < 0 || !h->strag ? rc : strag_report (h);
+}

@@ -1,0 +1,292 @@
+/* host_core.h - the bottom of the host backend: the state every layer
+ * shares (struct host, the node segment's layout, addresses, tuning,
+ * counters), the fault record's types, and the event a transport reports.
+ * Internal to libddp.  Includes no other header of libjob/host; every file
+ * of the backend may include it (doc/host-backend.md has the layers). */
+#ifndef DDP_HOST_CORE_H
+#define DDP_HOST_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "backend.h"
+
+struct host;
+
+/* Ranks a fault record can list; more are counted, not listed. */
+#define FAULT_LIST_MAX 32
+
+/* What a rank was doing, as its node's segment shows it (shm_flags.state)
+ * and the fault record carries it: the number of the collective it
+ * entered last (1, 2, ... for each rank), its enum host_kind, and whether
+ * it is still in it.  0: unknown. */
+#define FAULT_STATE(call, kind, in) \
+    ((uint64_t)(call) << 8 | 0x80u | (uint64_t)(kind) << 1 | ((in) ? 1u : 0u))
+#define FAULT_STATE_CALL(st) ((st) >> 8)
+#define FAULT_STATE_KIND(st) ((int)((st) >> 1 & 0x3f))
+#define FAULT_STATE_IN(st) (((st) & 1u) != 0)
+
+enum host_fault_kind {
+    FAULT_DIED = 1,     /* the process is gone */
+    FAULT_ABORTED = 2,  /* it called ddp_abort() */
+    FAULT_TIMEOUT = 3,  /* it did not arrive within DDP_TIMEOUT */
+    FAULT_LINK = 4,     /* its node's link failed */
+};
+
+/* What fault.c needs from the links between nodes: the transport's relay
+ * (flood.c, host_flood_relay), called downwards by fault.c only.  Each is
+ * best effort: it cannot fail, calls nothing above the transport, and
+ * returns within its window. */
+struct fault_relay {
+    /* A lane: tell its partner nodes that ranks (nlist listed of n in all,
+     * ascending; nlist 0: to be found; states: what each was doing, NULL:
+     * unknown) failed (kind), as noticed by rank
+     * reporter.  A link that cannot carry it now (in the middle of a
+     * frame, full, or bytes queued that an exit could drop) gets it on a
+     * side connection to the partner lane's listening socket, bounded by
+     * SIDE_WAIT (flood.c, 0.5 s), and a link in the middle of a frame is
+     * then cut.  They pass it on (flooding). */
+    void (*send) (struct host *h, const int *ranks, const uint64_t *states,
+                  int nlist, int n, int kind, int reporter);
+    /* A lane waiting in shared memory: take a FAULT frame that arrived on
+     * its links into the record; must not block. */
+    void (*poll) (struct host *h);
+    /* This node's speaker: for up to window seconds swap lists with the
+     * speakers of the partner nodes, merging theirs into the record
+     * (host_fault_merge) and passing every change on. */
+    void (*gather) (struct host *h, double window);
+};
+
+/* What a transport (shm.c, tcp.c) saw that ends its wait.  It does not
+ * decide what that means: it fills h->ev and returns HOST_EVENT, and the
+ * layer that called it hands the event to fault.c (host_fault_event()),
+ * which claims the fault record, tells the other nodes and the user, and
+ * returns the DDP_E* code.  A FAULT frame from another node is taken into
+ * the node's fault record as it arrives (record.h): the record is the
+ * node's inbox of faults; the transport then reports HOST_EV_RECORD. */
+enum host_event_kind {
+    HOST_EV_NONE,
+    HOST_EV_RECORD,     /* the node's fault record is claimed */
+    HOST_EV_PEER_GONE,  /* the process of local rank lr is gone */
+    HOST_EV_ABSENT,     /* a wait for local rank lr to reach step s ran
+                           out (it never arrived) */
+    HOST_EV_LATE,       /* lr arrived at step s, but its result did not
+                           come within the extended wait */
+    HOST_EV_LINK_LOST,  /* the link to rank closed in an exchange */
+    HOST_EV_LINK_BAD,   /* a frame from rank that is not the one awaited */
+    HOST_EV_STALLED,    /* no progress on the links for DDP_TIMEOUT + 2
+                           graces; rank: the first peer still awaited */
+};
+
+struct host_event {
+    int kind;           /* enum host_event_kind */
+    int rank;           /* the global rank concerned (-1: none) */
+    int lr;             /* HOST_EV_ABSENT: the local rank waited for */
+    uint64_t step;      /* HOST_EV_ABSENT: the step it did not reach */
+    /* HOST_EV_LINK_BAD: the frame that came (call, tag, bytes), the op
+     * that waited (tag, bytes), and the partner node. */
+    uint64_t got_call, got_len;
+    int32_t got_tag;
+    uint32_t want_tag;
+    size_t want_len;
+    int node;
+};
+
+/* What a transport function returns when it filled h->ev.  Never leaves
+ * the backend: the caller turns it into a DDP_E* code (fault.h). */
+#define HOST_EVENT (-1000)
+
+#define SHM_MAGIC 0x64647073686d3034ULL  /* "ddpshm04" */
+
+struct shm_flags {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t red;
+    _Atomic uint64_t fin;
+    _Atomic uint64_t beat;
+    _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
+    /* With the straggler report on: when this rank entered collective c,
+     * in arrive[c % 3] as STRAG_STAMP(c, ns) (coll.c). */
+    _Atomic uint64_t arrive[3];
+};
+
+struct shm_hdr {
+    uint64_t magic;
+    uint64_t slot_bytes;
+    uint64_t res_bytes;
+    uint32_t local_size;
+    _Atomic int32_t attached;
+    /* Set once by the first rank that sees a fatal failure: the global rank
+     * at fault + 1 (0: none; it claims the record) and the DDP_E* code. */
+    _Atomic int32_t fault_rank;
+    _Atomic int32_t fault_code;
+    _Atomic int32_t fault_kind;     /* enum host_fault_kind; written last */
+    _Atomic int32_t fault_reporter; /* global rank that noticed it */
+    /* Every rank at fault (ascending, the first fault_nlist of fault_n),
+     * written by the claimer before fault_kind.  A timeout noticed between
+     * nodes is claimed with an empty list: the nodes' lists fill it. */
+    int32_t fault_n;
+    int32_t fault_nlist;
+    int32_t fault_list[FAULT_LIST_MAX];
+    /* 1 once the list is final: in a job of several nodes a timeout's list
+     * is completed with the other nodes' lists. */
+    _Atomic int32_t fault_final;
+    /* Bumped by every change of the list (fault_merge), so the node's
+     * speaker knows when to pass it on. */
+    _Atomic int32_t fault_version;
+    /* What each listed rank was doing (FAULT_STATE; 0: unknown). */
+    uint64_t fault_state[FAULT_LIST_MAX];
+    char pad[512 - 3 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
+             * sizeof (int32_t) - FAULT_LIST_MAX * sizeof (uint64_t)];
+};
+
+/* Addresses a lane listens on (the bootstrap blob carries them). */
+#define HOST_MAX_ADDRS 6
+struct host_addr {
+    uint32_t n;                 /* number of IPv4 addresses */
+    uint32_t ip[HOST_MAX_ADDRS];/* network byte order */
+    uint16_t port;              /* network byte order */
+    uint64_t cookie;
+};
+
+/* Tuning, read from the environment by every rank; rank 0's values are
+ * used everywhere (the bootstrap blob carries them), so that every node
+ * picks the same algorithms. */
+struct host_tune {
+    uint32_t lanes;         /* DDP_LANES: at most this many lanes */
+    uint32_t lane_min;      /* DDP_LANE_MIN: bytes a lane gets at least */
+    uint32_t small_max;     /* DDP_SMALL_MAX: below, latency algorithms */
+    uint32_t ring_min;      /* DDP_RING_MIN: from here, ring allreduce */
+    uint32_t segment;       /* DDP_SEGMENT: pipelining unit of the ring */
+};
+
+/* The collectives, for the traffic counters. */
+enum host_kind {
+    KIND_BARRIER, KIND_BCAST, KIND_REDUCE, KIND_ALLREDUCE, KIND_GATHER,
+    KIND_ALLGATHER, KIND_OTHER, HOST_KINDS
+};
+
+/* Messages and payload bytes one rank sent to and received from other
+ * nodes, per collective kind, and the calls. */
+struct host_stats {
+    uint64_t calls;
+    uint64_t msgs_sent, bytes_sent;
+    uint64_t msgs_recv, bytes_recv;
+};
+
+struct host_links;
+
+/* A partner node (sched_partners()): its index, its machine id, and the
+ * listening addresses of its lanes (h->lanes entries, lane 0 first). */
+struct host_partner {
+    int node;
+    uint64_t machine;
+    struct host_addr *addr;
+};
+
+struct host {
+    int rank, size, lrank, lsize, node, nnodes;
+    const struct ddp_config *cfg;
+
+    int *local_ranks;       /* lsize global ranks of this node */
+    pid_t *lpids;           /* their pids */
+    int *pidfds;            /* pidfd per local rank (-1: use kill (pid, 0)) */
+    int *rank_node;         /* node of each global rank */
+    int *rank_lrank;        /* local rank of each global rank */
+    int *node_size;         /* ranks on each node */
+    int **node_ranks;       /* global ranks of each node (local order) */
+    bool block_layout;      /* node n's ranks are consecutive, nodes in
+                               order: rank r of node n is first(n) + lrank */
+    int lanes;              /* L (1 on one node) */
+    struct host_tune tune;
+
+    /* Shared memory. */
+    void *map;
+    size_t map_len;
+    struct shm_hdr *hdr;
+    struct shm_flags *flags;    /* lsize entries */
+    char *bank[2];              /* each: lsize slots, then the result */
+    size_t slot_bytes, res_bytes;
+    int memfd;                  /* local rank 0 until every rank attached */
+
+    /* The partner nodes (every rank knows them: any can speak for its
+     * node after a fault), and this rank's links when it is a lane
+     * (lrank < lanes; else NULL). */
+    int npart;
+    struct host_partner *part;
+    uint64_t machine;           /* this machine's id (its boot id) */
+    struct host_links *lk;
+    int listen_fd;              /* a lane's listening socket, else -1 */
+    uint64_t cookie;            /* proves a connection is meant for us */
+    bool fault_sent;
+    const struct fault_relay *relay;    /* the links, for fault.c */
+
+    uint64_t seq;               /* node-local steps */
+    uint64_t call;              /* collectives called: frames carry it */
+    unsigned spin_us;
+    int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */
+    size_t setup_bytes;
+    int broken;                 /* sticky DDP_E* code after a fault */
+    struct host_event ev;       /* what the transport saw last */
+
+    int kind;                   /* enum host_kind of the call under way */
+    /* When this rank entered its last barrier, allreduce or allgather
+     * (a call every rank waits on every other rank for), and when it
+     * entered the call under way; seconds, 0 for none.  call_agree()
+     * polls the links only when a peer could have given up by now. */
+    double full_entry, entry;
+    struct host_stats stats[HOST_KINDS];
+    /* The straggler report (DDP_DEBUG or DDP_STRAGGLERS=1): collectives
+     * this rank entered last of its node, and by how much in all. */
+    bool strag;
+    uint64_t strag_last, strag_late_ns;
+    void *scratch[3];           /* kept between calls, grown on demand: */
+    size_t scratch_len[3];      /* 0 a lane's work, 1 algo.c's receives,
+                                   2 a lane's result */
+};
+
+/* Where slot lr / the result of a bank live. */
+static inline char *host_slot (struct host *h, int bank, int lr)
+{
+    return h->bank[bank] + (size_t)lr * h->slot_bytes;
+}
+
+static inline char *host_result (struct host *h, int bank)
+{
+    return h->bank[bank] + (size_t)h->lsize * h->slot_bytes;
+}
+
+
+/* Record that the transport saw kind about rank; returns HOST_EVENT. */
+static inline int host_event (struct host *h, int kind, int rank)
+{
+    h->ev.kind = kind;
+    h->ev.rank = rank;
+    return HOST_EVENT;
+}
+
+/* Is the node's fault record claimed?  (A relaxed load: the hot loops
+ * read it.) */
+static inline bool host_record_set (struct host *h)
+{
+    return atomic_load_explicit (&h->hdr->fault_rank,
+                                 memory_order_relaxed) != 0;
+}
+
+/* Extra time a wait that depends on another rank's wait gets (seconds). */
+static inline double host_grace (const struct host *h)
+{
+    return 1.0 + 0.1 * h->cfg->timeout_s;
+}
+
+/* Tell local waiters that this rank is making progress (flags' beat). */
+static inline void host_beat (struct host *h)
+{
+    atomic_fetch_add_explicit (&h->flags[h->lrank].beat, 1,
+                               memory_order_relaxed);
+}
+
+#endif /* DDP_HOST_CORE_H */

@@ -1,0 +1,519 @@
+/* mesh.c - making the links between the lanes of partner nodes at init
+ * (transport.h): the addresses a lane listens on and their order, the
+ * descriptor limit, non-blocking connects of every lane to its partners
+ * within DDP_TIMEOUT (the lower node connects), closing them.  Errors are
+ * set-up failures (DDP_E* after ddpi_error()). */
+#include "config.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "net.h"
+#include "schedule.h"
+#include "tcp.h"
+#include "transport.h"
+
+/* ---------------------------------------------------------------- setup */
+
+/* Addresses to advertise (net.h: DDP_HOST_ADDR, else the interfaces that
+ * are up, loopback last). */
+static int local_addrs (struct host_addr *a)
+{
+    int n = ddpi_local_ipv4 (a->ip, HOST_MAX_ADDRS);
+
+    if (n < 0)
+        return n;
+    a->n = (uint32_t)n;
+    return 0;
+}
+
+/* Descriptors a lane may hold at once: its links, the fault relay's
+ * connections to every lane of every partner and back, and slack. */
+static rlim_t fds_needed (struct host *h)
+{
+    rlim_t np = (rlim_t)sched_partners_max (h->nnodes);
+    return np * (2 + (rlim_t)h->tune.lanes) + 64;
+}
+
+/* Raise the soft limit on descriptors to what a lane needs (up to the hard
+ * limit).  Returns 0, or DDP_ETRANSPORT saying which limit to raise. */
+static int fd_limit (struct host *h)
+{
+    struct rlimit rl;
+    rlim_t need = fds_needed (h);
+
+    if (getrlimit (RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return ddpi_error (DDP_ETRANSPORT, "this rank needs %lu file "
+                           "descriptors for its links to %d nodes but the "
+                           "hard limit (ulimit -Hn) is %lu: raise it",
+                           (unsigned long)need, h->nnodes,
+                           (unsigned long)rl.rlim_max);
+    rl.rlim_cur = need;
+    if (setrlimit (RLIMIT_NOFILE, &rl) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "raising the file descriptor "
+                           "limit to %lu: %s", (unsigned long)need,
+                           strerror (errno));
+    return 0;
+}
+
+/* A socket call failed for lack of descriptors? Then say which limit. */
+static int sock_error (const char *what)
+{
+    if (errno == EMFILE || errno == ENFILE)
+        return ddpi_error (DDP_ETRANSPORT, "%s: out of file descriptors "
+                           "(%s): raise ulimit -n", what, strerror (errno));
+    return ddpi_error (DDP_ETRANSPORT, "%s: %s", what, strerror (errno));
+}
+
+int host_tcp_listen (struct host *h, struct host_addr *a)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof (sin);
+    int one = 1, rc, backlog;
+
+    memset (a, 0, sizeof (*a));
+    if ((rc = fd_limit (h)) < 0 || (rc = local_addrs (a)) < 0)
+        return rc;
+    h->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (h->listen_fd < 0)
+        return sock_error ("socket");
+    setsockopt (h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    memset (&sin, 0, sizeof (sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = getenv ("DDP_HOST_ADDR") ? a->ip[0] : INADDR_ANY;
+    /* What can arrive at once: the partners below (links), and after a
+     * fault the speakers of every partner trying each lane. */
+    backlog = (int)fds_needed (h);
+    if (bind (h->listen_fd, (struct sockaddr *)&sin, sizeof (sin)) < 0
+        || listen (h->listen_fd, backlog) < 0
+        || getsockname (h->listen_fd, (struct sockaddr *)&sin, &len) < 0)
+        return sock_error ("listen");
+    a->port = sin.sin_port;
+    a->cookie = h->cookie;
+    return 0;
+}
+
+int host_tcp_listen_fd (struct host *h)
+{
+    return h->listen_fd;
+}
+
+static void tune_socket (int fd)
+{
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
+}
+
+/* How far address ip is from this machine, for trying near ones first:
+ * 0 loopback of a peer on this machine, 1 on a subnet of one of our
+ * interfaces, 2 other, -1 never (loopback of another machine). */
+static int addr_rank (uint32_t ip, bool same_machine,
+                      const struct ifaddrs *ifs)
+{
+    bool lo = (ntohl (ip) >> 24) == 127;
+
+    if (lo)
+        return same_machine ? 0 : -1;
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        uint32_t a, m;
+        if (!i->ifa_addr || !i->ifa_netmask
+            || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        m = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+        if ((a & m) == (ip & m) && (ntohl (a) >> 24) != 127)
+            return 1;
+    }
+    return 2;
+}
+
+void host_tcp_order_addrs (struct host_addr *a, bool same_machine)
+{
+    struct ifaddrs *ifs = NULL;
+    struct host_addr out = *a;
+    uint32_t n = 0;
+
+    if (getifaddrs (&ifs) < 0)
+        ifs = NULL;
+    for (int want = 0; want <= 2; want++)
+        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
+            if (addr_rank (a->ip[i], same_machine, ifs) == want)
+                out.ip[n++] = a->ip[i];
+    if (ifs)
+        freeifaddrs (ifs);
+    out.n = n;
+    *a = out;
+}
+
+int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai)
+{
+    for (; *ai < a->n && *ai < HOST_MAX_ADDRS; (*ai)++) {
+        struct sockaddr_in sin;
+        int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                         0);
+        if (fd < 0)
+            return -1;
+        memset (&sin, 0, sizeof (sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = a->ip[*ai];
+        sin.sin_port = a->port;
+        if (connect (fd, (struct sockaddr *)&sin, sizeof (sin)) == 0
+            || errno == EINPROGRESS)
+            return fd;
+        close (fd);
+    }
+    return -1;
+}
+
+/* A connection being made at init. */
+struct pend {
+    int fd;
+    int link;           /* outgoing: the link; incoming: -1 until known */
+    uint32_t ai;        /* outgoing: the address being tried */
+    double since;       /* when this attempt started */
+    int state;          /* 0 connecting, 1 hello sent, 2 incoming */
+    size_t got;         /* incoming: hello bytes so far */
+    struct hello hi;
+};
+
+/* The ordered addresses of partner link i's lane (h->lrank). */
+static struct host_addr link_addr (struct host *h, int i)
+{
+    struct host_addr a = h->part[i].addr[h->lrank];
+    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
+    return a;
+}
+
+/* Start (or restart at the next address) the outgoing connection of p;
+ * returns 0, or -1 when no address is left. */
+static int pend_start (struct host *h, int ep, struct pend *p, int idx)
+{
+    struct host_addr a = link_addr (h, p->link);
+
+    if ((p->fd = host_tcp_connect_start (&a, &p->ai)) < 0)
+        return -1;
+    p->state = 0;
+    p->since = ddpi_now ();
+    if (ep_add (ep, p->fd, EPOLLOUT, (uint64_t)idx) < 0) {
+        close (p->fd);
+        p->fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Give up p's attempt and try its next address. */
+static int pend_next (struct host *h, int ep, struct pend *p, int idx)
+{
+    close (p->fd);
+    p->fd = -1;
+    p->ai++;
+    return pend_start (h, ep, p, idx);
+}
+
+/* The link a hello asks for, or -1: a partner below us, our lane, our
+ * cookie, not connected yet. */
+static int hello_link (struct host *h, const struct hello *hi)
+{
+    int i;
+
+    if (hi->magic != HELLO_MAGIC || hi->cookie != h->cookie
+        || hi->lane != (uint32_t)h->lrank || hi->node >= (uint32_t)h->node)
+        return -1;
+    i = host_tcp_link (h, (int)hi->node);
+    return i >= 0 && h->lk->l[i].fd < 0 ? i : -1;
+}
+
+/* Outgoing p's socket is ready: finish the connect and send the hello,
+ * or read the acceptor's 'K'.  Returns 1 when the link is made, 0 to go
+ * on, -1 when this address failed. */
+static int pend_out (struct host *h, struct pend *p, uint32_t ev)
+{
+    struct hello hi = { HELLO_MAGIC, h->part[p->link].addr[h->lrank].cookie,
+                        (uint32_t)h->node, (uint32_t)h->lrank };
+    socklen_t el = sizeof (int);
+    int err = 0;
+    char ok = 0;
+
+    if (p->state == 0) {
+        if (getsockopt (p->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
+            || (ev & (EPOLLERR | EPOLLHUP)))
+            return -1;
+        if (send (p->fd, &hi, sizeof (hi), MSG_NOSIGNAL) != (ssize_t)sizeof (hi))
+            return -1;
+        p->state = 1;
+        return 0;
+    }
+    if (recv (p->fd, &ok, 1, MSG_DONTWAIT) != 1)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    return ok == 'K' ? 1 : -1;
+}
+
+/* Incoming p: read its hello.  Returns the link it makes, -2 to go on,
+ * -1 to drop it (a stranger, a duplicate). */
+static int pend_in (struct host *h, struct pend *p)
+{
+    ssize_t r = recv (p->fd, (char *)&p->hi + p->got, sizeof (p->hi) - p->got,
+                      MSG_DONTWAIT);
+    int i;
+
+    if (r <= 0)
+        return r < 0 && (errno == EAGAIN || errno == EINTR) ? -2 : -1;
+    p->got += (size_t)r;
+    if (p->got < sizeof (p->hi))
+        return -2;
+    if ((i = hello_link (h, &p->hi)) < 0 || send (p->fd, "K", 1, MSG_NOSIGNAL) != 1)
+        return -1;
+    return i;
+}
+
+/* The link is made on fd: keep it (watched once every link is made). */
+static void link_made (struct host *h, int i, int fd)
+{
+    tune_socket (fd);
+    h->lk->l[i].fd = fd;
+}
+
+/* Every link made: watch them for input, on the links' own epoll, and the
+ * listening socket for FAULT frames sent on the side (flood.c). */
+static int links_watch (struct host *h)
+{
+    if ((h->lk->ep = epoll_create1 (EPOLL_CLOEXEC)) < 0)
+        return sock_error ("epoll_create1");
+    if (h->listen_fd >= 0
+        && ep_add (h->lk->ep, h->listen_fd, EPOLLIN, LISTEN_EV) < 0)
+        return sock_error ("epoll_ctl");
+    for (int i = 0; i < h->lk->n; i++) {
+        h->lk->l[i].ev = EPOLLIN;
+        if (ep_add (h->lk->ep, h->lk->l[i].fd, EPOLLIN, (uint64_t)i) < 0)
+            return sock_error ("epoll_ctl");
+    }
+    return 0;
+}
+
+/* Nodes not linked yet, for the error. */
+static int missing_error (struct host *h, int code, double t)
+{
+    int list[FAULT_LIST_MAX], n = 0;
+    char buf[192];
+
+    for (int i = 0; i < h->lk->n && n < FAULT_LIST_MAX; i++)
+        if (h->lk->l[i].fd < 0)
+            list[n++] = h->lk->l[i].node;
+    return ddpi_error (code, "lane %d could not link to node%s %s within %g "
+                       "s (%s)%s", h->lrank, n > 1 ? "s" : "",
+                       ddpi_format_ranks (buf, sizeof (buf), list, n), t,
+                       h->cfg->timeout_name ? h->cfg->timeout_name
+                                            : "DDP_TIMEOUT",
+                       code == DDP_ETRANSPORT ? ": no address of theirs "
+                       "answered (DDP_HOST_ADDR picks one)" : "");
+}
+
+/* How long one connect attempt may hang before the next address is tried:
+ * an equal share of the time left among the addresses left, 1 s at
+ * least. */
+static double attempt_limit (double left, uint32_t addrs_left)
+{
+    double t = left / (addrs_left ? addrs_left : 1);
+    return t > 1.0 ? t : 1.0;
+}
+
+static int links_alloc (struct host *h)
+{
+    struct host_links *lk = calloc (1, sizeof (*lk));
+
+    if (!lk || !(lk->l = calloc ((size_t)(h->npart ? h->npart : 1),
+                                 sizeof (*lk->l)))) {
+        free (lk);
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    }
+    h->lk = lk;
+    lk->n = h->npart;
+    lk->ep = -1;
+    for (int i = 0; i < lk->n; i++) {
+        lk->l[i] = (struct link){ .fd = -1, .node = h->part[i].node,
+                                  .rx = -1, .tx = -1 };
+        lk->l[i].peer = h->node_ranks[lk->l[i].node][h->lrank];
+    }
+    return 0;
+}
+
+/* The connect loop's state. */
+struct mesh {
+    struct pend *p;     /* outgoing first (one per higher partner) */
+    int np, cap;
+    int want;           /* links still to make */
+    int ep;
+};
+
+/* Make the link of one finished pending connection; returns 0. */
+static int mesh_done (struct host *h, struct mesh *m, struct pend *p, int i)
+{
+    epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+    link_made (h, i, p->fd);
+    p->fd = -1;
+    m->want--;
+    return 0;
+}
+
+/* One event on a pending connection or the listening socket. */
+static int mesh_event (struct host *h, struct mesh *m, int idx, uint32_t ev)
+{
+    struct pend *p;
+    int rc;
+
+    if (idx == m->cap) {    /* the listening socket */
+        int fd = accept4 (h->listen_fd, NULL, NULL,
+                          SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int slot;
+        if (fd < 0)
+            return errno == EMFILE || errno == ENFILE ? sock_error ("accept")
+                                                      : 0;
+        for (slot = 0; slot < m->cap && m->p[slot].fd >= 0; slot++)
+            ;
+        if (slot == m->cap || ep_add (m->ep, fd, EPOLLIN, (uint64_t)slot) < 0) {
+            close (fd);
+            return 0;
+        }
+        m->p[slot] = (struct pend){ .fd = fd, .link = -1, .state = 2 };
+        return 0;
+    }
+    p = &m->p[idx];
+    if (p->fd < 0)
+        return 0;
+    if (p->state == 2) {
+        if ((rc = pend_in (h, p)) == -2)
+            return 0;
+        if (rc < 0) {
+            epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+            close (p->fd);
+            p->fd = -1;
+            return 0;
+        }
+        return mesh_done (h, m, p, rc);
+    }
+    if ((rc = pend_out (h, p, ev)) == 0) {
+        if (p->state == 1)
+            ep_mod (m->ep, p->fd, EPOLLIN, (uint64_t)idx);
+        return 0;
+    }
+    if (rc > 0)
+        return mesh_done (h, m, p, p->link);
+    pend_next (h, m->ep, p, idx);   /* -1 fd: none left; timeout tells */
+    return 0;
+}
+
+/* Attempts that hang get the next address. */
+static void mesh_expire (struct host *h, struct mesh *m, double deadline)
+{
+    double t = ddpi_now ();
+
+    for (int i = 0; i < m->cap; i++) {
+        struct pend *p = &m->p[i];
+        if (p->fd < 0 || p->link < 0)
+            continue;
+        if (t - p->since > attempt_limit (deadline - p->since,
+                                          h->part[p->link].addr[h->lrank].n
+                                          - p->ai))
+            pend_next (h, m->ep, p, i);
+    }
+}
+
+int host_tcp_connect (struct host *h)
+{
+    double deadline = ddpi_now () + h->cfg->timeout_s;
+    struct epoll_event ev[EVENTS];
+    struct mesh m = { .ep = -1 };
+    int rc, i, out = 0;
+
+    if ((rc = links_alloc (h)) < 0)
+        return rc;
+    m.cap = 2 * h->npart + 8;
+    if (!(m.p = calloc ((size_t)m.cap, sizeof (*m.p))))
+        return ddpi_error (DDP_ENOMEM, "out of memory");
+    if ((m.ep = epoll_create1 (EPOLL_CLOEXEC)) < 0) {
+        free (m.p);
+        return sock_error ("epoll_create1");
+    }
+    m.want = h->npart;
+    for (i = 0; i < m.cap; i++)
+        m.p[i].fd = -1;
+    rc = ep_add (m.ep, h->listen_fd, EPOLLIN, (uint64_t)m.cap) < 0
+         ? sock_error ("epoll_ctl") : 0;
+    for (i = 0; rc == 0 && i < h->npart; i++) {
+        if (h->part[i].node < h->node)
+            continue;   /* it connects to us */
+        m.p[out] = (struct pend){ .fd = -1, .link = i };
+        pend_start (h, m.ep, &m.p[out], out);
+        out++;
+    }
+    while (rc == 0 && m.want > 0) {
+        double left = deadline - ddpi_now ();
+        int n;
+        if (left <= 0) {
+            rc = missing_error (h, DDP_ETIMEDOUT, h->cfg->timeout_s);
+            break;
+        }
+        n = epoll_wait (m.ep, ev, EVENTS, (int)(left * 1000) + 1);
+        for (int k = 0; rc == 0 && k < n; k++)
+            rc = mesh_event (h, &m, (int)ev[k].data.u64, ev[k].events);
+        mesh_expire (h, &m, deadline);
+    }
+    for (i = 0; i < m.cap; i++)
+        if (m.p[i].fd >= 0)
+            close (m.p[i].fd);
+    free (m.p);
+    close (m.ep);
+    return rc < 0 ? rc : links_watch (h);
+}
+
+void host_tcp_close (struct host *h)
+{
+    if (h->listen_fd >= 0)
+        close (h->listen_fd);
+    h->listen_fd = -1;
+    if (!h->lk)
+        return;
+    for (int i = 0; i < h->lk->n; i++)
+        if (h->lk->l[i].fd >= 0)
+            close (h->lk->l[i].fd);
+    for (int i = 0; i < h->lk->nstash; i++)
+        close (h->lk->stash_fd[i]);
+    if (h->lk->ep >= 0)
+        close (h->lk->ep);
+    free (h->lk->l);
+    free (h->lk);
+    h->lk = NULL;
+}
+
+int host_tcp_link (struct host *h, int node)
+{
+    int lo = 0, hi = h->npart - 1;
+
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (h->part[mid].node == node)
+            return mid;
+        if (h->part[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+int host_tcp_peer (struct host *h, int i)
+{
+    return h->lk->l[i].peer;
+}

@@ -1,0 +1,143 @@
+/* transport.h - the host backend's transport: the node segment and its
+ * waits (shm.c), the links between nodes (tcp.c: frames, rounds, waiting,
+ * deadlines; mesh.c: set-up), the relay of fault records over the links
+ * (flood.c).  Internal to libddp.
+ *
+ * A transport waits and reports: when a wait ends on something it saw (a
+ * peer gone, a link lost, a deadline passed, a fault record come in) it
+ * fills h->ev and returns HOST_EVENT (host_core.h); it never decides what
+ * that means, and calls nothing above it (fault.c, algo.c, coll.c,
+ * host.c).  Other codes it returns are DDP_E* codes of set-up failures. */
+#ifndef DDP_TRANSPORT_H
+#define DDP_TRANSPORT_H
+
+#include "host_core.h"
+
+/* ---- shm.c: the node's segment, and a rank's scratch ---- */
+
+/* Scratch buffer i (0, 1 or 2; 1 belongs to algo.c) of at least len
+ * bytes, kept for later calls.  Returns NULL (after ddpi_error) when out
+ * of memory. */
+void *host_scratch (struct host *h, int i, size_t len);
+
+/* Create (local rank 0) the segment before the exchange; returns 0 or a
+ * DDP_E* code after ddpi_error(). */
+int host_shm_create (struct host *h);
+
+/* Attach (other local ranks) to local rank 0's memfd. */
+int host_shm_attach (struct host *h, pid_t pid0, int fd0);
+
+/* Local rank 0 waits (bounded) until every local rank attached, then
+ * closes the memfd.  Returns 0, DDP_ETIMEDOUT after ddpi_error(), or
+ * HOST_EVENT (a local rank gone). */
+int host_shm_wait_attached (struct host *h);
+
+void host_shm_destroy (struct host *h);
+
+/* Wait until flags[lr].<which> >= s (which: 0 seq, 1 red, 2 fin),
+ * watching the fault record, peer liveness, the links (host_tcp_poll())
+ * and the deadline; a wait on red or fin goes on while lr's beat moves.
+ * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
+ * (HOST_EV_RECORD), a local rank gone (HOST_EV_PEER_GONE), lr absent at
+ * the deadline (HOST_EV_ABSENT, with lr and s) or its result late past
+ * three more graces (HOST_EV_LATE). */
+int host_wait_flag (struct host *h, int lr, int which, uint64_t s);
+
+/* host_wait_flag() for every local rank but this one. */
+int host_wait_all (struct host *h, int which, uint64_t s);
+
+/* host_wait_flag() for local ranks 0..n-1 but this one. */
+int host_wait_first (struct host *h, int n, int which, uint64_t s);
+
+/* Local peers alive?  Returns 0, or HOST_EVENT (HOST_EV_PEER_GONE naming
+ * the dead one). */
+int host_check_peers (struct host *h);
+
+/* Set this rank's flag which (0 seq, 1 red, 2 fin) to s. */
+void host_post (struct host *h, int which, uint64_t s);
+
+/* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
+
+/* Open this rank's listening socket and fill a.  Returns 0 or a DDP_E*
+ * code after ddpi_error(). */
+int host_tcp_listen (struct host *h, struct host_addr *a);
+
+/* Connect this lane (lane = h->lrank) to the same lane of each partner
+ * node (h->part), the lower node connecting, within DDP_TIMEOUT, with
+ * non-blocking connects: the addresses of a peer on the same machine are
+ * tried loopback first, others those on a subnet of this machine first,
+ * never a loopback address of another machine; an attempt that hangs
+ * gives way to the next address.  Keeps the listening socket open (the
+ * fault relay uses it).  Returns 0 or DDP_ETRANSPORT / DDP_ETIMEDOUT after
+ * ddpi_error(), naming a node that could not be reached. */
+int host_tcp_connect (struct host *h);
+
+/* Close every socket of this rank's links (no-op without links). */
+void host_tcp_close (struct host *h);
+
+/* One message of a round (host_tcp_run).  link: the partner's index in
+ * ascending node order (host_tcp_link()); tag: the message's place in the
+ * algorithm, checked by the receiver with the call number; iov/iovcnt:
+ * the payload (len bytes in all).  A receive with on_seg set calls it for
+ * each completed segment of seg bytes of the payload (offsets from its
+ * start), as they arrive. */
+struct host_op {
+    int link;
+    bool send;
+    uint32_t tag;
+    const struct iovec *iov;
+    int iovcnt;
+    size_t len;
+    size_t seg;
+    void (*on_seg) (void *arg, size_t off, size_t len);
+    void *arg;
+    /* Progress, owned by host_tcp_run. */
+    size_t done;        /* payload bytes */
+    int vi;             /* iovec being worked on, and offset in it */
+    size_t voff;
+    size_t hdone;       /* send: frame header bytes sent */
+    bool hdr;           /* receive: frame header received and checked */
+    bool fin;
+};
+
+/* The link index of partner node n, or -1 when n is not a partner. */
+int host_tcp_link (struct host *h, int node);
+
+/* The global rank at the other end of link i. */
+int host_tcp_peer (struct host *h, int i);
+
+/* Run ops[0..nops-1] (sends and receives on distinct or shared links,
+ * progressing together; two ops on one link in one direction run in
+ * order) to completion.  Frames carry h->call and each op's tag; a frame
+ * from another call or tag, or of another length, fails the call
+ * (collectives called in a different order).  Counts messages and bytes
+ * in h->stats[h->kind], and bumps this rank's beat.  Watches the fault
+ * record and every link (a FAULT frame on any of them is taken into the
+ * record).  Waits at most DDP_TIMEOUT + 2 graces without progress.
+ * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
+ * (HOST_EV_RECORD), a link lost (HOST_EV_LINK_LOST: after 0.1 s for a
+ * FAULT frame that would explain it), a frame not the one awaited
+ * (HOST_EV_LINK_BAD), no progress (HOST_EV_STALLED). */
+int host_tcp_run (struct host *h, struct host_op *ops, int nops);
+
+/* Without blocking, read frame headers that arrived on links nobody is
+ * receiving on: take a FAULT frame into the record (record.h); park a
+ * data frame for the op that will take it; note a link the peer closed;
+ * take a FAULT frame sent on the side (tcp.h: SIDE_MAGIC).  For
+ * shared-memory waits (shm.c) and a call's end (coll.c, relay->poll). */
+void host_tcp_poll (struct host *h);
+
+/* This lane's listening socket, or -1 (not a lane), for the fault relay. */
+int host_tcp_listen_fd (struct host *h);
+
+/* Start a non-blocking connect to a's address ai (or, failing that, a
+ * later one): returns the socket, with *ai the address being tried, or -1
+ * when none is left. */
+int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai);
+
+/* ---- flood.c ---- */
+
+/* The relay of fault records over the links (host_core.h). */
+extern const struct fault_relay host_flood_relay;
+
+#endif /* DDP_TRANSPORT_H */
