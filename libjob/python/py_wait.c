@@ -1,7 +1,8 @@
 /* py_wait.c - a wait in libddp for ddp._ddp: the lock that lets one thread
  * at a time into libddp, the wait state DDP_CALL (pyddp.h) keeps while the
- * GIL is released, and the interrupt guard that lets a second SIGINT end a
- * process stuck waiting for the other ranks.
+ * GIL is released, how deep this thread is in local blocks, and the
+ * interrupt guard that lets a second SIGINT end a process stuck waiting
+ * for the other ranks.  The bottom of the module: calls only libddp.
  */
 #include "pyddp.h"
 
@@ -13,6 +14,10 @@
 #include <unistd.h>
 
 pthread_mutex_t pyddp_lib_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/* In a callback or a main-only block (a local block): only this rank runs.
+ * Kept here, with the wait state, below py_errors.c, which reads it. */
+_Thread_local int pyddp_local_depth;
 
 /* ---- Interrupt guard --------------------------------------------------
  * While a thread waits in libddp with the GIL released, Python's signal
