@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sigchain.h"
+
 pthread_mutex_t pyddp_lib_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 /* In a callback or a main-only block (a local block): only this rank runs.
@@ -36,39 +38,19 @@ static bool guard_on[NSIG];
 static char guard_note[320];
 static size_t guard_note_len;
 
-static void guard_chain (int sig, siginfo_t *info, void *uctx)
-{
-    const struct sigaction *old = &guard_saved[sig];
-
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction)
-            old->sa_sigaction (sig, info, uctx);
-    }
-    else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN
-             && old->sa_handler != NULL)
-        old->sa_handler (sig);
-}
-
 static void guard_handler (int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
 
-    guard_chain (sig, info, uctx);
+    ddpi_sig_chain (&guard_saved[sig], sig, info, uctx);
     if (atomic_load (&in_wait)) {
         if (atomic_fetch_add (&interrupts, 1) == 0) {
             if (write (STDERR_FILENO, guard_note, guard_note_len) < 0) {
                 /* nothing to do: stderr is gone */
             }
         }
-        else {
-            struct sigaction dfl;
-
-            memset (&dfl, 0, sizeof (dfl));
-            dfl.sa_handler = SIG_DFL;
-            sigemptyset (&dfl.sa_mask);
-            (void) sigaction (sig, &dfl, NULL);
-            (void) raise (sig);     /* delivered once this handler returns */
-        }
+        else
+            ddpi_sig_default_raise (sig); /* delivered once this returns */
     }
     errno = saved_errno;
 }
