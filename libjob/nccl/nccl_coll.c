@@ -339,7 +339,7 @@ static int coll_types (struct coll *k, ddp_dtype_t dtype, ddp_op_t op,
     return 0;
 }
 
-/* ---- backend operations ------------------------------------------------ */
+/* ---- the backend's operations (nccl_ctx.h) ----------------------------- */
 
 int nccl_op_barrier (void *ctx)
 {

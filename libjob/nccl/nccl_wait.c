@@ -34,8 +34,6 @@ const char *nccl_call_name (const struct nccl_ctx *c, char *buf, size_t len)
                             buf, len);
 }
 
-/* ---- errors and waiting ------------------------------------------------ */
-
 int nccl_cuda_error (cudaError_t e, const char *what)
 {
     return ddpi_error (DDP_ECUDA, "nccl: %s: %s", what, cudaGetErrorString (e));
