@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,28 +33,6 @@ static const char *const known_methods[] = { "local", "pmix", "single", NULL };
  * even by a later ddp_init() of the same process. */
 static unsigned long round_seq;
 
-int bootstrap_err (char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start (ap, fmt);
-        vsnprintf (err, errlen, fmt, ap);
-        va_end (ap);
-    }
-    return code;
-}
-
-bool bootstrap_have_method (const char *name)
-{
-    int i;
-
-    for (i = 0; methods[i]; i++)
-        if (strcmp (methods[i]->name, name) == 0)
-            return true;
-    return false;
-}
-
 /* Strictly parse an optional environment integer in [min, max].
  * Returns 1 and sets *out if set, 0 if unset, or DDP_EINVAL. */
 static int env_int (const char *name, long min, long max, long *out,
@@ -70,22 +47,6 @@ static int env_int (const char *name, long min, long max, long *out,
                               "%s='%s' is not an integer in [%ld, %ld]",
                               name, s, min, max);
     return 1;
-}
-
-long bootstrap_foreign_world (const char **name)
-{
-    static const char *vars[] = { "WORLD_SIZE", "SLURM_STEP_NUM_TASKS",
-                                  "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL };
-    long v;
-    int i;
-
-    for (i = 0; vars[i]; i++) {
-        if (ddpi_parse_long (getenv (vars[i]), 1, INT_MAX, &v) == 0 && v > 1) {
-            *name = vars[i];
-            return v;
-        }
-    }
-    return 0;
 }
 
 /* The environment's own claims (RANK, WORLD_SIZE): strictly parsed here,

@@ -104,7 +104,7 @@ extern const struct bootstrap_method bootstrap_method_pmix;
 extern const struct bootstrap_method bootstrap_method_single;
 
 /* Format a message into err (errlen bytes; err may be NULL) and return
- * code, so that `return bootstrap_err (err, errlen, DDP_EPMIX, "...")`
+ * code (method.c), so that `return bootstrap_err (err, errlen, DDP_EPMIX, "...")`
  * works. */
 int bootstrap_err (char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__ ((format (printf, 4, 5)));
@@ -144,10 +144,7 @@ void bootstrap_blobs_destroy (struct bootstrap *b);
  * bootstrap (WORLD_SIZE, SLURM_STEP_NUM_TASKS, OMPI_COMM_WORLD_SIZE,
  * PMI_SIZE, in that order): returns the size (> 1) and sets *name to the
  * variable, or returns 0.  A malformed WORLD_SIZE counts as unset here
- * (bootstrap_create rejects it first). */
+ * (bootstrap_create rejects it first).  (method.c) */
 long bootstrap_foreign_world (const char **name);
-
-/* Is a method of that name compiled in? */
-bool bootstrap_have_method (const char *name);
 
 #endif /* DDP_BOOTSTRAP_METHOD_H */

@@ -2,7 +2,9 @@
  * fences with collected data, and reading the blobs whatever the server's
  * data store.  Identity and layout from the server's job data are in
  * pmix_job.c, the bounded gets both use in pmix_get.c, and what a
- * timed-out fence tells about the missing ranks in pmix_missing.c. */
+ * timed-out fence tells about the missing ranks in pmix_missing.c.  This
+ * file calls those three; they call none of it (this process's name,
+ * which PMIx_Init here fills in, is kept in pmix_get.c, below all). */
 #include "config.h"
 
 #include <errno.h>
@@ -21,7 +23,6 @@
  * process: a PMIx client finalized and initialized again no longer sees the
  * job's data (PMIX_NODEID ...), and ddp_init() may follow ddp_finalize(). */
 static bool pmix_up;
-pmix_proc_t ddpi_pmix_me;
 
 /* DDP_PMIX_COLLECT=0: fences do not ask the server to collect the round's
  * data, so that every remote blob comes by direct modex (a diagnosis knob,

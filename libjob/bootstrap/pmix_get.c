@@ -7,7 +7,12 @@
  * own keeps every read within the bootstrap's timeout.  A request given up
  * on may still be answered later, into memory the library was given: the
  * request (key, qualifiers, result) is shared by the caller and the
- * callback, and whoever of the two is last frees it. */
+ * callback, and whoever of the two is last frees it.
+ *
+ * Also this process's name in PMIx (ddpi_pmix_me): kept here, at the
+ * bottom of the PMIx files (pmix.c fills it in at PMIx_Init; pmix_job.c
+ * and pmix_missing.c read it), so that none of them calls back up into
+ * pmix.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +24,8 @@
 
 #include "ddp_internal.h"
 #include "pmix_method.h"
+
+pmix_proc_t ddpi_pmix_me;
 
 struct get_req {
     pthread_mutex_t lock;

@@ -1,4 +1,5 @@
-/* pmix_method.h - what pmix.c and pmix_missing.c share.  Internal to
+/* pmix_method.h - what the PMIx method's files share: pmix.c above
+ * pmix_job.c and pmix_missing.c, above pmix_get.c.  Internal to
  * libjob/bootstrap. */
 #ifndef DDP_PMIX_METHOD_H
 #define DDP_PMIX_METHOD_H
@@ -44,7 +45,7 @@ int ddpi_pmix_read_job (struct bootstrap *b, char *err, size_t errlen);
  * their count, or -1 when the server has no valid list. */
 int ddpi_pmix_node_peers (const struct bootstrap *b, int node, int *ranks);
 
-/* This process, once PMIx_Init succeeded. */
+/* This process, once PMIx_Init succeeded (defined in pmix_get.c). */
 extern pmix_proc_t ddpi_pmix_me;
 
 /* The fence of a round timed out; mark is the key every rank put (local

@@ -24,12 +24,13 @@ static bool single_probe (char *why, size_t why_len)
  * launch. */
 static int no_launcher (const char *hint, long n, char *err, size_t errlen)
 {
-    if (!bootstrap_have_method ("pmix"))
-        return bootstrap_err (err, errlen, DDP_ENOLAUNCH, "%s=%ld says this "
-                              "is one of %ld ranks, but libddp was built "
-                              "without PMIx: on one machine launch with "
-                              "`ddp-run -n %ld ...`; rebuild libddp with "
-                              "PMIx to run under srun", hint, n, n, n);
+#ifndef HAVE_PMIX
+    return bootstrap_err (err, errlen, DDP_ENOLAUNCH, "%s=%ld says this "
+                          "is one of %ld ranks, but libddp was built "
+                          "without PMIx: on one machine launch with "
+                          "`ddp-run -n %ld ...`; rebuild libddp with "
+                          "PMIx to run under srun", hint, n, n, n);
+#else
     return bootstrap_err (err, errlen, DDP_ENOLAUNCH, "%s=%ld says this is "
                           "one of %ld ranks, but there is no PMIx server (no "
                           "PMIX_NAMESPACE or PMIX_SERVER_URI* in the "
@@ -37,6 +38,7 @@ static int no_launcher (const char *hint, long n, char *err, size_t errlen)
                           "`srun --mpi=pmix`, or another PMIx launcher), or "
                           "on one machine with `ddp-run -n %ld ...`",
                           hint, n, n, n);
+#endif
 }
 
 static int single_create (struct bootstrap *b, char *err, size_t errlen)

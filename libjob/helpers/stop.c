@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp.h"
+#include "common/sigchain.h"
 
 #define DEFAULT_SIGNALS "TERM,USR1,USR2"
 #define AVG_STACK 16        /* doubles on the stack for ddp_average_stop */
@@ -63,20 +64,6 @@ static struct {
     struct sigaction saved[NSIG];   /* what the program had before */
 } st;
 
-/* Call the handler the program had before ours, if it had one. */
-static void chain (int sig, siginfo_t *info, void *uctx)
-{
-    const struct sigaction *old = &st.saved[sig];
-
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction)
-            old->sa_sigaction (sig, info, uctx);
-    }
-    else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN
-             && old->sa_handler != NULL)
-        old->sa_handler (sig);
-}
-
 /* Async-signal-safe: a flag, the program's handler, and on a second stop
  * signal the default action (sigaction and raise are both safe here). */
 static void on_stop (int sig, siginfo_t *info, void *uctx)
@@ -84,16 +71,10 @@ static void on_stop (int sig, siginfo_t *info, void *uctx)
     int saved_errno = errno, none = 0;
     bool again = !atomic_compare_exchange_strong (&received, &none, sig);
 
-    chain (sig, info, uctx);
-    if (again) {
-        struct sigaction dfl;
-
-        memset (&dfl, 0, sizeof (dfl));
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset (&dfl.sa_mask);
-        (void) sigaction (sig, &dfl, NULL);
-        (void) raise (sig);     /* delivered once this handler returns */
-    }
+    /* The handler the program had before ours, if it had one. */
+    ddpi_sig_chain (&st.saved[sig], sig, info, uctx);
+    if (again)
+        ddpi_sig_default_raise (sig);   /* delivered once this returns */
     errno = saved_errno;
 }
 

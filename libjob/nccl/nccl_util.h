@@ -37,7 +37,7 @@ int nccl_map_op (ddp_op_t op, ncclRedOp_t *out);
  * recv (recv NULL where this rank receives nothing: a reduce's non-root),
  * run in place on recv after send is copied there?  True for ncclAvg when
  * send and recv are two disjoint buffers: NCCL 2.28.3 leaves the tail of
- * an out-of-place average unwritten (nccl.c, doc/nccl.md).  False for
+ * an out-of-place average unwritten (nccl_coll.c, doc/nccl.md).  False for
  * every other op, in place, no receive buffer, bytes 0, and buffers that
  * overlap without being equal (outside NCCL's contract, and a copy between
  * them would be undefined). */
@@ -46,10 +46,10 @@ bool nccl_avg_in_place (ncclRedOp_t op, const void *send, const void *recv,
 
 /* Address ranges known to hold memory NCCL can use as is (device memory
  * of the rank's GPU, managed memory), so that a call on a buffer inside
- * one needs no cudaPointerGetAttributes: nccl.c ("buffers") says when a
- * range may be kept and what that cannot see.  A few entries: a training
- * step uses a few buffers, and the buckets of one flat buffer merge.  Zero
- * it (= {0}) to start empty; no allocation. */
+ * one needs no cudaPointerGetAttributes: nccl_coll.c ("buffers") says
+ * when a range may be kept and what that cannot see.  A few entries: a
+ * training step uses a few buffers, and the buckets of one flat buffer
+ * merge.  Zero it (= {0}) to start empty; no allocation. */
 #define NCCL_KNOWN_MAX 16
 struct nccl_known {
     struct nccl_range {

@@ -26,9 +26,10 @@
  * exits at once is not taken for a dead rank by a slower one (it told
  * them first).  A rank that fails later (a late rank, a slow one)
  * reports the verdict it was told.  Costs: one thread and one socket per rank, idle
- * until asked; on the hot path nothing (nccl.c stores the state word with
- * a relaxed atomic store); after a failure O(size) short connections for
- * the collector and O(1) for the others, each wait bounded by the window.
+ * until asked; on the hot path nothing (nccl_ctx.h's nccl_show stores the
+ * state word with a relaxed atomic store); after a failure O(size) short
+ * connections for the collector and O(1) for the others, each wait
+ * bounded by the window.
  *
  * Questions and verdicts quote the asked rank's cookie (it comes only
  * through the bootstrap): anything else is closed unanswered, and a

@@ -1,10 +1,10 @@
 /* ddpmodule.c - ddp._ddp, the C half of the Python module ddp: libddp's
  * calls for Python programs, on the public API of <ddp.h> only.  This file
- * owns the module itself: its state (initialized, the local-block depth),
- * init/finalize and initialization on first use, the identity queries
- * (rank, world_size ...), the DDP_E* constants, and PyInit__ddp, which
- * adds the functions of the other files.  What each file owns and the
- * rules every function keeps: pyddp.h.
+ * owns the module itself: the identity queries (rank, world_size ...),
+ * the DDP_E* constants, and PyInit__ddp, which adds the functions of the
+ * other files (init/finalize and the module's state: py_init.c).  It sits
+ * on top: the other files call nothing here.  What each file owns and
+ * the rules every function keeps: pyddp.h.
  *
  * The package ddp/__init__.py re-exports what is public here and adds what
  * is easier in Python (pickling, the context managers' protocol, the
@@ -13,99 +13,6 @@
 #include "pyddp.h"
 
 #include <stdio.h>
-
-/* ---- State ------------------------------------------------------------- */
-
-static bool initialized;                /* ddp_init succeeded (GIL held) */
-_Thread_local int pyddp_local_depth;    /* in a callback / main-only block */
-
-/* ---- Initialization ----------------------------------------------------- */
-
-static int do_init (void)
-{
-    int rc;
-
-    DDP_CALL (rc, ddp_init ());
-    if (rc < 0) {
-        pyddp_fail_here (rc, "ddp.init");
-        return -1;
-    }
-    if (!initialized) {
-        pyddp_forget_fault ();
-        pyddp_guard_setup ();
-    }
-    initialized = true;
-    return 0;
-}
-
-int pyddp_ensure_init (void)
-{
-    return initialized ? 0 : do_init ();
-}
-
-int pyddp_refuse_local (const char *where)
-{
-    char msg[400];
-
-    if (pyddp_local_depth == 0)
-        return 0;
-    snprintf (msg, sizeof (msg), "%s: called inside a main-only block or a "
-              "helper's callback, where only this rank runs: the other "
-              "ranks would never join; call it outside the block", where);
-    pyddp_raise (DDP_EINVAL, where, msg);
-    return -1;
-}
-
-PyDoc_STRVAR (init_doc,
-"init()\n--\n\n"
-"Start libddp: find this process's rank and peers (PMIx under srun --ddp\n"
-"or another PMIx launcher; a single process otherwise) and connect the\n"
-"backend.\n"
-"Optional: every function of the module initializes on first use.  Calling\n"
-"it again does nothing.  Raises ddp.Error (with .code) if the job cannot\n"
-"start, e.g. WORLD_SIZE > 1 without a PMIx launcher.");
-
-static PyObject *py_init (PyObject *self, PyObject *unused)
-{
-    (void) self;
-    (void) unused;
-    if (do_init () < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR (finalize_doc,
-"finalize()\n--\n\n"
-"Release libddp after a final barrier with the other ranks (and the\n"
-"straggler report, with DDP_STRAGGLERS=1).  Done at exit by itself, unless\n"
-"the program ends with an uncaught exception: then the process just exits\n"
-"and the other ranks name it as dead instead of waiting in a barrier.\n"
-"A later call of any function initializes again.  Does nothing when not\n"
-"initialized.");
-
-static PyObject *py_finalize (PyObject *self, PyObject *unused)
-{
-    int rc;
-
-    (void) self;
-    (void) unused;
-    if (!initialized)
-        Py_RETURN_NONE;
-    if (pyddp_refuse_local ("ddp.finalize") < 0)
-        return NULL;
-    DDP_CALL (rc, ddp_finalize ());
-    initialized = false;
-    if (rc < 0 && rc != DDP_ENOINIT)
-        return pyddp_fail_here (rc, "ddp.finalize");
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_is_initialized (PyObject *self, PyObject *unused)
-{
-    (void) self;
-    (void) unused;
-    return PyBool_FromLong (initialized);
-}
 
 /* ---- Identity ----------------------------------------------------------- */
 
@@ -154,8 +61,6 @@ static PyObject *py_version (PyObject *self, PyObject *unused)
 /* ---- Module ------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
-    NOARGS (init),
-    NOARGS (finalize),
     NOARGS (rank),
     NOARGS (world_size),
     NOARGS (local_rank),
@@ -167,8 +72,6 @@ static PyMethodDef methods[] = {
     NOARGS (is_distributed),
     NOARGS (backend),
     NOARGS (version),
-    { "_is_initialized", py_is_initialized, METH_NOARGS,
-      "True once libddp is initialized." },
     { NULL, NULL, 0, NULL }
 };
 
@@ -202,8 +105,8 @@ static int add_constants (PyObject *m)
 static int add_parts (PyObject *m)
 {
     PyMethodDef *const parts[] = {
-        pyddp_coll_methods, pyddp_helpers_methods, pyddp_stop_methods,
-        pyddp_log_methods, pyddp_sampler_methods,
+        pyddp_init_methods, pyddp_coll_methods, pyddp_helpers_methods,
+        pyddp_stop_methods, pyddp_log_methods, pyddp_sampler_methods,
     };
 
     for (size_t i = 0; i < sizeof (parts) / sizeof (parts[0]); i++)

@@ -1,7 +1,8 @@
 /* py_wait.c - a wait in libddp for ddp._ddp: the lock that lets one thread
  * at a time into libddp, the wait state DDP_CALL (pyddp.h) keeps while the
- * GIL is released, and the interrupt guard that lets a second SIGINT end a
- * process stuck waiting for the other ranks.
+ * GIL is released, how deep this thread is in local blocks, and the
+ * interrupt guard that lets a second SIGINT end a process stuck waiting
+ * for the other ranks.  The bottom of the module: calls only libddp.
  */
 #include "pyddp.h"
 
@@ -12,7 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sigchain.h"
+
 pthread_mutex_t pyddp_lib_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/* In a callback or a main-only block (a local block): only this rank runs.
+ * Kept here, with the wait state, below py_errors.c, which reads it. */
+_Thread_local int pyddp_local_depth;
 
 /* ---- Interrupt guard --------------------------------------------------
  * While a thread waits in libddp with the GIL released, Python's signal
@@ -31,39 +38,19 @@ static bool guard_on[NSIG];
 static char guard_note[320];
 static size_t guard_note_len;
 
-static void guard_chain (int sig, siginfo_t *info, void *uctx)
-{
-    const struct sigaction *old = &guard_saved[sig];
-
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction)
-            old->sa_sigaction (sig, info, uctx);
-    }
-    else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN
-             && old->sa_handler != NULL)
-        old->sa_handler (sig);
-}
-
 static void guard_handler (int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
 
-    guard_chain (sig, info, uctx);
+    ddpi_sig_chain (&guard_saved[sig], sig, info, uctx);
     if (atomic_load (&in_wait)) {
         if (atomic_fetch_add (&interrupts, 1) == 0) {
             if (write (STDERR_FILENO, guard_note, guard_note_len) < 0) {
                 /* nothing to do: stderr is gone */
             }
         }
-        else {
-            struct sigaction dfl;
-
-            memset (&dfl, 0, sizeof (dfl));
-            dfl.sa_handler = SIG_DFL;
-            sigemptyset (&dfl.sa_mask);
-            (void) sigaction (sig, &dfl, NULL);
-            (void) raise (sig);     /* delivered once this handler returns */
-        }
+        else
+            ddpi_sig_default_raise (sig); /* delivered once this returns */
     }
     errno = saved_errno;
 }

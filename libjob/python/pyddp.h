@@ -3,13 +3,10 @@
  * every call looks at, how a call waits in libddp, and how errors are
  * raised.  Private to libjob/python/; only PyInit__ddp leaves the module.
  *
- * The files, one concern each:
- *   ddpmodule.c   the module: its state, init/finalize, the identity
- *                 queries, PyInit__ddp assembling the parts below
- *   py_wait.c     a wait in libddp: the library lock, the GIL released,
- *                 the interrupt guard (a second SIGINT ends the process)
- *   py_errors.c   the exception classes, raising them for libddp's codes,
- *                 and sharing a callback's failure among the ranks
+ * The files, one concern each, from the top (a file calls only files
+ * below it, and py_coll.c the trampoline of py_helpers.c):
+ *   ddpmodule.c   the module: the identity queries, the constants,
+ *                 PyInit__ddp assembling the parts below
  *   py_coll.c     the collectives: barrier, all_reduce, broadcast, the
  *                 gathers and all_reduce_dict's named values
  *   py_helpers.c  the main-process helpers: run_on_main, main_only and
@@ -17,6 +14,13 @@
  *   py_stop.c     the agreed stop and the restart count
  *   py_log.c      rank-prefixed logging
  *   py_sampler.c  the distributed sampler's arithmetic
+ *   py_init.c     libddp's life: initialized or not, init on first use,
+ *                 init/finalize, the refusal inside a local block
+ *   py_errors.c   the exception classes, raising them for libddp's codes,
+ *                 and sharing a callback's failure among the ranks
+ *   py_wait.c     a wait in libddp: the library lock, the GIL released,
+ *                 the local-block depth, the interrupt guard (a second
+ *                 SIGINT ends the process)
  *
  * Rules kept by every function of the module:
  *
@@ -70,11 +74,7 @@ static inline PyObject *ddp_new_ref (PyObject *o)
 #define PyObject_CallOneArg(f, a) PyObject_CallFunctionObjArgs ((f), (a), NULL)
 #endif
 
-/* ---- The module's state and init (ddpmodule.c) ------------------------ */
-
-/* How deep this thread is in callbacks and main-only blocks (local blocks):
- * above 0, only this rank runs. */
-extern _Thread_local int pyddp_local_depth;
+/* ---- The module's state and init (py_init.c) -------------------------- */
 
 /* Initialize libddp on first use; 0, or -1 with an exception set. */
 int pyddp_ensure_init (void);
@@ -87,6 +87,10 @@ int pyddp_refuse_local (const char *where);
 
 /* Held by the thread inside libddp (recursive: a callback may call back). */
 extern pthread_mutex_t pyddp_lib_lock;
+
+/* How deep this thread is in callbacks and main-only blocks (local blocks):
+ * above 0, only this rank runs. */
+extern _Thread_local int pyddp_local_depth;
 
 /* Install the interrupt guard on SIGINT and SIGTERM where the program has a
  * handler of its own.  Call once libddp is initialized (its note names
@@ -172,6 +176,7 @@ int pyddp_helpers_init (PyObject *m);
  * its docstring NAME_doc. */
 #define NOARGS(name) { #name, py_##name, METH_NOARGS, name##_doc }
 
+extern PyMethodDef pyddp_init_methods[];
 extern PyMethodDef pyddp_coll_methods[];
 extern PyMethodDef pyddp_helpers_methods[];
 extern PyMethodDef pyddp_stop_methods[];

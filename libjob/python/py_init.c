@@ -1,0 +1,114 @@
+/* py_init.c - the life of libddp in ddp._ddp (pyddp.h): whether it is
+ * initialized, initialization on first use (pyddp_ensure_init, which every
+ * call of the module makes), init() and finalize(), and the refusal of a
+ * data collective inside a local block (pyddp_refuse_local).  Below the
+ * module's parts and ddpmodule.c; calls only py_errors.c and py_wait.c.
+ */
+#include "pyddp.h"
+
+#include <stdio.h>
+
+/* ---- State ------------------------------------------------------------- */
+
+static bool initialized;                /* ddp_init succeeded (GIL held) */
+
+/* ---- Initialization ----------------------------------------------------- */
+
+static int do_init (void)
+{
+    int rc;
+
+    DDP_CALL (rc, ddp_init ());
+    if (rc < 0) {
+        pyddp_fail_here (rc, "ddp.init");
+        return -1;
+    }
+    if (!initialized) {
+        pyddp_forget_fault ();
+        pyddp_guard_setup ();
+    }
+    initialized = true;
+    return 0;
+}
+
+int pyddp_ensure_init (void)
+{
+    return initialized ? 0 : do_init ();
+}
+
+int pyddp_refuse_local (const char *where)
+{
+    char msg[400];
+
+    if (pyddp_local_depth == 0)
+        return 0;
+    snprintf (msg, sizeof (msg), "%s: called inside a main-only block or a "
+              "helper's callback, where only this rank runs: the other "
+              "ranks would never join; call it outside the block", where);
+    pyddp_raise (DDP_EINVAL, where, msg);
+    return -1;
+}
+
+PyDoc_STRVAR (init_doc,
+"init()\n--\n\n"
+"Start libddp: find this process's rank and peers (PMIx under srun --ddp\n"
+"or another PMIx launcher; a single process otherwise) and connect the\n"
+"backend.\n"
+"Optional: every function of the module initializes on first use.  Calling\n"
+"it again does nothing.  Raises ddp.Error (with .code) if the job cannot\n"
+"start, e.g. WORLD_SIZE > 1 without a PMIx launcher.");
+
+static PyObject *py_init (PyObject *self, PyObject *unused)
+{
+    (void) self;
+    (void) unused;
+    if (do_init () < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR (finalize_doc,
+"finalize()\n--\n\n"
+"Release libddp after a final barrier with the other ranks (and the\n"
+"straggler report, with DDP_STRAGGLERS=1).  Done at exit by itself, unless\n"
+"the program ends with an uncaught exception: then the process just exits\n"
+"and the other ranks name it as dead instead of waiting in a barrier.\n"
+"A later call of any function initializes again.  Does nothing when not\n"
+"initialized.");
+
+static PyObject *py_finalize (PyObject *self, PyObject *unused)
+{
+    int rc;
+
+    (void) self;
+    (void) unused;
+    if (!initialized)
+        Py_RETURN_NONE;
+    if (pyddp_refuse_local ("ddp.finalize") < 0)
+        return NULL;
+    DDP_CALL (rc, ddp_finalize ());
+    initialized = false;
+    if (rc < 0 && rc != DDP_ENOINIT)
+        return pyddp_fail_here (rc, "ddp.finalize");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_initialized (PyObject *self, PyObject *unused)
+{
+    (void) self;
+    (void) unused;
+    return PyBool_FromLong (initialized);
+}
+
+/* ---- Functions ---------------------------------------------------------- */
+
+PyMethodDef pyddp_init_methods[] = {
+    NOARGS (init),
+    NOARGS (finalize),
+    { "_is_initialized", py_is_initialized, METH_NOARGS,
+      "True once libddp is initialized." },
+    { NULL, NULL, 0, NULL }
+};
+
+/* vi: ts=4 sw=4 expandtab
+ */
