@@ -189,17 +189,6 @@ def params_digest(model):
     return h.hexdigest()
 
 
-def ignore_stop_signals():
-    """Once the stop is agreed and the checkpoint written, a stop signal has
-    nothing left to ask.  One comes: the first rank to exit 75 ends a srun
-    --ddp step (kill-on-bad-exit), and Slurm sends SIGTERM to the ranks
-    still tearing PyTorch down; to libddp that is a second stop signal,
-    which kills (as a second Ctrl-C does), and the step would end with 143
-    instead of 75.  Slurm still kills a rank that hangs (after KillWait)."""
-    for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(sig, signal.SIG_IGN)
-
-
 def train(args):
     # cuBLAS needs this to compute deterministically (the GPU's matmuls).
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -285,7 +274,9 @@ def train(args):
                 ddp.log_main(f"checkpoint of epoch {epoch + 1} step {step} "
                              f"written to {args.checkpoint}; exit "
                              f"{EXIT_STOPPED}")
-                ignore_stop_signals()
+                # From the agreed stop on, libddp lets no stop signal end
+                # the process (Slurm's SIGTERM to the ranks still here when
+                # the first exits 75): ddp_should_stop(3).
                 if dist.is_initialized():
                     dist.destroy_process_group()
                 return EXIT_STOPPED

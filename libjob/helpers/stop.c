@@ -23,7 +23,13 @@
  * A second stop signal means the grace is over (Slurm's SIGTERM at the time
  * limit after a --signal warning, or after a preemption's GraceTime): the
  * handler puts back the default action and re-raises it, so the process
- * dies as Slurm intends.
+ * dies as Slurm intends.  Except once the stop is agreed (a vote of this
+ * process said stop): the process is on its way out, writing its
+ * checkpoint, and a signal has nothing left to ask.  One does come: the
+ * first rank to exit 75 ends a srun --ddp step (kill-on-bad-exit) and Slurm
+ * sends SIGTERM to the ranks still writing; killing them then would lose
+ * their checkpoint and turn the step's 75 into 143.  Slurm's SIGKILL after
+ * KillWait still ends a rank that hangs.
  */
 #include "config.h"
 #include <ctype.h>
@@ -59,13 +65,18 @@ static atomic_int received;
 _Static_assert (ATOMIC_INT_LOCK_FREE == 2, "a lock-free int is needed in "
                 "a signal handler");
 
+/* Nonzero once a vote of this process said stop: further stop signals no
+ * longer end the process (see the opening comment). */
+static atomic_int agreed;
+
 static struct {
     bool installed[NSIG];           /* our handler is in place */
     struct sigaction saved[NSIG];   /* what the program had before */
 } st;
 
 /* Async-signal-safe: a flag, the program's handler, and on a second stop
- * signal the default action (sigaction and raise are both safe here). */
+ * signal before the stop is agreed the default action (sigaction and raise
+ * are both safe here). */
 static void on_stop (int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno, none = 0;
@@ -73,7 +84,7 @@ static void on_stop (int sig, siginfo_t *info, void *uctx)
 
     /* The handler the program had before ours, if it had one. */
     ddpi_sig_chain (&st.saved[sig], sig, info, uctx);
-    if (again)
+    if (again && !atomic_load (&agreed))
         ddpi_sig_default_raise (sig);   /* delivered once this returns */
     errno = saved_errno;
 }
@@ -259,6 +270,8 @@ int ddp_average_stop (double *values, size_t n, bool *stop)
     for (size_t i = 0; i < n; i++)
         values[i] = buf[i] / (double) ddp_world_size ();
     *stop = buf[n] > 0.;
+    if (*stop)
+        atomic_store (&agreed, 1);
 out:
     if (buf != stackbuf)
         free (buf);

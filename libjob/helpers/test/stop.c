@@ -216,6 +216,25 @@ static void second_signal_body (void)
     _exit (program_handler_calls == 2 ? 3 : 4);  /* not reached */
 }
 
+/* Once a vote said stop, a further stop signal (Slurm's SIGTERM when the
+ * first rank's exit 75 ends the step) runs the program's handler and
+ * leaves the process alive to finish its checkpoint. */
+static void after_agreed_body (void)
+{
+    bool stop = false;
+
+    signal (SIGTERM, program_handler);
+    if (ddp_stop_signals ("TERM") != 0 || ddp_init () != 0)
+        _exit (1);
+    raise (SIGTERM);
+    if (ddp_should_stop (&stop) != 0 || !stop)
+        _exit (2);
+    raise (SIGTERM);
+    raise (SIGTERM);
+    ddp_finalize ();
+    _exit (program_handler_calls == 3 ? 75 : 4);
+}
+
 /* A signal before ddp_init() is kept and decides the first vote. */
 static void before_init_body (void)
 {
@@ -242,6 +261,12 @@ static void check_signals (void)
     if (!WIFSIGNALED (st))
         diag ("  child exited with %d",
               WIFEXITED (st) ? WEXITSTATUS (st) : -1);
+    st = child_status (after_agreed_body);
+    ok (WIFEXITED (st) && WEXITSTATUS (st) == 75,
+        "after an agreed stop, further stop signals run the program's "
+        "handler and do not end the process");
+    if (!WIFEXITED (st) || WEXITSTATUS (st) != 75)
+        diag ("  child status 0x%x", st);
     st = child_status (before_init_body);
     ok (WIFEXITED (st) && WEXITSTATUS (st) == 0,
         "a signal received before ddp_init decides the first vote");
