@@ -1,13 +1,18 @@
 #!/bin/bash
-# compare.sh - libddp against Open MPI on the test cluster, in one command.
+# compare.sh - libddp against Open MPI and gloo on the test cluster, in one
+# command.
 #
 #   contrib/bench/compare.sh [--short] [--out DIR] [--report FILE] [--reps N]
 #                            [--launch-reps N] [--plugstack] [--no-launch]
 #                            [--sections LIST] [--nodes LIST] [--ppn LIST]
-#                            [--plot FILE] [--baseline FILE]
+#                            [--plot FILE] [--baseline FILE] [--no-gloo]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
-# `srun --mpi=pmix`: every collective for one node with 2 ranks (-N1 -n2) and
+# `srun --mpi=pmix`, and gloo-bench.py (the same loop on torch.distributed's
+# gloo backend, joined through env:// from the variables of `srun
+# --ddp=host`) where a python3 with torch is found (else its columns are
+# left out and the report says why), one after the other for each
+# configuration: every collective for one node with 2 ranks (-N1 -n2) and
 # two nodes with one rank each (-N2 -n2); barrier and allreduce at every node
 # count of --nodes with every ranks-per-node count of --ppn (the node sweep);
 # ddp_init against MPI_Init for 2, 4, 8, 16 and 32 ranks on two nodes
@@ -35,6 +40,7 @@
 #                  is installed; with --plot it must be)
 #   --baseline FILE  results.tsv of an earlier run: ddp's 1- and 2-node times
 #                  are compared with it (a scaling target)
+#   --no-gloo      leave gloo out (no torch needed)
 #
 # The cluster: reused when DDP_CLUSTER_DIR (or SLURM_CONF) points at a running
 # one, else started with as many nodes as --nodes needs
@@ -42,7 +48,12 @@
 # Programs: DDP_BENCH, MPI_BENCH, DDP_BENCH_FENCES (the LD_PRELOAD fence
 # counter) default to the build tree DDP_BUILD_DIR (default: the source tree).
 # DDP_BENCH_SOURCE names the source of the programs in the report (default:
-# git describe of the tree compare.sh is in).
+# git describe of the tree compare.sh is in).  GLOO_BENCH (default:
+# gloo-bench.py beside compare.sh; empty: no gloo) runs under GLOO_PYTHON
+# (default: the first of python3 and /usr/bin/python3 that imports torch with
+# gloo; Debian's python3-torch is for /usr/bin/python3).  gloo is not in the
+# init and launch sections (those are about PMIx and the plugin), and with
+# --short not in the sweep beyond 2 nodes (each of its ranks imports torch).
 # MPI runs with OMPI_MCA_pml=ob1 (the PML Open MPI selects anyway here, without
 # first probing UCX, ~200 ms of MPI_Init) and its shared-memory segments in the
 # node's private /tmp (vader in Open MPI 4, sm in 5; the test nodes share
@@ -77,6 +88,7 @@ nodes=
 ppn=
 plot=
 baseline=
+no_gloo=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -91,7 +103,8 @@ while [ $# -gt 0 ]; do
         --ppn) ppn=${2:?--ppn needs a list, e.g. 1,4}; shift ;;
         --plot) plot=${2:?--plot needs a file}; shift ;;
         --baseline) baseline=${2:?--baseline needs a results.tsv}; shift ;;
-        -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-gloo) no_gloo=1 ;;
+        -h|--help) sed -n '2,66p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
@@ -133,6 +146,9 @@ if [ $short = 1 ]; then
     SWEEP_SIZES=8,65536,1048576
     : "${reps:=1}" "${launch_reps:=3}"
     RUN_TIMEOUT=120
+    # gloo's ranks each import torch (~1 s of CPU): CI runs it on 1 and 2
+    # nodes only.
+    GLOO_MAX_NODES=2
     INIT_TIMEOUT=60
 else
     BENCH_ARGS=""
@@ -140,6 +156,7 @@ else
     SWEEP_ARGS="-o barrier,allreduce -M 0 -s $SWEEP_SIZES -m 5 -T 5"
     : "${reps:=5}" "${launch_reps:=20}"
     RUN_TIMEOUT=600
+    GLOO_MAX_NODES=
     INIT_TIMEOUT=120
 fi
 out=${out:-$build/contrib/bench/results}
@@ -156,11 +173,39 @@ if [ -z "$plot" ] && want scale; then
     if command -v gnuplot >/dev/null; then plot=$out/scale.png
     else say "gnuplot not found (apt-get install gnuplot-nox): no picture of the sweep"; fi
 fi
-rm -f "$out"/ddp-* "$out"/mpi-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
+rm -f "$out"/ddp-* "$out"/mpi-* "$out"/gloo-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
       "$out/failures" "$out/retried" "$out/scale.dat"
 [ -x "$DDP_BENCH" ] || die "ddp-bench not found at $DDP_BENCH (build first, or set DDP_BENCH)"
 [ -x "$MPI_BENCH" ] || { say "mpi-bench not found at $MPI_BENCH: MPI columns will be n/a"; MPI_BENCH=; }
 [ -n "$FENCES" ] && [ ! -f "$FENCES" ] && { say "no fence counter at $FENCES: fences not counted"; FENCES=; }
+
+# gloo: a python3 that has torch with gloo, and the script.
+GLOO_BENCH=${GLOO_BENCH-$here/gloo-bench.py}
+gloo_note=
+if [ $no_gloo = 1 ]; then
+    GLOO_BENCH=; gloo_note="not run (--no-gloo)"
+elif [ -z "$GLOO_BENCH" ]; then
+    gloo_note="not run (GLOO_BENCH is empty)"
+elif [ ! -f "$GLOO_BENCH" ]; then
+    gloo_note="not run: no $GLOO_BENCH"; GLOO_BENCH=
+else
+    if [ -z "${GLOO_PYTHON:-}" ]; then
+        for py in python3 /usr/bin/python3; do
+            py=$(command -v "$py") || continue
+            "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null &&
+                { GLOO_PYTHON=$py; break; }
+        done
+    fi
+    gloo_torch=$([ -n "${GLOO_PYTHON:-}" ] && "$GLOO_PYTHON" -c 'import torch.distributed as d; assert d.is_gloo_available(); import torch; print(torch.__version__)' 2>/dev/null)
+    if [ -z "$gloo_torch" ]; then
+        gloo_note="not run: no python3 with torch and its gloo backend (Debian: apt-get install python3-torch)"
+        GLOO_BENCH=
+    else
+        gloo_note="torch $gloo_torch ($GLOO_PYTHON), gloo-bench.py under srun --ddp=host${GLOO_MAX_NODES:+, on at most $GLOO_MAX_NODES nodes (--short)}"
+    fi
+fi
+[ -n "$GLOO_BENCH" ] || say "gloo: $gloo_note: no gloo columns"
+PEERS="ddp mpi${GLOO_BENCH:+ gloo}"
 
 failures=$out/failures
 : >"$failures"
@@ -204,6 +249,12 @@ else
 fi
 cluster_nodes=$(cat "$cluster_dir/nodes" 2>/dev/null ||
                 sinfo -h -N -o %N 2>/dev/null | sort -u | wc -l)
+# gloo's rendezvous variables come from the plugin (srun --ddp=host).
+if [ -n "$GLOO_BENCH" ] && [ -n "$cluster_dir" ] && ! grep -q . "$cluster_dir/plugin" 2>/dev/null; then
+    gloo_note="not run: the cluster has no plugin (srun --ddp=host sets gloo's MASTER_ADDR and MASTER_PORT)"
+    say "gloo: $gloo_note"
+    GLOO_BENCH=; PEERS="ddp mpi"
+fi
 
 # ---- running the programs -------------------------------------------------
 # mpi_env RANKS: Open MPI's settings for a run of RANKS ranks.
@@ -215,12 +266,12 @@ mpi_env () {
     fi
 }
 
-# run_bench TAG IMPL NODES RANKS PPN ARGS...: one srun of ddp-bench or
-# mpi-bench (PPN: ranks per node, or "" for Slurm's placement), TSV in
-# TAG.tsv, table in TAG.txt, stderr in TAG.err.
+# run_bench TAG IMPL NODES RANKS PPN ARGS...: one srun of ddp-bench,
+# mpi-bench or gloo-bench.py (PPN: ranks per node, or "" for Slurm's
+# placement), TSV in TAG.tsv, table in TAG.txt, stderr in TAG.err.
 run_bench () {
     local tag=$1 impl=$2 nodes=$3 ranks=$4 ppn=$5 prog env rc try why limit=$RUN_TIMEOUT
-    local place=
+    local place='' launcher=--mpi=pmix interp=''
     shift 5
     case " $* " in *" --init-only "*) limit=$INIT_TIMEOUT ;; esac
     [ -n "$ppn" ] && place="--ntasks-per-node=$ppn"
@@ -228,9 +279,12 @@ run_bench () {
         ddp) prog=$DDP_BENCH; env="DDP_BACKEND=host" ;;
         mpi) prog=$MPI_BENCH; env=$(mpi_env "$ranks") ;;
         mpidefault) prog=$MPI_BENCH; env=$MPI_ENV_DEFAULT ;;
+        # The plugin sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE.
+        gloo) prog=$GLOO_BENCH; interp=$GLOO_PYTHON; env="DDP_BACKEND=host"
+              launcher=--ddp=host ;;
     esac
     [ -n "$prog" ] || return 0
-    [ -n "$FENCES" ] && env="$env LD_PRELOAD=$FENCES"
+    [ -n "$FENCES" ] && [ $impl != gloo ] && env="$env LD_PRELOAD=$FENCES"
     # Under the sanitizer suite (contrib/ci-extra.sh sets ASAN_OPTIONS with
     # a log_path), the peer's reports go to its stderr instead, so that a
     # crash inside Open MPI is retried and reported here like any other of
@@ -241,9 +295,9 @@ run_bench () {
     for try in 1 2 3; do
         rm -f "$out/$tag.tsv"
         # shellcheck disable=SC2086
-        timeout --kill-after=5 "$limit" srun --mpi=pmix --kill-on-bad-exit=1 \
+        timeout --kill-after=5 "$limit" srun $launcher --kill-on-bad-exit=1 \
             -N"$nodes" -n"$ranks" $place \
-            env $env "$prog" --tsv "$out/$tag.tsv" "$@" \
+            env $env $interp "$prog" --tsv "$out/$tag.tsv" "$@" \
             >"$out/$tag.txt" 2>"$out/$tag.err"
         rc=$?
         [ $rc = 0 ] && break
@@ -275,7 +329,7 @@ t_start=$(date +%s)
 # ---- 1. collectives: -N1 -n2 and -N2 -n2 ---------------------------------
 want collectives && for cfg in N1n2 N2n2; do
     n=${cfg:1:1}
-    for impl in ddp mpi; do
+    for impl in $PEERS; do
         say "collectives $impl -N$n -n2"
         # shellcheck disable=SC2086
         run_bench "$impl-$cfg" $impl "$n" 2 "" $BENCH_ARGS
@@ -291,7 +345,8 @@ want scale && for p in ${ppn//,/ }; do
         [ "$n" -le "$cluster_nodes" ] || continue
         [ "$n" -gt $sweep_top ] && sweep_top=$n
         swept "$n" "$p" && continue
-        for impl in ddp mpi; do
+        for impl in $PEERS; do
+            [ $impl = gloo ] && [ -n "$GLOO_MAX_NODES" ] && [ "$n" -gt "$GLOO_MAX_NODES" ] && continue
             say "sweep $impl -N$n --ntasks-per-node=$p"
             # shellcheck disable=SC2086
             run_bench "$impl-scale-N${n}p$p" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
@@ -429,6 +484,7 @@ write_report () {
         -v launch_note="$launch_note" -v nodes="$sweep" -v ppn="$ppn" \
         -v sizes="$SWEEP_SIZES" -v maxnodes="$cluster_nodes" \
         -v plot="$shown" -v plotdata="${1:+$out/scale.dat}" \
+        -v gloo="$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)" -v gloo_note="$gloo_note" \
         "${files[@]}" >"$report.new" && mv -f "$report.new" "$report"
 }
 
@@ -436,7 +492,8 @@ write_report "$plot" || die "report.awk failed"
 if [ -n "$plot" ] && [ -s "$out/scale.dat" ]; then
     gp_ppn=${ppn//,/ }
     gp_big=${SWEEP_SIZES##*,}
-    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'" \
+    gp_gloo=$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)
+    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'; gloo=$gp_gloo" \
             "$here/plot.gp" 2>"$out/plot.err"; then
         fail "plot: gnuplot failed: $(tail -n 3 "$out/plot.err" | tr '\n' ' ')"
         write_report "" || die "report.awk failed"
