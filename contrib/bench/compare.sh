@@ -6,6 +6,7 @@
 #                            [--launch-reps N] [--plugstack] [--no-launch]
 #                            [--sections LIST] [--nodes LIST] [--ppn LIST]
 #                            [--plot FILE] [--baseline FILE] [--no-gloo]
+#                            [--sizes LIST]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
 # `srun --mpi=pmix`, and gloo-bench.py (the same loop on torch.distributed's
@@ -41,6 +42,10 @@
 #   --baseline FILE  results.tsv of an earlier run: ddp's 1- and 2-node times
 #                  are compared with it (a scaling target)
 #   --no-gloo      leave gloo out (no torch needed)
+#   --sizes LIST   message sizes in bytes of the collectives and the sweep,
+#                  e.g. 8,32768,1048576 (default: --short 8,65536,1048576;
+#                  else 8 B to 64 MiB, x2 for the collectives, x8 for the
+#                  sweep)
 #
 # The cluster: reused when DDP_CLUSTER_DIR (or SLURM_CONF) points at a running
 # one, else started with as many nodes as --nodes needs
@@ -89,6 +94,7 @@ ppn=
 plot=
 baseline=
 no_gloo=0
+sizes=
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -104,7 +110,8 @@ while [ $# -gt 0 ]; do
         --plot) plot=${2:?--plot needs a file}; shift ;;
         --baseline) baseline=${2:?--baseline needs a results.tsv}; shift ;;
         --no-gloo) no_gloo=1 ;;
-        -h|--help) sed -n '2,66p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --sizes) sizes=${2:?--sizes needs a list, e.g. 8,65536,1048576}; shift ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
@@ -119,9 +126,9 @@ if [ $short = 1 ]; then
 else
     : "${nodes:=1,2,4,8,16}" "${ppn:=1,4}"
 fi
-for list in "$nodes" "$ppn"; do
+for list in "$nodes" "$ppn" ${sizes:+"$sizes"}; do
     [[ $list =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
-        die "--nodes and --ppn take lists of whole numbers, e.g. 1,2,4 (got '$list')"
+        die "--nodes, --ppn and --sizes take lists of whole numbers, e.g. 1,2,4 (got '$list')"
 done
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "--baseline $baseline: no such file (give an earlier run's results.tsv)"
 [ -z "$plot" ] || command -v gnuplot >/dev/null ||
@@ -158,6 +165,11 @@ else
     RUN_TIMEOUT=600
     GLOO_MAX_NODES=
     INIT_TIMEOUT=120
+fi
+if [ -n "$sizes" ]; then
+    BENCH_ARGS="$BENCH_ARGS -s $sizes"
+    SWEEP_ARGS="$SWEEP_ARGS -s $sizes"
+    SWEEP_SIZES=$sizes
 fi
 out=${out:-$build/contrib/bench/results}
 mkdir -p "$out" || die "cannot create $out"
