@@ -6,7 +6,7 @@
 #                            [--launch-reps N] [--plugstack] [--no-launch]
 #                            [--sections LIST] [--nodes LIST] [--ppn LIST]
 #                            [--plot FILE] [--baseline FILE] [--no-gloo]
-#                            [--sizes LIST]
+#                            [--sizes LIST] [--best-of N]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
 # `srun --mpi=pmix`, and gloo-bench.py (the same loop on torch.distributed's
@@ -42,6 +42,10 @@
 #   --baseline FILE  results.tsv of an earlier run: ddp's 1- and 2-node times
 #                  are compared with it (a scaling target)
 #   --no-gloo      leave gloo out (no torch needed)
+#   --best-of N    run the collectives and the sweep N times over (each
+#                  round every configuration, the peers one after the
+#                  other) and report each row's best (lowest) time; a wrong
+#                  result in any round is reported (default 1)
 #   --sizes LIST   message sizes in bytes of the collectives and the sweep,
 #                  e.g. 8,32768,1048576 (default: --short 8,65536,1048576;
 #                  else 8 B to 64 MiB, x2 for the collectives, x8 for the
@@ -57,8 +61,10 @@
 # gloo-bench.py beside compare.sh; empty: no gloo) runs under GLOO_PYTHON
 # (default: the first of python3 and /usr/bin/python3 that imports torch with
 # gloo; Debian's python3-torch is for /usr/bin/python3).  gloo is not in the
-# init and launch sections (those are about PMIx and the plugin), and with
-# --short not in the sweep beyond 2 nodes (each of its ranks imports torch).
+# init and launch sections (those are about PMIx and the plugin), and not in
+# the sweep beyond GLOO_MAX_NODES nodes (--short: 2; each gloo rank imports
+# torch, ~1 s of CPU) or GLOO_MAX_RANKS ranks (default: no limit; each rank
+# holds about 300 MiB and two buffers of the largest size).
 # MPI runs with OMPI_MCA_pml=ob1 (the PML Open MPI selects anyway here, without
 # first probing UCX, ~200 ms of MPI_Init) and its shared-memory segments in the
 # node's private /tmp (vader in Open MPI 4, sm in 5; the test nodes share
@@ -95,6 +101,7 @@ plot=
 baseline=
 no_gloo=0
 sizes=
+best_of=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -110,6 +117,7 @@ while [ $# -gt 0 ]; do
         --plot) plot=${2:?--plot needs a file}; shift ;;
         --baseline) baseline=${2:?--baseline needs a results.tsv}; shift ;;
         --no-gloo) no_gloo=1 ;;
+        --best-of) best_of=${2:?--best-of needs a number}; shift ;;
         --sizes) sizes=${2:?--sizes needs a list, e.g. 8,65536,1048576}; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
@@ -120,7 +128,8 @@ want () { case ",$sections," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 for s in ${sections//,/ }; do
     case $s in collectives|scale|init|launch) ;; *) die "unknown section '$s' (of collectives, scale, init, launch)" ;; esac
 done
-case "${reps:-1}${launch_reps:-1}" in *[!0-9]*) die "--reps and --launch-reps take numbers" ;; esac
+case "${reps:-1}${launch_reps:-1}$best_of" in *[!0-9]*) die "--reps, --launch-reps and --best-of take numbers" ;; esac
+[ "$best_of" -ge 1 ] || die "--best-of takes a number of at least 1"
 if [ $short = 1 ]; then
     : "${nodes:=1,2,4}" "${ppn:=1,2}"
 else
@@ -155,7 +164,7 @@ if [ $short = 1 ]; then
     RUN_TIMEOUT=120
     # gloo's ranks each import torch (~1 s of CPU): CI runs it on 1 and 2
     # nodes only.
-    GLOO_MAX_NODES=2
+    GLOO_MAX_NODES=${GLOO_MAX_NODES-2}
     INIT_TIMEOUT=60
 else
     BENCH_ARGS=""
@@ -163,7 +172,7 @@ else
     SWEEP_ARGS="-o barrier,allreduce -M 0 -s $SWEEP_SIZES -m 5 -T 5"
     : "${reps:=5}" "${launch_reps:=20}"
     RUN_TIMEOUT=600
-    GLOO_MAX_NODES=
+    GLOO_MAX_NODES=${GLOO_MAX_NODES-}
     INIT_TIMEOUT=120
 fi
 if [ -n "$sizes" ]; then
@@ -213,7 +222,7 @@ else
         gloo_note="not run: no python3 with torch and its gloo backend (Debian: apt-get install python3-torch)"
         GLOO_BENCH=
     else
-        gloo_note="torch $gloo_torch ($GLOO_PYTHON), gloo-bench.py under srun --ddp=host${GLOO_MAX_NODES:+, on at most $GLOO_MAX_NODES nodes (--short)}"
+        gloo_note="torch $gloo_torch ($GLOO_PYTHON), gloo-bench.py under srun --ddp=host${GLOO_MAX_NODES:+, in the sweep on at most $GLOO_MAX_NODES nodes}${GLOO_MAX_RANKS:+, in the sweep at most $GLOO_MAX_RANKS ranks}"
     fi
 fi
 [ -n "$GLOO_BENCH" ] || say "gloo: $gloo_note: no gloo columns"
@@ -339,29 +348,35 @@ load_start=$(uptime)
 t_start=$(date +%s)
 
 # ---- 1. collectives: -N1 -n2 and -N2 -n2 ---------------------------------
-want collectives && for cfg in N1n2 N2n2; do
-    n=${cfg:1:1}
-    for impl in $PEERS; do
-        say "collectives $impl -N$n -n2"
-        # shellcheck disable=SC2086
-        run_bench "$impl-$cfg" $impl "$n" 2 "" $BENCH_ARGS
-    done
-done
-
-# ---- 2. the node sweep ----------------------------------------------------
-# swept N P: true when the collectives runs measured N nodes x P ranks.
+# With --best-of N, sections 1 and 2 run N times; round K's files are
+# TAG.rK.* and the report takes each row's best round (results.tsv below).
 swept () { want collectives && { [ "$1:$2" = 1:2 ] || [ "$1:$2" = 2:1 ]; }; }
 sweep_top=0
-want scale && for p in ${ppn//,/ }; do
-    for n in ${nodes//,/ }; do
-        [ "$n" -le "$cluster_nodes" ] || continue
-        [ "$n" -gt $sweep_top ] && sweep_top=$n
-        swept "$n" "$p" && continue
+for round in $(seq 1 "$best_of"); do
+    rs=; [ "$best_of" -gt 1 ] && rs=.r$round && say "round $round/$best_of"
+    want collectives && for cfg in N1n2 N2n2; do
+        n=${cfg:1:1}
         for impl in $PEERS; do
-            [ $impl = gloo ] && [ -n "$GLOO_MAX_NODES" ] && [ "$n" -gt "$GLOO_MAX_NODES" ] && continue
-            say "sweep $impl -N$n --ntasks-per-node=$p"
+            say "collectives $impl -N$n -n2"
             # shellcheck disable=SC2086
-            run_bench "$impl-scale-N${n}p$p" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
+            run_bench "$impl-$cfg$rs" $impl "$n" 2 "" $BENCH_ARGS
+        done
+    done
+
+    # ---- 2. the node sweep ------------------------------------------------
+    # swept N P: true when the collectives runs measured N nodes x P ranks.
+    want scale && for p in ${ppn//,/ }; do
+        for n in ${nodes//,/ }; do
+            [ "$n" -le "$cluster_nodes" ] || continue
+            [ "$n" -gt $sweep_top ] && sweep_top=$n
+            swept "$n" "$p" && continue
+            for impl in $PEERS; do
+                [ $impl = gloo ] && { { [ -n "$GLOO_MAX_NODES" ] && [ "$n" -gt "$GLOO_MAX_NODES" ]; } ||
+                    { [ -n "${GLOO_MAX_RANKS:-}" ] && [ $((n * p)) -gt "$GLOO_MAX_RANKS" ]; }; } && continue
+                say "sweep $impl -N$n --ntasks-per-node=$p"
+                # shellcheck disable=SC2086
+                run_bench "$impl-scale-N${n}p$p$rs" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
+            done
         done
     done
 done
@@ -460,14 +475,23 @@ load_end=$(uptime)
 t_end=$(date +%s)
 
 # ---- the report ----------------------------------------------------------
-# All TSV rows in one file, with the run's name first.
+# All TSV rows in one file, with the run's name first; of the rounds of
+# --best-of (TAG.rK.tsv: run TAG) each row's lowest time, or a wrong
+# result where a round had one.
 {
     printf 'run\timpl\top\tnranks\tnnodes\tbytes\tcount\titers\ttime_us\tmean_us\tmin_us\talgbw_GBps\tbusbw_GBps\tcheck\n'
     for f in "$out"/*.tsv; do
         [ -f "$f" ] && [ "$(basename "$f")" != results.tsv ] || continue
-        awk -v run="$(basename "$f" .tsv)" 'NR > 1 { print run "\t" $0 }' "$f"
+        awk -v run="$(basename "$f" .tsv)" 'NR > 1 { sub(/[.]r[0-9]+$/, "", run); print run "\t" $0 }' "$f"
     done
-} >"$out/results.tsv.new" && mv -f "$out/results.tsv.new" "$out/results.tsv"
+} | awk -F'\t' '
+    NR == 1 { print; next }
+    { k = $1 SUBSEP $3 SUBSEP $6 }
+    !(k in row) { keys[++n] = k; row[k] = $0; t[k] = $9; bad[k] = $14 ~ /^FAIL/; next }
+    bad[k] { next }
+    $14 ~ /^FAIL/ || ($9 + 0 >= 0 && $9 + 0 < t[k] + 0) { row[k] = $0; t[k] = $9; bad[k] = $14 ~ /^FAIL/ }
+    END { for (i = 1; i <= n; i++) print row[keys[i]] }
+' >"$out/results.tsv.new" && mv -f "$out/results.tsv.new" "$out/results.tsv"
 
 # write_report PLOT: report.awk over every raw file; the picture's data in
 # scale.dat.
@@ -486,7 +510,7 @@ write_report () {
     want scale || sweep=
     awk -f "$here/report.awk" \
         -v date="$(date -u '+%Y-%m-%d %H:%M UTC')" \
-        -v mode="$([ $short = 1 ] && echo short || echo full)" \
+        -v mode="$([ $short = 1 ] && echo short || echo full)" -v best_of="$best_of" \
         -v secs=$((t_end - t_start)) \
         -v programs="$build (source: ${DDP_BENCH_SOURCE:-$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)})" \
         -v machine="$CORES CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)" \

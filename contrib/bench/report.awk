@@ -16,7 +16,7 @@
 #   failures, retried   one failed (retried) run a line.
 #   baseline a results.tsv of an earlier run: ddp's 1- and 2-node times now
 #            are compared with it.
-# Variables (-v): mode, secs, programs, machine, cluster, load_start,
+# Variables (-v): mode, best_of (rounds: each row is its best), secs, programs, machine, cluster, load_start,
 # load_end, rawdata, reps (init repetitions), scale_ranks ("2 4 8 16 32"),
 # launch_note, nodes (the sweep's, "1,2,4,8,16"), ppn ("1,4"), sizes (the
 # sweep's, in bytes), maxnodes (the cluster's), plot (the picture, for the
@@ -634,7 +634,7 @@ END {
     G = gloo + 0
     print "# libddp against Open MPI" (G ? " and gloo" : "") ": benchmark report"
     print ""
-    print "- Date: " date " (" mode " mode, " secs " s)"
+    print "- Date: " date " (" mode " mode, " (best_of > 1 ? "best of " best_of " rounds, " : "") secs " s)"
     print "- Programs: " programs
     print "- Machine: " machine
     print "- Cluster: " cluster
