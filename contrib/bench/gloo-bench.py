@@ -10,9 +10,10 @@ The loop is bench.c's, written again in Python, so that the three programs
 measure the same way:
   - init: init_process_group, from the call to its return (torch imported
     before); slowest, median and fastest rank;
-  - barrier and bcast (root 0, in place), allreduce (SUM; in place, as
-    gloo does it: the send buffer is copied into the receive buffer before
-    each call, untimed), allgather and gather (root 0) on FLOAT32 buffers, every call timed on
+  - barrier and bcast (root 0, in place), allreduce (SUM, out of place as
+    ddp-bench's and mpi-bench's: gloo's is in place, so the timed call is
+    the copy of the send buffer into the receive buffer and gloo's
+    all_reduce on it), allgather and gather (root 0) on FLOAT32 buffers, every call timed on
     its own (time.perf_counter_ns: CLOCK_MONOTONIC) with nothing in
     between but the untimed check writes; per rank the median, mean and
     fastest call, the tables the slowest rank's (max over ranks); the same
@@ -238,20 +239,22 @@ class Bench:
         if op == "bcast":
             return lambda: dist.broadcast(s, src=0)
         if op == "allreduce":
-            # gloo reduces in place: the send buffer is copied into the
-            # receive buffer before the call, untimed (prepare_call).
-            return lambda: dist.all_reduce(r)
+            # Out of place, as ddp_allreduce and MPI_Allreduce are: the
+            # copy is part of the call (on one rank it is all of it, as in
+            # the other two).
+            copyto = self.np.copyto
+            ns, nr = self.send[:count], self.recv[:count]
+
+            def allreduce():
+                copyto(nr, ns)      # a memcpy: faster than torch's copy_
+                dist.all_reduce(r)
+            return allreduce
         parts = [self.recv_t[k * count:(k + 1) * count]
                  for k in range(self.size)]
         if op == "allgather":
             return lambda: dist.all_gather(parts, s)
         lst = parts if self.rank == 0 else None
         return lambda: dist.gather(s, gather_list=lst, dst=0)
-
-    def prepare_call(self, op, count):
-        """What precedes a call, untimed: allreduce's copy (caller)."""
-        if op == "allreduce":
-            self.recv[:count] = self.send[:count]
 
     def fail(self, what, nbytes, e):
         print(f"{PROG}: rank {self.rank}: {what} ({nbytes} bytes) failed: {e}",
@@ -282,7 +285,6 @@ class Bench:
         if sampled:
             pos = self.positions(count, it)
             self.sample_prepare(op, count, it + 1, pos)
-        self.prepare_call(op, count)
         clock = time.perf_counter_ns
         try:
             t0 = clock()
@@ -311,7 +313,6 @@ class Bench:
         errors = 0
         if op != "barrier" and o["check_every"]:
             self.full_prepare(op, count)
-            self.prepare_call(op, count)
             try:
                 fn()
             except RuntimeError as e:
