@@ -432,7 +432,7 @@ function human(b) {
 function sweep_section(   i, j, n, p, r, skipped) {
     print "## Scaling: allreduce and barrier on 1 to " node_[nnode] " nodes"
     print ""
-    print "One run per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
+    print (best_of > 1 ? "The best of " best_of " rounds" : "One run") " per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
     print "allreduce only, sizes " sizes_text "; the 1- and 2-node"
     print "configurations of the tables above are not run again.  Init: median"
     print "over every run of that shape.  Sent: bytes the busiest node leader sent"
