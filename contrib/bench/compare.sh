@@ -1,13 +1,19 @@
 #!/bin/bash
-# compare.sh - libddp against Open MPI on the test cluster, in one command.
+# compare.sh - libddp against Open MPI and gloo on the test cluster, in one
+# command.
 #
 #   contrib/bench/compare.sh [--short] [--out DIR] [--report FILE] [--reps N]
 #                            [--launch-reps N] [--plugstack] [--no-launch]
 #                            [--sections LIST] [--nodes LIST] [--ppn LIST]
-#                            [--plot FILE] [--baseline FILE]
+#                            [--plot FILE] [--baseline FILE] [--no-gloo]
+#                            [--sizes LIST] [--best-of N]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
-# `srun --mpi=pmix`: every collective for one node with 2 ranks (-N1 -n2) and
+# `srun --mpi=pmix`, and gloo-bench.py (the same loop on torch.distributed's
+# gloo backend, joined through env:// from the variables of `srun
+# --ddp=host`) where a python3 with torch is found (else its columns are
+# left out and the report says why), one after the other for each
+# configuration: every collective for one node with 2 ranks (-N1 -n2) and
 # two nodes with one rank each (-N2 -n2); barrier and allreduce at every node
 # count of --nodes with every ranks-per-node count of --ppn (the node sweep);
 # ddp_init against MPI_Init for 2, 4, 8, 16 and 32 ranks on two nodes
@@ -35,6 +41,15 @@
 #                  is installed; with --plot it must be)
 #   --baseline FILE  results.tsv of an earlier run: ddp's 1- and 2-node times
 #                  are compared with it (a scaling target)
+#   --no-gloo      leave gloo out (no torch needed)
+#   --best-of N    run the collectives and the sweep N times over (each
+#                  round every configuration, the peers one after the
+#                  other) and report each row's best (lowest) time; a wrong
+#                  result in any round is reported (default 1)
+#   --sizes LIST   message sizes in bytes of the collectives and the sweep,
+#                  e.g. 8,32768,1048576 (default: --short 8,65536,1048576;
+#                  else 8 B to 64 MiB, x2 for the collectives, x8 for the
+#                  sweep)
 #
 # The cluster: reused when DDP_CLUSTER_DIR (or SLURM_CONF) points at a running
 # one, else started with as many nodes as --nodes needs
@@ -42,7 +57,14 @@
 # Programs: DDP_BENCH, MPI_BENCH, DDP_BENCH_FENCES (the LD_PRELOAD fence
 # counter) default to the build tree DDP_BUILD_DIR (default: the source tree).
 # DDP_BENCH_SOURCE names the source of the programs in the report (default:
-# git describe of the tree compare.sh is in).
+# git describe of the tree compare.sh is in).  GLOO_BENCH (default:
+# gloo-bench.py beside compare.sh; empty: no gloo) runs under GLOO_PYTHON
+# (default: the first of python3 and /usr/bin/python3 that imports torch with
+# gloo; Debian's python3-torch is for /usr/bin/python3).  gloo is not in the
+# init and launch sections (those are about PMIx and the plugin), and not in
+# the sweep beyond GLOO_MAX_NODES nodes (--short: 2; each gloo rank imports
+# torch, ~1 s of CPU) or GLOO_MAX_RANKS ranks (default: no limit; each rank
+# holds about 300 MiB and two buffers of the largest size).
 # MPI runs with OMPI_MCA_pml=ob1 (the PML Open MPI selects anyway here, without
 # first probing UCX, ~200 ms of MPI_Init) and its shared-memory segments in the
 # node's private /tmp (vader in Open MPI 4, sm in 5; the test nodes share
@@ -77,6 +99,9 @@ nodes=
 ppn=
 plot=
 baseline=
+no_gloo=0
+sizes=
+best_of=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -91,7 +116,10 @@ while [ $# -gt 0 ]; do
         --ppn) ppn=${2:?--ppn needs a list, e.g. 1,4}; shift ;;
         --plot) plot=${2:?--plot needs a file}; shift ;;
         --baseline) baseline=${2:?--baseline needs a results.tsv}; shift ;;
-        -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-gloo) no_gloo=1 ;;
+        --best-of) best_of=${2:?--best-of needs a number}; shift ;;
+        --sizes) sizes=${2:?--sizes needs a list, e.g. 8,65536,1048576}; shift ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
@@ -100,15 +128,16 @@ want () { case ",$sections," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 for s in ${sections//,/ }; do
     case $s in collectives|scale|init|launch) ;; *) die "unknown section '$s' (of collectives, scale, init, launch)" ;; esac
 done
-case "${reps:-1}${launch_reps:-1}" in *[!0-9]*) die "--reps and --launch-reps take numbers" ;; esac
+case "${reps:-1}${launch_reps:-1}$best_of" in *[!0-9]*) die "--reps, --launch-reps and --best-of take numbers" ;; esac
+[ "$best_of" -ge 1 ] || die "--best-of takes a number of at least 1"
 if [ $short = 1 ]; then
     : "${nodes:=1,2,4}" "${ppn:=1,2}"
 else
     : "${nodes:=1,2,4,8,16}" "${ppn:=1,4}"
 fi
-for list in "$nodes" "$ppn"; do
+for list in "$nodes" "$ppn" ${sizes:+"$sizes"}; do
     [[ $list =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
-        die "--nodes and --ppn take lists of whole numbers, e.g. 1,2,4 (got '$list')"
+        die "--nodes, --ppn and --sizes take lists of whole numbers, e.g. 1,2,4 (got '$list')"
 done
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "--baseline $baseline: no such file (give an earlier run's results.tsv)"
 [ -z "$plot" ] || command -v gnuplot >/dev/null ||
@@ -133,6 +162,9 @@ if [ $short = 1 ]; then
     SWEEP_SIZES=8,65536,1048576
     : "${reps:=1}" "${launch_reps:=3}"
     RUN_TIMEOUT=120
+    # gloo's ranks each import torch (~1 s of CPU): CI runs it on 1 and 2
+    # nodes only.
+    GLOO_MAX_NODES=${GLOO_MAX_NODES-2}
     INIT_TIMEOUT=60
 else
     BENCH_ARGS=""
@@ -140,7 +172,13 @@ else
     SWEEP_ARGS="-o barrier,allreduce -M 0 -s $SWEEP_SIZES -m 5 -T 5"
     : "${reps:=5}" "${launch_reps:=20}"
     RUN_TIMEOUT=600
+    GLOO_MAX_NODES=${GLOO_MAX_NODES-}
     INIT_TIMEOUT=120
+fi
+if [ -n "$sizes" ]; then
+    BENCH_ARGS="$BENCH_ARGS -s $sizes"
+    SWEEP_ARGS="$SWEEP_ARGS -s $sizes"
+    SWEEP_SIZES=$sizes
 fi
 out=${out:-$build/contrib/bench/results}
 mkdir -p "$out" || die "cannot create $out"
@@ -156,11 +194,39 @@ if [ -z "$plot" ] && want scale; then
     if command -v gnuplot >/dev/null; then plot=$out/scale.png
     else say "gnuplot not found (apt-get install gnuplot-nox): no picture of the sweep"; fi
 fi
-rm -f "$out"/ddp-* "$out"/mpi-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
+rm -f "$out"/ddp-* "$out"/mpi-* "$out"/gloo-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
       "$out/failures" "$out/retried" "$out/scale.dat"
 [ -x "$DDP_BENCH" ] || die "ddp-bench not found at $DDP_BENCH (build first, or set DDP_BENCH)"
 [ -x "$MPI_BENCH" ] || { say "mpi-bench not found at $MPI_BENCH: MPI columns will be n/a"; MPI_BENCH=; }
 [ -n "$FENCES" ] && [ ! -f "$FENCES" ] && { say "no fence counter at $FENCES: fences not counted"; FENCES=; }
+
+# gloo: a python3 that has torch with gloo, and the script.
+GLOO_BENCH=${GLOO_BENCH-$here/gloo-bench.py}
+gloo_note=
+if [ $no_gloo = 1 ]; then
+    GLOO_BENCH=; gloo_note="not run (--no-gloo)"
+elif [ -z "$GLOO_BENCH" ]; then
+    gloo_note="not run (GLOO_BENCH is empty)"
+elif [ ! -f "$GLOO_BENCH" ]; then
+    gloo_note="not run: no $GLOO_BENCH"; GLOO_BENCH=
+else
+    if [ -z "${GLOO_PYTHON:-}" ]; then
+        for py in python3 /usr/bin/python3; do
+            py=$(command -v "$py") || continue
+            "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null &&
+                { GLOO_PYTHON=$py; break; }
+        done
+    fi
+    gloo_torch=$([ -n "${GLOO_PYTHON:-}" ] && "$GLOO_PYTHON" -c 'import torch.distributed as d; assert d.is_gloo_available(); import torch; print(torch.__version__)' 2>/dev/null)
+    if [ -z "$gloo_torch" ]; then
+        gloo_note="not run: no python3 with torch and its gloo backend (Debian: apt-get install python3-torch)"
+        GLOO_BENCH=
+    else
+        gloo_note="torch $gloo_torch ($GLOO_PYTHON), gloo-bench.py under srun --ddp=host${GLOO_MAX_NODES:+, in the sweep on at most $GLOO_MAX_NODES nodes}${GLOO_MAX_RANKS:+, in the sweep at most $GLOO_MAX_RANKS ranks}"
+    fi
+fi
+[ -n "$GLOO_BENCH" ] || say "gloo: $gloo_note: no gloo columns"
+PEERS="ddp mpi${GLOO_BENCH:+ gloo}"
 
 failures=$out/failures
 : >"$failures"
@@ -204,6 +270,12 @@ else
 fi
 cluster_nodes=$(cat "$cluster_dir/nodes" 2>/dev/null ||
                 sinfo -h -N -o %N 2>/dev/null | sort -u | wc -l)
+# gloo's rendezvous variables come from the plugin (srun --ddp=host).
+if [ -n "$GLOO_BENCH" ] && [ -n "$cluster_dir" ] && ! grep -q . "$cluster_dir/plugin" 2>/dev/null; then
+    gloo_note="not run: the cluster has no plugin (srun --ddp=host sets gloo's MASTER_ADDR and MASTER_PORT)"
+    say "gloo: $gloo_note"
+    GLOO_BENCH=; PEERS="ddp mpi"
+fi
 
 # ---- running the programs -------------------------------------------------
 # mpi_env RANKS: Open MPI's settings for a run of RANKS ranks.
@@ -215,12 +287,12 @@ mpi_env () {
     fi
 }
 
-# run_bench TAG IMPL NODES RANKS PPN ARGS...: one srun of ddp-bench or
-# mpi-bench (PPN: ranks per node, or "" for Slurm's placement), TSV in
-# TAG.tsv, table in TAG.txt, stderr in TAG.err.
+# run_bench TAG IMPL NODES RANKS PPN ARGS...: one srun of ddp-bench,
+# mpi-bench or gloo-bench.py (PPN: ranks per node, or "" for Slurm's
+# placement), TSV in TAG.tsv, table in TAG.txt, stderr in TAG.err.
 run_bench () {
     local tag=$1 impl=$2 nodes=$3 ranks=$4 ppn=$5 prog env rc try why limit=$RUN_TIMEOUT
-    local place=
+    local place='' launcher=--mpi=pmix interp=''
     shift 5
     case " $* " in *" --init-only "*) limit=$INIT_TIMEOUT ;; esac
     [ -n "$ppn" ] && place="--ntasks-per-node=$ppn"
@@ -228,9 +300,12 @@ run_bench () {
         ddp) prog=$DDP_BENCH; env="DDP_BACKEND=host" ;;
         mpi) prog=$MPI_BENCH; env=$(mpi_env "$ranks") ;;
         mpidefault) prog=$MPI_BENCH; env=$MPI_ENV_DEFAULT ;;
+        # The plugin sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE.
+        gloo) prog=$GLOO_BENCH; interp=$GLOO_PYTHON; env="DDP_BACKEND=host"
+              launcher=--ddp=host ;;
     esac
     [ -n "$prog" ] || return 0
-    [ -n "$FENCES" ] && env="$env LD_PRELOAD=$FENCES"
+    [ -n "$FENCES" ] && [ $impl != gloo ] && env="$env LD_PRELOAD=$FENCES"
     # Under the sanitizer suite (contrib/ci-extra.sh sets ASAN_OPTIONS with
     # a log_path), the peer's reports go to its stderr instead, so that a
     # crash inside Open MPI is retried and reported here like any other of
@@ -241,9 +316,9 @@ run_bench () {
     for try in 1 2 3; do
         rm -f "$out/$tag.tsv"
         # shellcheck disable=SC2086
-        timeout --kill-after=5 "$limit" srun --mpi=pmix --kill-on-bad-exit=1 \
+        timeout --kill-after=5 "$limit" srun $launcher --kill-on-bad-exit=1 \
             -N"$nodes" -n"$ranks" $place \
-            env $env "$prog" --tsv "$out/$tag.tsv" "$@" \
+            env $env $interp "$prog" --tsv "$out/$tag.tsv" "$@" \
             >"$out/$tag.txt" 2>"$out/$tag.err"
         rc=$?
         [ $rc = 0 ] && break
@@ -273,28 +348,35 @@ load_start=$(uptime)
 t_start=$(date +%s)
 
 # ---- 1. collectives: -N1 -n2 and -N2 -n2 ---------------------------------
-want collectives && for cfg in N1n2 N2n2; do
-    n=${cfg:1:1}
-    for impl in ddp mpi; do
-        say "collectives $impl -N$n -n2"
-        # shellcheck disable=SC2086
-        run_bench "$impl-$cfg" $impl "$n" 2 "" $BENCH_ARGS
-    done
-done
-
-# ---- 2. the node sweep ----------------------------------------------------
-# swept N P: true when the collectives runs measured N nodes x P ranks.
+# With --best-of N, sections 1 and 2 run N times; round K's files are
+# TAG.rK.* and the report takes each row's best round (results.tsv below).
 swept () { want collectives && { [ "$1:$2" = 1:2 ] || [ "$1:$2" = 2:1 ]; }; }
 sweep_top=0
-want scale && for p in ${ppn//,/ }; do
-    for n in ${nodes//,/ }; do
-        [ "$n" -le "$cluster_nodes" ] || continue
-        [ "$n" -gt $sweep_top ] && sweep_top=$n
-        swept "$n" "$p" && continue
-        for impl in ddp mpi; do
-            say "sweep $impl -N$n --ntasks-per-node=$p"
+for round in $(seq 1 "$best_of"); do
+    rs=; [ "$best_of" -gt 1 ] && rs=.r$round && say "round $round/$best_of"
+    want collectives && for cfg in N1n2 N2n2; do
+        n=${cfg:1:1}
+        for impl in $PEERS; do
+            say "collectives $impl -N$n -n2"
             # shellcheck disable=SC2086
-            run_bench "$impl-scale-N${n}p$p" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
+            run_bench "$impl-$cfg$rs" $impl "$n" 2 "" $BENCH_ARGS
+        done
+    done
+
+    # ---- 2. the node sweep ------------------------------------------------
+    # swept N P: true when the collectives runs measured N nodes x P ranks.
+    want scale && for p in ${ppn//,/ }; do
+        for n in ${nodes//,/ }; do
+            [ "$n" -le "$cluster_nodes" ] || continue
+            [ "$n" -gt $sweep_top ] && sweep_top=$n
+            swept "$n" "$p" && continue
+            for impl in $PEERS; do
+                [ $impl = gloo ] && { { [ -n "$GLOO_MAX_NODES" ] && [ "$n" -gt "$GLOO_MAX_NODES" ]; } ||
+                    { [ -n "${GLOO_MAX_RANKS:-}" ] && [ $((n * p)) -gt "$GLOO_MAX_RANKS" ]; }; } && continue
+                say "sweep $impl -N$n --ntasks-per-node=$p"
+                # shellcheck disable=SC2086
+                run_bench "$impl-scale-N${n}p$p$rs" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
+            done
         done
     done
 done
@@ -393,14 +475,23 @@ load_end=$(uptime)
 t_end=$(date +%s)
 
 # ---- the report ----------------------------------------------------------
-# All TSV rows in one file, with the run's name first.
+# All TSV rows in one file, with the run's name first; of the rounds of
+# --best-of (TAG.rK.tsv: run TAG) each row's lowest time, or a wrong
+# result where a round had one.
 {
     printf 'run\timpl\top\tnranks\tnnodes\tbytes\tcount\titers\ttime_us\tmean_us\tmin_us\talgbw_GBps\tbusbw_GBps\tcheck\n'
     for f in "$out"/*.tsv; do
         [ -f "$f" ] && [ "$(basename "$f")" != results.tsv ] || continue
-        awk -v run="$(basename "$f" .tsv)" 'NR > 1 { print run "\t" $0 }' "$f"
+        awk -v run="$(basename "$f" .tsv)" 'NR > 1 { sub(/[.]r[0-9]+$/, "", run); print run "\t" $0 }' "$f"
     done
-} >"$out/results.tsv.new" && mv -f "$out/results.tsv.new" "$out/results.tsv"
+} | awk -F'\t' '
+    NR == 1 { print; next }
+    { k = $1 SUBSEP $3 SUBSEP $6 }
+    !(k in row) { keys[++n] = k; row[k] = $0; t[k] = $9; bad[k] = $14 ~ /^FAIL/; next }
+    bad[k] { next }
+    $14 ~ /^FAIL/ || ($9 + 0 >= 0 && $9 + 0 < t[k] + 0) { row[k] = $0; t[k] = $9; bad[k] = $14 ~ /^FAIL/ }
+    END { for (i = 1; i <= n; i++) print row[keys[i]] }
+' >"$out/results.tsv.new" && mv -f "$out/results.tsv.new" "$out/results.tsv"
 
 # write_report PLOT: report.awk over every raw file; the picture's data in
 # scale.dat.
@@ -419,7 +510,7 @@ write_report () {
     want scale || sweep=
     awk -f "$here/report.awk" \
         -v date="$(date -u '+%Y-%m-%d %H:%M UTC')" \
-        -v mode="$([ $short = 1 ] && echo short || echo full)" \
+        -v mode="$([ $short = 1 ] && echo short || echo full)" -v best_of="$best_of" \
         -v secs=$((t_end - t_start)) \
         -v programs="$build (source: ${DDP_BENCH_SOURCE:-$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)})" \
         -v machine="$CORES CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)" \
@@ -429,6 +520,7 @@ write_report () {
         -v launch_note="$launch_note" -v nodes="$sweep" -v ppn="$ppn" \
         -v sizes="$SWEEP_SIZES" -v maxnodes="$cluster_nodes" \
         -v plot="$shown" -v plotdata="${1:+$out/scale.dat}" \
+        -v gloo="$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)" -v gloo_note="$gloo_note" \
         "${files[@]}" >"$report.new" && mv -f "$report.new" "$report"
 }
 
@@ -436,7 +528,8 @@ write_report "$plot" || die "report.awk failed"
 if [ -n "$plot" ] && [ -s "$out/scale.dat" ]; then
     gp_ppn=${ppn//,/ }
     gp_big=${SWEEP_SIZES##*,}
-    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'" \
+    gp_gloo=$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)
+    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'; gloo=$gp_gloo" \
             "$here/plot.gp" 2>"$out/plot.err"; then
         fail "plot: gnuplot failed: $(tail -n 3 "$out/plot.err" | tr '\n' ' ')"
         write_report "" || die "report.awk failed"

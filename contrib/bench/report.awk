@@ -16,13 +16,16 @@
 #   failures, retried   one failed (retried) run a line.
 #   baseline a results.tsv of an earlier run: ddp's 1- and 2-node times now
 #            are compared with it.
-# Variables (-v): mode, secs, programs, machine, cluster, load_start,
+# Variables (-v): mode, best_of (rounds: each row is its best), secs, programs, machine, cluster, load_start,
 # load_end, rawdata, reps (init repetitions), scale_ranks ("2 4 8 16 32"),
 # launch_note, nodes (the sweep's, "1,2,4,8,16"), ppn ("1,4"), sizes (the
 # sweep's, in bytes), maxnodes (the cluster's), plot (the picture, for the
-# report to show), plotdata (a file to write the plot's data to).
+# report to show), plotdata (a file to write the plot's data to), gloo (1:
+# the second peer, gloo-bench.py, was run: its columns are shown),
+# gloo_note (how it was run, or why not).
 #
-# Ratios are ddp / MPI; "n/a" where a side is missing.
+# Ratios are ddp / MPI ("time ratio", "bw ratio") and ddp / gloo ("ddp/gloo
+# time", "ddp/gloo bw"); "n/a" where a side is missing.
 BEGIN {
     FS = "\t"
     nruns = 0
@@ -73,8 +76,11 @@ function median(a, n,   i, j, v, s) {
     return (s[n / 2] + s[n / 2 + 1]) / 2
 }
 
+# ratio(a, b[, fmt]): a / b, by default to two decimals, or two significant
+# digits below 0.1 (ddp against gloo's small messages: 0.0025).
 function ratio(a, b, fmt) {
     if (a == "" || b == "" || a == "n/a" || b == "n/a" || b + 0 == 0) return "n/a"
+    if (fmt == "" && a / b < 0.1) fmt = "%.2g"
     return sprintf(fmt == "" ? "%.2f" : fmt, a / b)
 }
 
@@ -102,24 +108,71 @@ function kib(run, op) {
     return sprintf("%.0f", rss[run, op] / 1024)
 }
 
+# ---- table rows -------------------------------------------------------------
+# A row is built cell by cell in row_: row_start(first cell), cell_(x)...,
+# row_end() prints it.  The gloo cells are added only when gloo ran (G).
+
+function row_start(x) { row_ = "| " x }
+function cell_(x) { row_ = row_ " | " x }
+function row_end() { print row_ " |" }
+
+# The header cells of the three-way comparison: times, ratios, bandwidths,
+# ratios, checks; and its alignment row (n: cells before them).
+function peer_header(first,   h) {
+    h = first " | ddp us | MPI us" (G ? " | gloo us" : "") " | time ratio" \
+        (G ? " | ddp/gloo time" : "") " | ddp busbw GB/s | MPI busbw GB/s" \
+        (G ? " | gloo busbw GB/s" : "") " | bw ratio" (G ? " | ddp/gloo bw" : "")
+    return h
+}
+function align(n, numeric, text,   s, i) {
+    s = "|"
+    for (i = 1; i <= n; i++) s = s "---|"
+    for (i = 1; i <= numeric; i++) s = s "---:|"
+    for (i = 1; i <= text; i++) s = s "---|"
+    return s
+}
+
+# The cells of one measured row of runs d, m and g (ddp, MPI, gloo): times,
+# ratios, bandwidths (not for the barrier), ratios, and (unless nocheck)
+# the checks.
+function peer_cells(d, m, g, op, b, nocheck,   barrier) {
+    barrier = op == "barrier"
+    cell_(na(cell(d, op, b, "time"))); cell_(na(cell(m, op, b, "time")))
+    if (G) cell_(na(cell(g, op, b, "time")))
+    cell_(ratio(cell(d, op, b, "time"), cell(m, op, b, "time")))
+    if (G) cell_(ratio(cell(d, op, b, "time"), cell(g, op, b, "time")))
+    cell_(barrier ? "" : na(cell(d, op, b, "bw")))
+    cell_(barrier ? "" : na(cell(m, op, b, "bw")))
+    if (G) cell_(barrier ? "" : na(cell(g, op, b, "bw")))
+    cell_(barrier ? "" : ratio(cell(d, op, b, "bw"), cell(m, op, b, "bw")))
+    if (G) cell_(barrier ? "" : ratio(cell(d, op, b, "bw"), cell(g, op, b, "bw")))
+    if (!nocheck) checks_cell(d, m, g, op, b)
+}
+function checks_cell(d, m, g, op, b) {
+    cell_(na(cell(d, op, b, "check")) " / " na(cell(m, op, b, "check")) \
+        (G ? " / " na(cell(g, op, b, "check")) : ""))
+}
+function checks_header() { return "checks ddp / MPI" (G ? " / gloo" : "") }
+
 # ---- the collectives tables ---------------------------------------------------
 
-function collectives(cfg,   d, m, first, i, op, b, k, barrier) {
-    d = "ddp-" cfg; m = "mpi-" cfg
-    first = (d in seen) ? d : m
-    print "| op | bytes | ddp us | MPI us | time ratio | ddp busbw GB/s | MPI busbw GB/s | bw ratio | checks ddp / MPI |"
-    print "|---|---:|---:|---:|---:|---:|---:|---:|---|"
-    if (!(first in seen)) { print "| (no results: both runs failed) | | | | | | | | |"; return }
+function collectives(cfg,   d, m, g, first, i, op, b, k, nc, j) {
+    d = "ddp-" cfg; m = "mpi-" cfg; g = "gloo-" cfg
+    first = (d in seen) ? d : (m in seen) ? m : g
+    print "| " peer_header("op | bytes") " | " checks_header() " |"
+    nc = G ? 10 : 6
+    print align(1, nc + 1, 1)
+    if (!(first in seen)) {
+        row_start("(no results: every run failed)")
+        for (j = 1; j <= nc + 2; j++) cell_("")
+        row_end()
+        return
+    }
     for (i = 1; i <= nrows[first]; i++) {
         split(order[first, i], k, SUBSEP); op = k[1]; b = k[2]
-        barrier = op == "barrier"
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", op, b,
-            na(cell(d, op, b, "time")), na(cell(m, op, b, "time")),
-            ratio(cell(d, op, b, "time"), cell(m, op, b, "time")),
-            barrier ? "" : na(cell(d, op, b, "bw")),
-            barrier ? "" : na(cell(m, op, b, "bw")),
-            barrier ? "" : ratio(cell(d, op, b, "bw"), cell(m, op, b, "bw")),
-            na(cell(d, op, b, "check")), na(cell(m, op, b, "check"))
+        row_start(op); cell_(b)
+        peer_cells(d, m, g, op, b)
+        row_end()
     }
 }
 
@@ -302,41 +355,49 @@ function worst_bw(n, r,   i, v, w) {
     return w
 }
 
-function time_ratio(n, r, op, b) {
-    return ratio(sw("ddp", n, r, op, b, "time"), sw("mpi", n, r, op, b, "time"))
+# time_ratio(n, r, op, b[, peer]), bw_ratio(n, r, b[, peer]): ddp / the
+# peer (default mpi) in the sweep.
+function time_ratio(n, r, op, b, peer) {
+    return ratio(sw("ddp", n, r, op, b, "time"), sw(peer == "" ? "mpi" : peer, n, r, op, b, "time"))
 }
 
-function bw_ratio(n, r, b) {
-    return ratio(sw("ddp", n, r, "allreduce", b, "bw"), sw("mpi", n, r, "allreduce", b, "bw"))
+function bw_ratio(n, r, b, peer) {
+    return ratio(sw("ddp", n, r, "allreduce", b, "bw"), sw(peer == "" ? "mpi" : peer, n, r, "allreduce", b, "bw"))
 }
 
 function run_nodes(n) { return n + 0 <= maxnodes + 0 }
 
-function sweep_rows(n, p,   r, i, b, op) {
+# swrun(impl, n, r, op, b): the run that measured it for the sweep, or "".
+function swrun(impl, n, r, op, b,   k) {
+    k = impl SUBSEP n SUBSEP r SUBSEP op SUBSEP b
+    return (k in where) ? where[k] : ""
+}
+
+function sweep_rows(n, p,   r, i, b, op, d, m, g) {
     r = n * p
     for (i = 0; i <= nsizes; i++) {
         op = i == 0 ? "barrier" : "allreduce"
         b = i == 0 ? 0 : size_[i]
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n",
-            n, r, op, b, na(sw("ddp", n, r, op, b, "time")),
-            na(sw("mpi", n, r, op, b, "time")), time_ratio(n, r, op, b),
-            i == 0 ? "" : na(sw("ddp", n, r, op, b, "bw")),
-            i == 0 ? "" : na(sw("mpi", n, r, op, b, "bw")),
-            i == 0 ? "" : bw_ratio(n, r, b),
-            i == 0 ? "" : sent_cell(n, r, b),
-            na(sw("ddp", n, r, op, b, "check")), na(sw("mpi", n, r, op, b, "check"))
+        d = swrun("ddp", n, r, op, b); m = swrun("mpi", n, r, op, b)
+        g = swrun("gloo", n, r, op, b)
+        row_start(n); cell_(r); cell_(op); cell_(b)
+        peer_cells(d, m, g, op, b, 1)
+        cell_(i == 0 ? "" : sent_cell(n, r, b))
+        checks_cell(d, m, g, op, b)
+        row_end()
     }
 }
 
 function plot_data(   i, j, n, r, big) {
     big = largest()
     print "# nodes ddp_bw_1MiB mpi_bw_1MiB ddp_bw_" big " mpi_bw_" big \
-        " ddp_us_8B mpi_us_8B ddp_us_barrier mpi_us_barrier; a block per ppn: " ppn > plotdata
+        " ddp_us_8B mpi_us_8B ddp_us_barrier mpi_us_barrier gloo_bw_1MiB gloo_bw_" big \
+        " gloo_us_8B gloo_us_barrier; a block per ppn: " ppn > plotdata
     for (j = 1; j <= nppn; j++) {
         for (i = 1; i <= nnode; i++) {
             n = node_[i]; r = n * ppn_[j]
             if (!run_nodes(n)) continue
-            printf "%s %s %s %s %s %s %s %s %s\n", n,
+            printf "%s %s %s %s %s %s %s %s %s %s %s %s %s\n", n,
                 qb(sw("ddp", n, r, "allreduce", 1048576, "bw")),
                 qb(sw("mpi", n, r, "allreduce", 1048576, "bw")),
                 qb(sw("ddp", n, r, "allreduce", big, "bw")),
@@ -344,7 +405,11 @@ function plot_data(   i, j, n, r, big) {
                 q(sw("ddp", n, r, "allreduce", 8, "time")),
                 q(sw("mpi", n, r, "allreduce", 8, "time")),
                 q(sw("ddp", n, r, "barrier", 0, "time")),
-                q(sw("mpi", n, r, "barrier", 0, "time")) > plotdata
+                q(sw("mpi", n, r, "barrier", 0, "time")),
+                qb(sw("gloo", n, r, "allreduce", 1048576, "bw")),
+                qb(sw("gloo", n, r, "allreduce", big, "bw")),
+                q(sw("gloo", n, r, "allreduce", 8, "time")),
+                q(sw("gloo", n, r, "barrier", 0, "time")) > plotdata
         }
         printf "\n\n" > plotdata
     }
@@ -367,7 +432,7 @@ function human(b) {
 function sweep_section(   i, j, n, p, r, skipped) {
     print "## Scaling: allreduce and barrier on 1 to " node_[nnode] " nodes"
     print ""
-    print "One run per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
+    print (best_of > 1 ? "The best of " best_of " rounds" : "One run") " per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
     print "allreduce only, sizes " sizes_text "; the 1- and 2-node"
     print "configurations of the tables above are not run again.  Init: median"
     print "over every run of that shape.  Sent: bytes the busiest node leader sent"
@@ -383,25 +448,40 @@ function sweep_section(   i, j, n, p, r, skipped) {
         print "Not run: " skipped " nodes (the cluster has " maxnodes ")."
         print ""
     }
-    print "| nodes | ranks | barrier time ratio | 8 B allreduce time ratio | 1 MiB bw ratio | " human(largest()) " bw ratio | ddp_init ms | MPI_Init ms | init ratio |"
-    print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    if (G) {
+        print "Ratios are ddp / Open MPI; the columns \"ddp/gloo\" are ddp / gloo."
+        print ""
+    }
+    print "| nodes | ranks | barrier time ratio" (G ? " | barrier ddp/gloo" : "") \
+        " | 8 B allreduce time ratio" (G ? " | 8 B ddp/gloo" : "") \
+        " | 1 MiB bw ratio" (G ? " | 1 MiB bw ddp/gloo" : "") " | " human(largest()) \
+        " bw ratio" (G ? " | " human(largest()) " bw ddp/gloo" : "") \
+        " | ddp_init ms | MPI_Init ms | init ratio |"
+    print align(0, G ? 13 : 9, 0)
     for (j = 1; j <= nppn; j++)
         for (i = 1; i <= nnode; i++) {
             n = node_[i]; r = n * ppn_[j]
             if (!run_nodes(n)) continue
-            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, r,
-                time_ratio(n, r, "barrier", 0), time_ratio(n, r, "allreduce", 8),
-                bw_ratio(n, r, 1048576), bw_ratio(n, r, largest()),
-                na(node_init("ddp", n, r)), na(node_init("mpi", n, r)),
-                ratio(node_init("ddp", n, r), node_init("mpi", n, r))
+            row_start(n); cell_(r)
+            cell_(time_ratio(n, r, "barrier", 0))
+            if (G) cell_(time_ratio(n, r, "barrier", 0, "gloo"))
+            cell_(time_ratio(n, r, "allreduce", 8))
+            if (G) cell_(time_ratio(n, r, "allreduce", 8, "gloo"))
+            cell_(bw_ratio(n, r, 1048576))
+            if (G) cell_(bw_ratio(n, r, 1048576, "gloo"))
+            cell_(bw_ratio(n, r, largest()))
+            if (G) cell_(bw_ratio(n, r, largest(), "gloo"))
+            cell_(na(node_init("ddp", n, r))); cell_(na(node_init("mpi", n, r)))
+            cell_(ratio(node_init("ddp", n, r), node_init("mpi", n, r)))
+            row_end()
         }
     print ""
     for (j = 1; j <= nppn; j++) {
         p = ppn_[j]
         print "### " p " rank" (p == 1 ? "" : "s") " per node"
         print ""
-        print "| nodes | ranks | op | bytes | ddp us | MPI us | time ratio | ddp busbw GB/s | MPI busbw GB/s | bw ratio | sent / 2(N-1)/N B | checks ddp / MPI |"
-        print "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        print "| " peer_header("nodes | ranks | op | bytes") " | sent / 2(N-1)/N B | " checks_header() " |"
+        print "|---:|---:|---|" substr(align(0, G ? 12 : 8, 1), 2)
         for (i = 1; i <= nnode; i++)
             if (run_nodes(node_[i])) sweep_rows(node_[i], p)
         print ""
@@ -551,15 +631,17 @@ END {
     nsizes = split(sizes, size_, ",")
     sizes_text = sizes; gsub(/,/, ", ", sizes_text); sizes_text = sizes_text " bytes"
     have_baseline = baseline_read
-    print "# libddp against Open MPI: benchmark report"
+    G = gloo + 0
+    print "# libddp against Open MPI" (G ? " and gloo" : "") ": benchmark report"
     print ""
-    print "- Date: " date " (" mode " mode, " secs " s)"
+    print "- Date: " date " (" mode " mode, " (best_of > 1 ? "best of " best_of " rounds, " : "") secs " s)"
     print "- Programs: " programs
     print "- Machine: " machine
     print "- Cluster: " cluster
     print "- Load at start: `" load_start "`; at end: `" load_end "` (1, 5, 15 min)"
     print "- Times: per-call median over the iterations, slowest rank; ratio = ddp / MPI"
     print "  (time: lower is better; bandwidth: higher is better).  Raw data: `" rawdata "`."
+    if (gloo_note != "") print "- gloo: " gloo_note (G ? "; ddp/gloo = ddp / gloo" : "")
     print ""
     print "## Collectives: one node, 2 ranks (-N1 -n2)"
     print ""
