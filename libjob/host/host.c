@@ -144,10 +144,11 @@ static int node_tables (struct host *h, struct bootstrap *b)
         return ddpi_error (rc, "host backend setup: %s", err);
     for (r = 0; r < h->size; r++)
         h->node_size[h->rank_node[r]]++;
-    for (n = 0; n < h->nnodes; n++) {
-        if (!(h->node_ranks[n] = calloc ((size_t)h->node_size[n],
-                                         sizeof (int))))
-            return ddpi_error (DDP_ENOMEM, "out of memory");
+    /* Each node's list is a slice of one table (alloc_tables), node by
+     * node: no allocation per node. */
+    for (n = 0, r = 0; n < h->nnodes; n++) {
+        h->node_ranks[n] = h->node_rank_all + r;
+        r += h->node_size[n];
         h->node_size[n] = 0;
     }
     for (r = 0; r < h->size; r++) {
@@ -322,8 +323,10 @@ static int alloc_tables (struct host *h, const struct bootstrap_info *in)
     h->rank_lrank = calloc (sz, sizeof (int));
     h->node_size = calloc (nn, sizeof (int));
     h->node_ranks = calloc (nn, sizeof (int *));
+    h->node_rank_all = calloc (sz, sizeof (int));
     if (!h->local_ranks || !h->lpids || !h->pidfds || !h->rank_node
-        || !h->rank_lrank || !h->node_size || !h->node_ranks)
+        || !h->rank_lrank || !h->node_size || !h->node_ranks
+        || !h->node_rank_all)
         return ddpi_error (DDP_ENOMEM, "out of memory");
     memcpy (h->local_ranks, in->local_ranks, ls * sizeof (int));
     for (size_t i = 0; i < ls; i++)
@@ -524,12 +527,11 @@ static void host_destroy (void *ctx)
     for (i = 0; h->pidfds && i < h->lsize; i++)
         if (h->pidfds[i] >= 0)
             close (h->pidfds[i]);
-    for (i = 0; h->node_ranks && i < h->nnodes; i++)
-        free (h->node_ranks[i]);
     for (i = 0; h->part && i < h->npart; i++)
         free (h->part[i].addr);
     free (h->part);
     free (h->node_ranks);
+    free (h->node_rank_all);
     free (h->local_ranks);
     free (h->lpids);
     free (h->pidfds);

@@ -198,6 +198,7 @@ struct host {
     int *rank_lrank;        /* local rank of each global rank */
     int *node_size;         /* ranks on each node */
     int **node_ranks;       /* global ranks of each node (local order) */
+    int *node_rank_all;     /* node_ranks' storage: size ints, node by node */
     bool block_layout;      /* node n's ranks are consecutive, nodes in
                                order: rank r of node n is first(n) + lrank */
     int lanes;              /* L (1 on one node) */
