@@ -17,6 +17,13 @@ ends_early () {
 	"$@"
 	rc=$?
 	echo "exit status $rc"
+	if test $rc = 124 || test $rc = 137; then
+		# Cut at the bound: show where the step stood (seen once on
+		# Slurm 24.11, 2026-11-26, with no log to tell).
+		{ squeue -s; squeue; tail -n 40 "$DDP_CLUSTER_DIR"/log/slurmctld.log \
+			"$DDP_CLUSTER_DIR"/log/slurmd-n1.log \
+			"$DDP_CLUSTER_DIR"/log/slurmd-n2.log; } 2>&1 | ddp_show
+	fi
 	test $rc != 0 && test $rc != 124 && test $rc != 137
 }
 
