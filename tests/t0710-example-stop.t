@@ -79,15 +79,6 @@ same_as_ref () {
 	cmp "$2" ref.ckpt
 }
 
-# wait_for_line FILE PATTERN SECS
-wait_for_line () {
-	end=$(( $(date +%s) + $3 ))
-	until grep -q "$2" "$1" 2>/dev/null; do
-		test $(date +%s) -lt $end || { echo "no '$2' in $1"; return 1; }
-		sleep 0.1
-	done
-}
-
 # task_pid JOBNAME RANK: the pid of that task of that job.
 task_pid () {
 	for e in /proc/[0-9]*/environ; do
@@ -139,7 +130,7 @@ test_expect_success 'scancel --signal=TERM: srun exits 75 within the bound' '
 	( ddp_srun -J ddp-t0710-term $SRUN -o a.%t.out "$TRAIN" $ARGS \
 		--throttle 50 --data a.data --checkpoint a.ckpt; echo $? >a.rc ) &
 	pid=$! &&
-	wait_for_line a.0.out "epoch 1 loss" 60 &&
+	ddp_wait_for_line a.0.out "epoch 1 loss" 60 &&
 	jid=$(squeue -h -n ddp-t0710-term -o %i) &&
 	test -n "$jid" &&
 	t0=$(date +%s.%N) &&
@@ -177,7 +168,7 @@ test_expect_success 'SIGUSR1 to rank 3 alone: all four ranks stop after the same
 	( ddp_srun -J ddp-t0710-one $SRUN -o c.%t.out "$TRAIN" $ARGS \
 		--throttle 50 --data c.data --checkpoint c.ckpt; echo $? >c.rc ) &
 	pid=$! &&
-	wait_for_line c.0.out "epoch 1 loss" 60 &&
+	ddp_wait_for_line c.0.out "epoch 1 loss" 60 &&
 	rpid=$(task_pid ddp-t0710-one 3) &&
 	kill -USR1 "$rpid" &&
 	wait $pid &&
@@ -207,7 +198,7 @@ test_expect_success 'scontrol requeue: SIGTERM, a stop within KillWait (2 s), a 
 	echo "run \${SLURM_RESTART_COUNT:-0}: srun exit \$?"
 	EOF
 	jid=$(sbatch --parsable rq.sbatch) &&
-	wait_for_line rq.0.out "epoch 1 loss" 60 &&
+	ddp_wait_for_line rq.0.out "epoch 1 loss" 60 &&
 	scontrol requeue "$jid" &&
 	ddp_wait_job_gone "$jid" 120 &&
 	cat rq.out &&

@@ -7,16 +7,7 @@ launcher, the host backend, the build tree'"'"'s module'
 
 # What configure found (libjob/python/build.env): whether the module was
 # built, for which interpreter, and if not, why.
-ENV_FILE=$DDP_BUILD_DIR/libjob/python/build.env
-if ! test -f "$ENV_FILE"; then
-	skip_all="no $ENV_FILE: configure this build tree first"
-	test_done
-fi
-. "$ENV_FILE"
-if test "$DDP_PYTHON_BUILT" != yes; then
-	skip_all="configure did not build the Python module: $DDP_PYTHON_WHY"
-	test_done
-fi
+ddp_python_require
 
 RUN=$DDP_PROGS/ddp-local-run
 CHECK=$DDP_SRC_DIR/tests/progs/py_check.py

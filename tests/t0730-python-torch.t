@@ -8,16 +8,7 @@ same program runs under ddp-run'
 . "$(dirname "$0")/test-lib.sh"
 
 # The Python module of this build tree (libjob/python/build.env, as t0720).
-ENV_FILE=$DDP_BUILD_DIR/libjob/python/build.env
-if ! test -f "$ENV_FILE"; then
-	skip_all="no $ENV_FILE: configure this build tree first"
-	test_done
-fi
-. "$ENV_FILE"
-if test "$DDP_PYTHON_BUILT" != yes; then
-	skip_all="configure did not build the Python module: $DDP_PYTHON_WHY"
-	test_done
-fi
+ddp_python_require
 
 # torch_missing WHY: skip this file, saying why; DDP_REQUIRE_TORCH=1
 # (contrib/check.sh, which installs python3-torch) makes that a failure.
@@ -123,15 +114,6 @@ one_hash () {
 	head -n 1 "$1.hashes"
 }
 
-# wait_for_line FILE PATTERN SECS
-wait_for_line () {
-	end=$(( $(date +%s) + $3 ))
-	until grep -q "$2" "$1" 2>/dev/null; do
-		test $(date +%s) -lt $end || { echo "no '$2' in $1"; return 1; }
-		sleep 0.1
-	done
-}
-
 # secs START: seconds since START (date +%s.%N), one decimal.
 secs () {
 	echo "$1 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }'
@@ -187,7 +169,7 @@ test_expect_success 'scancel --signal=USR1 mid-run: srun exits 75' '
 		--throttle 0.2 --data st.data --checkpoint st.ckpt \
 		--loss-log st.loss; echo $? >st.rc ) &
 	pid=$! &&
-	wait_for_line st.0.out "epoch 1 loss" 60 &&
+	ddp_wait_for_line st.0.out "epoch 1 loss" 60 &&
 	jid=$(squeue -h -n ddp-t0730-stop -o %i) &&
 	test -n "$jid" &&
 	t0=$(date +%s.%N) &&

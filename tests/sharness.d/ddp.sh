@@ -169,3 +169,30 @@ ddp_wait_job_gone () {
 ddp_show () {
     sed 's/^/# /' "$@"
 }
+
+# ddp_python_require: read what configure found for the Python module
+# (libjob/python/build.env: DDP_PYTHON_BUILT, DDP_PYTHON, DDP_PYTHON_STAGE,
+# DDP_PYTHON_WHY, ...); skip the whole file, saying why, when there is no
+# such file or the module was not built.
+ddp_python_require () {
+    local env=$DDP_BUILD_DIR/libjob/python/build.env
+    if ! test -f "$env"; then
+        skip_all="no $env: configure this build tree first"
+        test_done
+    fi
+    . "$env"
+    if test "$DDP_PYTHON_BUILT" != yes; then
+        skip_all="configure did not build the Python module: $DDP_PYTHON_WHY"
+        test_done
+    fi
+}
+
+# ddp_wait_for_line FILE PATTERN SECS: wait until a line of FILE matches
+# PATTERN (grep); fail, saying so, after SECS seconds.
+ddp_wait_for_line () {
+    local end=$(( $(date +%s) + $3 ))
+    until grep -q "$2" "$1" 2>/dev/null; do
+        test "$(date +%s)" -lt "$end" || { echo "no '$2' in $1"; return 1; }
+        sleep 0.1
+    done
+}
