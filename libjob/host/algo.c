@@ -336,19 +336,26 @@ static int ring_rs (struct host *h, void *w, void *out, size_t count,
 }
 
 /* Ring allgather of the N blocks of buf (count elements of es bytes),
- * node n starting with block n+shift. */
+ * node n starting with block n+shift.  root >= 0: node root has every
+ * block already (a bcast), so nothing is sent to it: its predecessor
+ * only receives, and the root only sends, (N - 1)/N of the buffer less
+ * on the wire and through the root's memory. */
 static int ring_ag (struct host *h, void *buf, size_t count, size_t es,
-                    int shift)
+                    int shift, int root)
 {
     int N = h->nnodes, n = h->node, sb, rb, rc;
+    int to = sched_mod (n + 1, N), from = sched_mod (n - 1, N);
     size_t slo, shi, rlo, rhi;
 
+    if (root >= 0 && to == root)
+        to = -1;
+    if (n == root)
+        from = -1;
     for (int k = 0; k < N - 1; k++) {
         sched_ring_ag (n, N, shift, k, &sb, &rb);
         sched_block (count, N, sb, &slo, &shi);
         sched_block (count, N, rb, &rlo, &rhi);
-        if ((rc = swap (h, sched_mod (n + 1, N), (char *)buf + slo * es,
-                        (shi - slo) * es, sched_mod (n - 1, N),
+        if ((rc = swap (h, to, (char *)buf + slo * es, (shi - slo) * es, from,
                         (char *)buf + rlo * es, (rhi - rlo) * es,
                         TAG (PH_RING_AG, k))) < 0)
             return rc;
@@ -392,7 +399,7 @@ int algo_allreduce (struct host *h, void *w, void *out, size_t count,
         return halving (h, w, out, count, dtype, op);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
-    return ring_ag (h, out, count, ddp_dtype_size (dtype), 1);
+    return ring_ag (h, out, count, ddp_dtype_size (dtype), 1, -1);
 }
 
 /* --------------------------------------------------------------- reduce */
@@ -538,11 +545,12 @@ int algo_bcast (struct host *h, void *buf, size_t bytes, int root)
 {
     int rc;
 
-    if (small (h, bytes, 1) || bytes < ring_from (h, h->tune.small_max))
+    if (h->nnodes == 2 || small (h, bytes, 1)
+        || bytes < ring_from (h, 2 * (size_t)h->tune.small_max))
         return tree_bcast (h, buf, bytes, root);
     if ((rc = tree_scatter (h, buf, bytes, root)) < 0)
         return rc;
-    return ring_ag (h, buf, bytes, 1, 0);
+    return ring_ag (h, buf, bytes, 1, 0, root);
 }
 
 /* --------------------------------------------------------------- gather */
