@@ -100,18 +100,28 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3034ULL  /* "ddpshm04" */
+#define SHM_MAGIC 0x64647073686d3035ULL  /* "ddpshm05" */
 
+/* One local rank's flags: two cache lines.  The first holds what the
+ * node-mates poll (seq, red, fin: written once per step); the second
+ * what this rank writes often or at every call and the others read
+ * rarely (beat, state, arrive), so that those writes do not pull the
+ * polled line away from its readers. */
 struct shm_flags {
     _Atomic uint64_t seq;
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
+    char pad1[64 - 3 * sizeof (uint64_t)];
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
     /* With the straggler report on: when this rank entered collective c,
      * in arrive[c % 3] as STRAG_STAMP(c, ns) (coll.c). */
     _Atomic uint64_t arrive[3];
+    char pad2[64 - 5 * sizeof (uint64_t)];
 };
+
+_Static_assert (sizeof (struct shm_flags) == 128,
+                "a rank's flags are two cache lines");
 
 struct shm_hdr {
     uint64_t magic;
