@@ -578,15 +578,17 @@ static int bcast_nodes (struct host *h, char *buf, size_t bytes, int root)
 
 /* In phase of a gather: every local rank's bytes through its slot; lane 0
  * puts local rank lr's at dst + lr x bytes (world: at its rank's place)
- * and its own send there first. */
+ * and its own send there first (unless it is there: dst may be send). */
 static int gather_in (struct host *h, const char *send, char *dst,
                       size_t bytes, bool world)
 {
+    char *mine = h->lrank == 0 ? dst + (size_t)(world ? h->rank : 0) * bytes
+                               : NULL;
     uint64_t s = 0;
     int rc;
 
-    if (h->lrank == 0)
-        memmove (dst + (size_t)(world ? h->rank : 0) * bytes, send, bytes);
+    if (mine && mine != send)
+        memmove (mine, send, bytes);
     for (size_t off = 0; off < bytes; off += h->slot_bytes) {
         size_t n = bytes - off < h->slot_bytes ? bytes - off : h->slot_bytes;
         if ((rc = step_begin (h, &s)) < 0)
@@ -660,20 +662,42 @@ static int gather_out (struct host *h, const char *tb, char *recv,
     return 0;
 }
 
+/* The buffer lane 0 gathers its subtree's data in (algo_gather's
+ * order), without a copy where it can: a node of one rank that is a leaf
+ * of the tree sends straight from send; a root on node 0 of a block
+ * layout, where that order is the world's, gathers straight into recv.
+ * Else the scratch.  NULL: out of memory. */
+static char *gather_buf (struct host *h, const char *send, char *recv,
+                         size_t bytes, int root, bool *in_recv)
+{
+    int rnode = h->rank_node[root];
+    size_t need = algo_gather_bytes (h, bytes, rnode);
+
+    *in_recv = false;
+    if (h->lsize == 1 && need == bytes)
+        return (char *)send;    /* only read: a leaf receives nothing */
+    if (h->rank == root && rnode == 0 && h->block_layout) {
+        *in_recv = true;
+        return recv;
+    }
+    return host_scratch (h, 0, need);
+}
+
 static int gather_nodes (struct host *h, const char *send, char *recv,
                          size_t bytes, int root)
 {
     int rnode = h->rank_node[root], rc;
+    bool in_recv = false;
     char *tb = NULL;
 
     if (h->lrank == 0
-        && !(tb = host_scratch (h, 0, algo_gather_bytes (h, bytes, rnode))))
+        && !(tb = gather_buf (h, send, recv, bytes, root, &in_recv)))
         return DDP_ENOMEM;
     if ((rc = gather_in (h, send, tb, bytes, false)) < 0)
         return rc;
     if (h->lrank == 0 && (rc = algo_gather (h, tb, bytes, rnode)) < 0)
         return rc;
-    if (h->node != rnode)
+    if (h->node != rnode || in_recv)
         return 0;
     /* A root that is lane 0 unpacks for itself: no out phase on the node
      * (every local rank takes the same steps). */
