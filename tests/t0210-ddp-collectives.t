@@ -34,4 +34,29 @@ test_expect_success '-N2 -n3: uneven nodes' '
 test_expect_success 'small segment slots force many chunks per call' '
 	run_check slot 3 "-q -l 50000" -N2 -n3 --export=ALL,DDP_SHM_SLOT=4096
 '
+# On one node a bcast of 16 KiB to 2 MiB and a gather or allgather of 8
+# KiB a rank and more read the other ranks' buffers straight from their
+# memory (process_vm_readv), once the node voted every rank can; the full
+# size list (40000 and 300001 elements) is in both ranges.
+test_expect_success '-N1 -n3: single copy between local ranks' '
+	run_check cma 3 "-l 0" -N1 -n3 --export=ALL,DDP_DEBUG=1 &&
+	test "$(grep -c "single copy between local ranks: on" cma.err)" = 3
+'
+# One rank that votes no (DDP_CMA=0 there only) turns it off for the whole
+# node, and every rank goes through the segment.
+test_expect_success '-N1 -n3: one rank without single copy turns it off' '
+	cat >one-no-cma.sh <<-\EOS &&
+	#!/bin/sh
+	test "$SLURM_PROCID" = 1 && export DDP_CMA=0
+	exec "$@"
+	EOS
+	chmod +x one-no-cma.sh &&
+	{ ddp_srun --mpi=pmix -N1 -n3 --export=ALL,DDP_DEBUG=1 \
+		./one-no-cma.sh "$DDP_PROGS/ddp_check" -l 0 >nocma.out 2>nocma.err
+	  rc=$?; } &&
+	cat nocma.out nocma.err && test $rc = 0 &&
+	test "$(grep -c " 0 failed in all" nocma.out)" = 3 &&
+	test "$(grep -c "single copy between local ranks: off" nocma.err)" = 3 &&
+	test "$(grep -c "single copy off here: DDP_CMA=0" nocma.err)" = 1
+'
 test_done

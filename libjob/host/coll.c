@@ -336,6 +336,110 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
     return 0;
 }
 
+/* ----------------------------------------- one node: single copy (CMA) */
+
+/* On one node a rank may read another's buffer straight from its memory
+ * (process_vm_readv: one copy) instead of through the segment (two: in,
+ * then out), when the node voted it can.  Measured on 1 node x 2 ranks
+ * (2 cores): a gather or allgather gains from 8 KiB a rank (allgather of
+ * 8 KiB a rank 1.65 against 2.64-2.90 us; 512 KiB 41 against 95 us), a
+ * bcast from 16 KiB (32 KiB: 2.0 against 2.9 us; 1 MiB 44-48 against
+ * 56-58) up to 1 MiB: from 2 MiB the segment's copies, pipelined in
+ * slots, keep both the root and the reader busy where a single copy
+ * leaves the root idle (2 MiB 143-146 against 170-176 us). */
+#define CMA_GATHER_MIN 8192
+#define CMA_BCAST_MIN 16384
+#define CMA_BCAST_MAX (2u << 20)
+
+/* The node's vote on single copy, once, in a step of its own (every
+ * local rank is in the same call: the choice depends on the call alone). */
+static int cma_decide (struct host *h)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_vote (h);
+    host_post (h, 0, s);
+    if ((rc = wait_all (h, 0, s)) < 0)
+        return rc;
+    h->cma = host_cma_agreed (h) ? 1 : 2;
+    ddpi_debug ("single copy between local ranks: %s",
+                h->cma == 1 ? "on" : "off");
+    return 0;
+}
+
+/* Whether this one-node call goes by single copy (bytes: what one rank
+ * reads from one other; [lo, hi): the range where that pays): 1, 0, or
+ * <0 (the vote failed). */
+static int cma_use (struct host *h, size_t bytes, size_t lo, size_t hi)
+{
+    int rc;
+
+    if (h->nnodes != 1 || bytes < lo || bytes >= hi || h->cma == 2)
+        return 0;
+    if (h->cma == 0 && (rc = cma_decide (h)) < 0)
+        return rc;
+    return h->cma == 1;
+}
+
+/* A bcast on one node by single copy: the root posts its buffer, the
+ * others read it and say so (red), the root returns when all have. */
+static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
+{
+    int rlr = h->rank_lrank[root], rc;
+    uint64_t s = 0;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    if (h->rank == root)
+        host_cma_post (h, buf);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return wait_all (h, 1, s);
+    if ((rc = wait_flag (h, rlr, 0, s)) < 0
+        || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, buf, bytes)))
+           < 0)
+        return rc;
+    host_post (h, 1, s);
+    return 0;
+}
+
+/* A gather (recv: the root's, NULL elsewhere; all: an allgather) on one
+ * node by single copy: every rank posts its send buffer; a rank with a
+ * recv reads the others' into it and says so (red); a rank returns when
+ * every rank that reads from it has (the root, or all). */
+static int node_gather_cma (struct host *h, const char *send, char *recv,
+                            size_t bytes, int root, bool all)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_post (h, send);
+    host_post (h, 0, s);
+    if (recv) {
+        if ((rc = wait_all (h, 0, s)) < 0)
+            return rc;
+        for (int lr = 0; lr < h->lsize; lr++) {
+            char *dst = recv + (size_t)h->local_ranks[lr] * bytes;
+            if (lr == h->lrank) {
+                if (dst != send)
+                    memmove (dst, send, bytes);
+            }
+            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, 0, dst,
+                                                            bytes))) < 0)
+                return rc;
+        }
+        host_post (h, 1, s);
+    }
+    if (all)
+        return wait_all (h, 1, s);
+    return h->rank == root ? 0 : wait_flag (h, h->rank_lrank[root], 1, s);
+}
+
 /* One gather step on one node: bytes of every rank's send into recv at
  * rank x stride (recv NULL: not wanted here). */
 static int node_gather_step (struct host *h, const char *send, char *recv,
@@ -806,6 +910,8 @@ static int bcast_run (struct host *h, void *buf, size_t count,
         return rc;
     if (h->nnodes > 1)
         return bcast_nodes (h, buf, bytes, root);
+    if ((rc = cma_use (h, bytes, CMA_BCAST_MIN, CMA_BCAST_MAX)) != 0)
+        return rc < 0 ? rc : node_bcast_cma (h, buf, bytes, root);
     for (size_t off = 0; off < bytes; off += n) {
         n = bytes - off < h->res_bytes ? bytes - off : h->res_bytes;
         if ((rc = node_bcast_step (h, (char *)buf + off, n, root)) < 0)
@@ -829,6 +935,8 @@ static int gather_impl (struct host *h, const char *send, char *recv,
 
     if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER)) < 0)
         return rc;
+    if (root >= 0 && h->rank != root)
+        recv = NULL;            /* ignored off the root (ddp.h) */
     if (h->size == 1) {
         if (recv && recv != send)
             memmove (recv, send, bytes);
@@ -837,6 +945,9 @@ static int gather_impl (struct host *h, const char *send, char *recv,
     if (h->nnodes > 1)
         return root < 0 ? allgather_nodes (h, send, recv, bytes)
                         : gather_nodes (h, send, recv, bytes, root);
+    if ((rc = cma_use (h, bytes, CMA_GATHER_MIN, SIZE_MAX)) != 0)
+        return rc < 0 ? rc : node_gather_cma (h, send, recv, bytes, root,
+                                              root < 0);
     for (size_t off = 0; off < bytes; off += n) {
         n = bytes - off < chunk ? bytes - off : chunk;
         if ((rc = node_gather_step (h, send + off, recv ? recv + off : NULL,

@@ -82,6 +82,18 @@ static int tune_var (const char *name, const char *s, long min, long max,
     return 0;
 }
 
+/* DDP_CMA (single copy between local ranks, shm.c) is read by each rank
+ * for its own vote: 0 or 1, or unset. */
+static int check_cma_var (void)
+{
+    const char *s = getenv ("DDP_CMA");
+
+    if (!s || !*s || strcmp (s, "0") == 0 || strcmp (s, "1") == 0)
+        return 0;
+    return ddpi_error (DDP_EINVAL, "DDP_CMA='%s' is neither 0 (no single "
+                       "copy between local ranks) nor 1 (the default)", s);
+}
+
 /* The defaults were picked by measurement (doc/benchmarks.md). */
 static int read_tune (struct host_tune *t)
 {
@@ -101,7 +113,7 @@ static int read_tune (struct host_tune *t)
         || (rc = tune_var ("DDP_SEGMENT", getenv ("DDP_SEGMENT"), 64,
                            1L << 30, &t->segment)) < 0)
         return rc;
-    return 0;
+    return check_cma_var ();
 }
 
 /* Set-up, one bootstrap round, sparse (bootstrap.h): every rank puts its
@@ -425,6 +437,7 @@ static int connect_all (struct host *h, struct bootstrap *b,
     if (h->lrank != 0
         && (rc = host_shm_attach (h, h->lpids[0], first.memfd)) < 0)
         return rc;
+    host_cma_offer (h);
     if (h->lrank >= h->lanes && h->listen_fd >= 0) {
         close (h->listen_fd);
         h->listen_fd = -1;

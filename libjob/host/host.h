@@ -9,7 +9,8 @@
  *             schedule.c: who talks to whom)
  *   fault.c   fault policy: what a reported event means, what the user
  *             is told, the swap of lists after a timeout (fault.h)
- *   shm.c     transport: the node's segment, waiting on its flags
+ *   shm.c     transport: the node's segment, waiting on its flags, single
+ *             copy between local ranks
  *   tcp.c     transport: frames, rounds of messages, their deadline
  *   mesh.c    transport: making the links at init (tcp.h: their state)
  *   flood.c   transport: fault records over the links (the relay)
@@ -35,6 +36,16 @@
  * slot per local rank and a result area: before writing a bank at step s
  * a rank waits until every local rank has seq >= s - 1, i.e. has finished
  * step s - 2, the last step that used that bank.
+ *
+ * Single copy (one node only): a bcast of 16 KiB to 2 MiB and a gather
+ * or allgather of 8 KiB a rank or more go in one step without the banks:
+ * each rank posts the address of its buffer (flags' addr) with seq; a
+ * rank that wants another's data reads it from that process
+ * (process_vm_readv) and posts red; a rank returns when every rank that
+ * reads from it has.  The node votes once, at its first such call, in a
+ * step of its own: each rank probes every node-mate's memory at an
+ * address offered at set-up and votes (flags' cma); one no (or
+ * DDP_CMA=0) turns it off for the node.
  *
  * Set-up: one sparse bootstrap round (host.c has its cost per rank: the
  * node's P - 1 blobs, rank 0's, the lanes of the O(log N) partner nodes;

@@ -117,7 +117,14 @@ struct shm_flags {
     /* With the straggler report on: when this rank entered collective c,
      * in arrive[c % 3] as STRAG_STAMP(c, ns) (coll.c). */
     _Atomic uint64_t arrive[3];
-    char pad2[64 - 5 * sizeof (uint64_t)];
+    /* Single copy (shm.c): the address of this rank's buffer in the step
+     * it posted last (at set-up: of a known value, for the probe), and
+     * its vote on whether it can read every node-mate's memory (0 not
+     * yet, 1 yes, 2 no). */
+    _Atomic uint64_t addr;
+    _Atomic uint32_t cma;
+    uint32_t pad3;
+    char pad2[64 - 7 * sizeof (uint64_t)];
 };
 
 _Static_assert (sizeof (struct shm_flags) == 128,
@@ -236,6 +243,8 @@ struct host {
     const struct fault_relay *relay;    /* the links, for fault.c */
 
     uint64_t seq;               /* node-local steps */
+    int cma;                    /* single copy on this node: 0 not yet
+                                   decided, 1 on, 2 off (coll.c) */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
     int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */

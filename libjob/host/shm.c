@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
@@ -305,4 +306,85 @@ void *host_scratch (struct host *h, int i, size_t len)
     h->scratch[i] = p;
     h->scratch_len[i] = len;
     return p;
+}
+
+/* ---------------------------------------------------------- single copy */
+
+/* What the probe expects to read at a node-mate's offered address. */
+static const uint64_t cma_probe = 0x6464702d636d6121ULL;   /* "ddp-cma!" */
+
+void host_cma_offer (struct host *h)
+{
+    atomic_store (&h->flags[h->lrank].addr, (uint64_t)(uintptr_t)&cma_probe);
+}
+
+/* Read len bytes at addr in process pid into dst.  Returns 0, or -1 with
+ * errno (a short read: EFAULT). */
+static int vm_read (pid_t pid, uint64_t addr, void *dst, size_t len)
+{
+    while (len > 0) {
+        struct iovec l = { dst, len };
+        struct iovec r = { (void *)(uintptr_t)addr, len };
+        ssize_t n = process_vm_readv (pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EFAULT;
+            return -1;
+        }
+        dst = (char *)dst + n;
+        addr += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void host_cma_vote (struct host *h)
+{
+    const char *env = getenv ("DDP_CMA");
+    uint32_t vote = env && strcmp (env, "0") == 0 ? 2 : 1;
+
+    if (vote == 2)
+        ddpi_debug ("single copy off here: DDP_CMA=0");
+
+    for (int lr = 0; lr < h->lsize && vote == 1; lr++) {
+        uint64_t v = 0;
+        if (lr == h->lrank)
+            continue;
+        if (vm_read (h->lpids[lr], atomic_load (&h->flags[lr].addr), &v,
+                     sizeof (v)) < 0 || v != cma_probe) {
+            ddpi_debug ("single copy off: cannot read local rank %d's "
+                        "memory (process_vm_readv: %s)", lr,
+                        v ? "unexpected data" : strerror (errno));
+            vote = 2;
+        }
+    }
+    atomic_store (&h->flags[h->lrank].cma, vote);
+}
+
+bool host_cma_agreed (struct host *h)
+{
+    for (int lr = 0; lr < h->lsize; lr++)
+        if (atomic_load (&h->flags[lr].cma) != 1)
+            return false;
+    return true;
+}
+
+void host_cma_post (struct host *h, const void *p)
+{
+    atomic_store_explicit (&h->flags[h->lrank].addr, (uint64_t)(uintptr_t)p,
+                           memory_order_relaxed);
+}
+
+int host_cma_read (struct host *h, int lr, size_t off, void *dst,
+                   size_t len)
+{
+    uint64_t addr = atomic_load_explicit (&h->flags[lr].addr,
+                                          memory_order_relaxed);
+
+    if (vm_read (h->lpids[lr], addr + off, dst, len) == 0)
+        return 0;
+    if (errno == ESRCH)
+        return host_event (h, HOST_EV_PEER_GONE, h->local_ranks[lr]);
+    return ddpi_error (DDP_ETRANSPORT, "reading local rank %d's buffer "
+                       "(process_vm_readv): %s", lr, strerror (errno));
 }

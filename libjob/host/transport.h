@@ -56,6 +56,33 @@ int host_check_peers (struct host *h);
 /* Set this rank's flag which (0 seq, 1 red, 2 fin) to s. */
 void host_post (struct host *h, int which, uint64_t s);
 
+/* ---- shm.c: single copy between local ranks (process_vm_readv) ----
+ * A rank posts the address of its buffer with a step; a node-mate reads
+ * it straight from the rank's memory, one copy instead of two through the
+ * segment.  Whether the node may (the kernel or a container may forbid
+ * it, DDP_CMA=0 turns it off) is put to a vote: every rank offers an
+ * address at set-up, probes every node-mate's, and votes. */
+
+/* At set-up: offer this rank's probe address. */
+void host_cma_offer (struct host *h);
+
+/* Probe every node-mate's offered address and post this rank's vote
+ * (flags.cma).  Call it in a step, before posting it: node-mates still
+ * in set-up have offered by then. */
+void host_cma_vote (struct host *h);
+
+/* Whether every local rank voted yes (read after a step all posted). */
+bool host_cma_agreed (struct host *h);
+
+/* Post p as this rank's buffer of the step it is about to post. */
+void host_cma_post (struct host *h, const void *p);
+
+/* Copy len bytes of local rank lr's buffer of its last posted step, from
+ * offset off, into dst.  Returns 0, HOST_EVENT (lr gone:
+ * HOST_EV_PEER_GONE), or DDP_ETRANSPORT after ddpi_error(). */
+int host_cma_read (struct host *h, int lr, size_t off, void *dst,
+                   size_t len);
+
 /* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
 
 /* Open this rank's listening socket and fill a.  Returns 0 or a DDP_E*

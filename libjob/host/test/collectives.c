@@ -209,7 +209,9 @@ struct fault {
     int victim;
     const char *how;    /* "die": raise SIGKILL after 50 barriers; "absent":
                            sleep before barrier 50; "wait": loop on large
-                           all-reduces until killed from outside */
+                           all-reduces until killed from outside;
+                           "gather": raise SIGKILL after 50 allgathers of
+                           256 KiB a rank (one node: single copy) */
     int code;           /* what the others must see */
     double timeout;
 };
@@ -223,12 +225,12 @@ static int rank_fault (int rank, void *arg)
     struct ddp_config cfg;
     void *ctx = setup (&b, &cfg, f->timeout);
     size_t n = 1u << 18;
-    float *a = calloc (n, sizeof (float));
+    float *a = calloc (n, sizeof (float)), *g = calloc (n, sizeof (float));
     char name[32];
     double t0 = 0, took;
     int i, rc = 0;
 
-    if (!ctx || !a)
+    if (!ctx || !a || !g)
         return 2;
     for (i = 0; i < 100000 && rc == 0; i++) {
         if (i == 50 && rank == f->victim && strcmp (f->how, "die") == 0)
@@ -236,13 +238,19 @@ static int rank_fault (int rank, void *arg)
         if (i == 50 && rank == f->victim && strcmp (f->how, "absent") == 0) {
             sleep ((unsigned)(3 * f->timeout + 2));
             free (a);
+            free (g);
             _exit (0);
         }
         if (i == 50)
             t0 = ddpi_now ();
-        rc = strcmp (f->how, "wait") == 0
-             ? be->allreduce (ctx, a, a, n, DDP_FLOAT32, DDP_SUM)
-             : be->barrier (ctx);
+        if (i == 50 && rank == f->victim && strcmp (f->how, "gather") == 0)
+            raise (SIGKILL);
+        if (strcmp (f->how, "wait") == 0)
+            rc = be->allreduce (ctx, a, a, n, DDP_FLOAT32, DDP_SUM);
+        else if (strcmp (f->how, "gather") == 0)
+            rc = be->allgather (ctx, a, g, n / SIZE, DDP_FLOAT32);
+        else
+            rc = be->barrier (ctx);
     }
     took = t0 ? ddpi_now () - t0 : 0;
     snprintf (name, sizeof (name), "rank %d", f->victim);
@@ -255,14 +263,40 @@ static int rank_fault (int rank, void *arg)
              ddpi_last_error ());
     teardown (ctx, b, false);
     free (a);
+    free (g);
+    return tap_rank_fails ? 1 : 0;
+}
+
+/* A bad DDP_CMA fails the set-up, saying what is wrong with it. */
+static int rank_bad_cma (int rank, void *arg)
+{
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg = { .timeout_s = 30.0 };
+    char e[512];
+    void *ctx = NULL;
+    int rc;
+
+    (void)rank;
+    (void)arg;
+    if (bootstrap_create (&b, 30.0, e, sizeof (e)) < 0)
+        return 2;
+    rc = be->create (b, &cfg, &ctx);
+    RANK_CHECK (rc == DDP_EINVAL, "create gave %d, not DDP_EINVAL", rc);
+    RANK_CHECK (strstr (ddpi_last_error (), "DDP_CMA='yes'") != NULL,
+                "the error does not name DDP_CMA='yes': %s",
+                ddpi_last_error ());
+    if (rc == 0)
+        be->destroy (ctx);
+    bootstrap_destroy (b);
     return tap_rank_fails ? 1 : 0;
 }
 
 static char err[512];
 
-static int run (ddpi_ljob_fn fn, void *arg, int *st)
+/* Run fn on SIZE ranks on nodes simulated nodes. */
+static int run_on (int nodes, ddpi_ljob_fn fn, void *arg, int *st)
 {
-    struct ddpi_ljob_opts o = { SIZE, NODES, NULL, 120, "collectives.t" };
+    struct ddpi_ljob_opts o = { SIZE, nodes, NULL, 120, "collectives.t" };
     struct ddpi_ljob *j = ddpi_ljob_start (&o, fn, arg, err, sizeof (err));
 
     if (!j) {
@@ -270,6 +304,11 @@ static int run (ddpi_ljob_fn fn, void *arg, int *st)
         return -1;
     }
     return ddpi_ljob_wait (j, st, err, sizeof (err));
+}
+
+static int run (ddpi_ljob_fn fn, void *arg, int *st)
+{
+    return run_on (NODES, fn, arg, st);
 }
 
 static void survivors_ok (const int *st, int victim, const char *what)
@@ -293,6 +332,12 @@ static void faults (void)
     f = (struct fault){ 1, "absent", DDP_ETIMEDOUT, 1.5 };
     run (rank_fault, &f, st);
     survivors_ok (st, 1, "rank 1 absent, a 1.5 s timeout");
+
+    f = (struct fault){ 1, "gather", DDP_EPEER, 30 };
+    run_on (1, rank_fault, &f, st);
+    ok (WIFSIGNALED (st[1]), "rank 1 killed in a loop of single-copy "
+        "allgathers (one node)");
+    survivors_ok (st, 1, "killed rank 1 (single copy)");
 }
 
 static int rank_killed (int rank, void *arg)
@@ -336,6 +381,18 @@ int main (void)
     is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_SHM_SLOT");
+    rc = run_on (1, rank_collectives, NULL, st);
+    is_int (rc, 0, "4 ranks on 1 node (single copy from 8 KiB): every "
+            "collective right%s%s", rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_CMA", "0", 1);
+    rc = run_on (1, rank_collectives, NULL, st);
+    is_int (rc, 0, "the same with DDP_CMA=0 (through the segment)%s%s",
+            rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_CMA", "yes", 1);
+    rc = run_on (1, rank_bad_cma, NULL, st);
+    is_int (rc, 0, "DDP_CMA=yes: set-up fails, naming it%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_CMA");
     faults ();
     killed_outside ();
     done_testing ();
