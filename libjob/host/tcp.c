@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
@@ -528,30 +527,8 @@ static int pump_all (struct host *h, struct host_op *ops, int nops,
     return progress;
 }
 
-/* A round of at most YIELD_ROUND_MAX bytes waits on its peers' latency:
- * after the spin it polls and yields for up to YIELD_S (as a wait on the
- * segment does, wait.c) instead of sleeping in epoll_wait(), so that when
- * the ranks outnumber the cores the reply is taken without a wakeup (8
- * nodes x 1 rank on 2 cores: barrier 107-118 -> 51-89 us, 8 B allreduce
- * 105-112 -> 44-72 us, 32 KiB 236-242 -> 111-166 us).  A larger round
- * moves bytes, and a yielding rank that stays runnable takes the core
- * its peers need for them (1 MiB allreduce at 4 nodes: 720 -> 1100-1270
- * us with yielding): it sleeps in epoll_wait() at once. */
-#define YIELD_ROUND_MAX 65536
-#define YIELD_S 0.02
-
-static size_t round_bytes (const struct host_op *ops, int nops)
-{
-    size_t sum = 0;
-
-    for (int i = 0; i < nops; i++)
-        sum += ops[i].len;
-    return sum;
-}
-
 int host_tcp_run (struct host *h, struct host_op *ops, int nops)
 {
-    double yield_s = round_bytes (ops, nops) <= YIELD_ROUND_MAX ? YIELD_S : 0;
     double limit = h->cfg->timeout_s + 2 * host_grace (h);
     double last = 0, t;
     int rc = 0, pending;
@@ -581,15 +558,9 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
             break;
         }
         /* Busy-poll for as long as a shared-memory wait would spin (a
-         * wakeup from epoll costs several microseconds), then, in a
-         * small round, poll and yield as long as it would yield. */
+         * wakeup from epoll costs several microseconds). */
         if (t - last < h->spin_us * 1e-6)
             continue;
-        if (t - last < yield_s) {
-            wait_events (h, 0);
-            sched_yield ();
-            continue;
-        }
         wait_events (h, 20);
     }
     ops_release (h, ops, nops);
