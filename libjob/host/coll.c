@@ -399,7 +399,7 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
     if (h->rank == root)
         return wait_all (h, 1, s);
     if ((rc = wait_flag (h, rlr, 0, s)) < 0
-        || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, buf, bytes)))
+        || (rc = host_fault_rc (h, host_cma_read (h, rlr, buf, bytes)))
            < 0)
         return rc;
     host_post (h, 1, s);
@@ -429,7 +429,7 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
                 if (dst != send)
                     memmove (dst, send, bytes);
             }
-            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, 0, dst,
+            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, dst,
                                                             bytes))) < 0)
                 return rc;
         }

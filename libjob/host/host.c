@@ -82,16 +82,16 @@ static int tune_var (const char *name, const char *s, long min, long max,
     return 0;
 }
 
-/* DDP_CMA (single copy between local ranks, shm.c) is read by each rank
- * for its own vote: 0 or 1, or unset. */
-static int check_cma_var (void)
+/* DDP_CMA (single copy between local ranks, shm.c): this rank's own
+ * wish, not rank 0's (one rank's 0 is a no for its node), so it is not
+ * in the tuning rank 0 hands to all. */
+static int read_cma_var (struct host *h)
 {
-    const char *s = getenv ("DDP_CMA");
+    uint32_t v = 1;
+    int rc = tune_var ("DDP_CMA", getenv ("DDP_CMA"), 0, 1, &v);
 
-    if (!s || !*s || strcmp (s, "0") == 0 || strcmp (s, "1") == 0)
-        return 0;
-    return ddpi_error (DDP_EINVAL, "DDP_CMA='%s' is neither 0 (no single "
-                       "copy between local ranks) nor 1 (the default)", s);
+    h->cma_refused = v == 0;
+    return rc;
 }
 
 /* The defaults were picked by measurement (doc/benchmarks.md). */
@@ -113,7 +113,7 @@ static int read_tune (struct host_tune *t)
         || (rc = tune_var ("DDP_SEGMENT", getenv ("DDP_SEGMENT"), 64,
                            1L << 30, &t->segment)) < 0)
         return rc;
-    return check_cma_var ();
+    return 0;
 }
 
 /* Set-up, one bootstrap round, sparse (bootstrap.h): every rank puts its
@@ -388,7 +388,7 @@ static int make_blob (struct host *h, struct host_blob *blob)
     blob->lsize = h->lsize;
     blob->memfd = -1;
     blob->host = h->machine = machine_id ();
-    if ((rc = read_tune (&blob->tune)) < 0)
+    if ((rc = read_tune (&blob->tune)) < 0 || (rc = read_cma_var (h)) < 0)
         return rc;
     h->tune = blob->tune;
     if (h->lrank == 0) {

@@ -245,6 +245,7 @@ struct host {
     uint64_t seq;               /* node-local steps */
     int cma;                    /* single copy on this node: 0 not yet
                                    decided, 1 on, 2 off (coll.c) */
+    bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
     int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */

@@ -340,10 +340,9 @@ static int vm_read (pid_t pid, uint64_t addr, void *dst, size_t len)
 
 void host_cma_vote (struct host *h)
 {
-    const char *env = getenv ("DDP_CMA");
-    uint32_t vote = env && strcmp (env, "0") == 0 ? 2 : 1;
+    uint32_t vote = h->cma_refused ? 2 : 1;
 
-    if (vote == 2)
+    if (h->cma_refused)
         ddpi_debug ("single copy off here: DDP_CMA=0");
 
     for (int lr = 0; lr < h->lsize && vote == 1; lr++) {
@@ -375,13 +374,12 @@ void host_cma_post (struct host *h, const void *p)
                            memory_order_relaxed);
 }
 
-int host_cma_read (struct host *h, int lr, size_t off, void *dst,
-                   size_t len)
+int host_cma_read (struct host *h, int lr, void *dst, size_t len)
 {
     uint64_t addr = atomic_load_explicit (&h->flags[lr].addr,
                                           memory_order_relaxed);
 
-    if (vm_read (h->lpids[lr], addr + off, dst, len) == 0)
+    if (vm_read (h->lpids[lr], addr, dst, len) == 0)
         return 0;
     if (errno == ESRCH)
         return host_event (h, HOST_EV_PEER_GONE, h->local_ranks[lr]);

@@ -67,7 +67,7 @@ void host_post (struct host *h, int which, uint64_t s);
 void host_cma_offer (struct host *h);
 
 /* Probe every node-mate's offered address and post this rank's vote
- * (flags.cma).  Call it in a step, before posting it: node-mates still
+ * (flags.cma; no when DDP_CMA=0 here, h->cma_refused).  Call it in a step, before posting it: node-mates still
  * in set-up have offered by then. */
 void host_cma_vote (struct host *h);
 
@@ -77,11 +77,10 @@ bool host_cma_agreed (struct host *h);
 /* Post p as this rank's buffer of the step it is about to post. */
 void host_cma_post (struct host *h, const void *p);
 
-/* Copy len bytes of local rank lr's buffer of its last posted step, from
- * offset off, into dst.  Returns 0, HOST_EVENT (lr gone:
- * HOST_EV_PEER_GONE), or DDP_ETRANSPORT after ddpi_error(). */
-int host_cma_read (struct host *h, int lr, size_t off, void *dst,
-                   size_t len);
+/* Copy the first len bytes of local rank lr's buffer of its last posted
+ * step into dst.  Returns 0, HOST_EVENT (lr gone: HOST_EV_PEER_GONE), or
+ * DDP_ETRANSPORT after ddpi_error(). */
+int host_cma_read (struct host *h, int lr, void *dst, size_t len);
 
 /* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
 
