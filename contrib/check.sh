@@ -79,6 +79,7 @@ stop_cluster
 echo "== check: suite took $(( $(date +%s) - start )) s"
 echo "== check: suite ($(versions)): $(tap_summary "$build/suite.log")"
 summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
+digest_logs="$build/suite.log"
 
 if [ "${1:-}" != --quick ]; then
     # The same suite against Debian 13's Slurm 24.11 and PMIx 5, in a root
@@ -99,6 +100,7 @@ t0730-python-torch.t"
     echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
     echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$log" | sed 's/^== debian13: //')): $(tap_summary "$log")"
     summary="$summary debian13:$r"
+    digest_logs="$digest_logs $log"
 fi
 
 if [ "${1:-}" != --quick ]; then
@@ -131,6 +133,14 @@ if [ "${1:-}" != --quick ]; then
     if "$top/contrib/ci-extra.sh"; then r=PASS; else r=FAIL; status=1; fi
     echo "== check: extra (sanitizers, valgrind, static analysis, fuzzing) $r, took $(( $(date +%s) - start )) s"
     summary="$summary extra:$r"
+    digest_logs="$digest_logs $top/build-extra-logs/san-prove.out"
+fi
+# What failed, last, where a CI page that shows only the end of the output
+# still has it (the suites' own output scrolls away: issue ci of 7167191).
+if [ $status != 0 ]; then
+    for log in $digest_logs; do
+        [ ! -f "$log" ] || ddp_tap_digest "$log" 300
+    done
 fi
 echo "== check: $summary"
 exit $status

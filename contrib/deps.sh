@@ -87,6 +87,47 @@ ddp_unit_tests () {
         2>/dev/null | sort
 }
 
+# ddp_tap_digest LOG [MAX_LINES]: what failed in a `ddp_prove -v --timer`
+# log, short enough to read at the end of a long CI run whose start has
+# scrolled away: prove's "Test Summary Report", then for each failed file
+# its "not ok" lines with the 30 lines before (the commands and their
+# output) and 8 after (sharness's echo of the failed test), or, when it has
+# no "not ok" (a crash, a bad plan, a hang killed), the last 40 lines of its
+# section.  MAX_LINES (default 400) bounds the whole digest.  Prints
+# nothing when LOG has no failed file.
+ddp_tap_digest () {
+    local log=$1 max=${2:-400} files
+    files=$(sed -n '/^Test Summary Report/,$p' "$log" |
+            sed -n 's/^\([^ ]*\) (Wstat: .*/\1/p')
+    [ -n "$files" ] || return 0
+    echo "== digest of $log: what failed"
+    sed -n '/^Test Summary Report/,$p' "$log"
+    echo "$files" | while read -r f; do
+        awk -v f="$f" '
+            /^\[[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\] / {
+                if (on) exit
+                if (index($0, "] " f " ") || $2 == f) { on = 1; print "== digest: " f }
+                next
+            }
+            /^Test Summary Report/ { if (on) exit }
+            on { l[++n] = $0 }
+            END {
+                shown = 0; last = 0
+                for (i = 1; i <= n; i++) if (l[i] ~ /^not ok /) {
+                    from = i - 30 > last ? i - 30 : last + 1
+                    if (from > last + 1) print "   [...]"
+                    to = i + 8 < n ? i + 8 : n
+                    for (j = from; j <= to; j++) print l[j]
+                    last = to; shown = 1
+                }
+                if (!shown) {
+                    if (n > 40) print "   [... last 40 lines]"
+                    for (j = (n > 40 ? n - 39 : 1); j <= n; j++) print l[j]
+                }
+            }' "$log"
+    done | head -n "$max"
+}
+
 # ddp_prove BUILD [prove options...]: run the whole suite of a built tree
 # with prove from the source tree (the current directory): the unit tests,
 # then the sharness tests in tests/ (run verbose, -v after ::, so the log
