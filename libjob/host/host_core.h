@@ -178,6 +178,8 @@ struct host_tune {
     uint32_t small_max;     /* DDP_SMALL_MAX: below, latency algorithms */
     uint32_t ring_min;      /* DDP_RING_MIN: from here, ring allreduce */
     uint32_t segment;       /* DDP_SEGMENT: pipelining unit of the ring */
+    uint32_t tcp_piece;     /* DDP_TCP_PIECE: most bytes per send in a
+                               round that also receives (0: no limit) */
 };
 
 /* The collectives, for the traffic counters. */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
@@ -299,20 +300,25 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
 
 /* ---------------------------------------------------------------- rounds */
 
-/* iovecs of op o from its current position, at most IOV_BATCH; a leading
- * piece hdr/hlen goes first when given.  Returns how many. */
+/* iovecs of op o from its current position, at most IOV_BATCH and max
+ * payload bytes; a leading piece hdr/hlen goes first when given.  Returns
+ * how many. */
 static int op_iov (const struct host_op *o, struct iovec *v, void *hdr,
-                   size_t hlen)
+                   size_t hlen, size_t max)
 {
     int k = 0;
     size_t off = o->voff;
 
     if (hlen)
         v[k++] = (struct iovec){ hdr, hlen };
-    for (int i = o->vi; i < o->iovcnt && k < IOV_BATCH; i++) {
-        if (o->iov[i].iov_len > off)
-            v[k++] = (struct iovec){ (char *)o->iov[i].iov_base + off,
-                                     o->iov[i].iov_len - off };
+    for (int i = o->vi; i < o->iovcnt && k < IOV_BATCH && max > 0; i++) {
+        if (o->iov[i].iov_len > off) {
+            size_t n = o->iov[i].iov_len - off;
+            if (n > max)
+                n = max;
+            v[k++] = (struct iovec){ (char *)o->iov[i].iov_base + off, n };
+            max -= n;
+        }
         off = 0;
     }
     return k;
@@ -356,8 +362,8 @@ static void op_finish (struct host *h, struct host_op *o)
     }
 }
 
-/* Send more of op o (its frame header first).  Returns 1 on progress, 0
- * when blocked, <0. */
+/* Send more of op o (its frame header first), at most o->piece payload
+ * bytes.  Returns 1 on progress, 0 when blocked, <0. */
 static int pump_send (struct host *h, struct host_op *o)
 {
     struct link *l = &h->lk->l[o->link];
@@ -371,7 +377,8 @@ static int pump_send (struct host *h, struct host_op *o)
         return link_lost (h, o->link, "closed");
     memset (&m, 0, sizeof (m));
     m.msg_iov = v;
-    m.msg_iovlen = (size_t)op_iov (o, v, (char *)&f + o->hdone, hleft);
+    m.msg_iovlen = (size_t)op_iov (o, v, (char *)&f + o->hdone, hleft,
+                                   o->piece);
     r = sendmsg (l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -447,7 +454,7 @@ static int pump_recv (struct host *h, struct host_op *o)
     }
     memset (&m, 0, sizeof (m));
     m.msg_iov = v;
-    m.msg_iovlen = (size_t)op_iov (o, v, NULL, 0);
+    m.msg_iovlen = (size_t)op_iov (o, v, NULL, 0, SIZE_MAX);
     r = recvmsg (l->fd, &m, MSG_DONTWAIT);
     if (r == 0)
         return link_lost (h, o->link, "closed");
@@ -527,18 +534,43 @@ static int pump_all (struct host *h, struct host_op *ops, int nops,
     return progress;
 }
 
+/* The bytes of a message of len that one sendmsg() may carry in a round
+ * that also receives: len cut into equal pieces of at most DDP_TCP_PIECE
+ * (so that a message just over it is not sent as a piece and a sliver).
+ * Why: sendmsg() holds the socket while it copies, and on loopback also
+ * runs the receive side of what it sent; what the peer sends meanwhile
+ * waits in the socket's backlog, ACKs included.  One sendmsg() of 512
+ * KiB took 120 us (strace, 2 nodes x 1 rank, allgather of 1 MiB: 210 us a
+ * call, Open MPI 114 us in four 128 KiB writev()s).  Pieces below one
+ * loopback segment (MSS 65483) took it to 104-110 us; 64 KiB pieces and
+ * more were as slow as none (doc/benchmarks.md). */
+static size_t piece (const struct host *h, size_t len)
+{
+    size_t max = h->tune.tcp_piece, n;
+
+    if (max == 0 || len <= max)
+        return SIZE_MAX;
+    n = (len + max - 1) / max;
+    return (len + n - 1) / n;
+}
+
 int host_tcp_run (struct host *h, struct host_op *ops, int nops)
 {
     double limit = h->cfg->timeout_s + 2 * host_grace (h);
     double last = 0, t;
     int rc = 0, pending;
+    bool sends = false, recvs = false;
 
     for (int i = 0; i < nops; i++) {
         ops[i].done = ops[i].voff = ops[i].hdone = 0;
         ops[i].vi = 0;
         ops[i].hdr = ops[i].fin = false;
         op_advance (&ops[i], 0);    /* past empty iovecs */
+        sends |= ops[i].send;
+        recvs |= !ops[i].send;
     }
+    for (int i = 0; i < nops; i++)
+        ops[i].piece = sends && recvs ? piece (h, ops[i].len) : SIZE_MAX;
     for (;;) {
         if ((rc = pump_all (h, ops, nops, &pending)) < 0 || pending == 0)
             break;

@@ -122,6 +122,7 @@ struct host_op {
     int vi;             /* iovec being worked on, and offset in it */
     size_t voff;
     size_t hdone;       /* send: frame header bytes sent */
+    size_t piece;       /* send: most payload bytes per sendmsg() */
     bool hdr;           /* receive: frame header received and checked */
     bool fin;
 };

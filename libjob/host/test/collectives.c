@@ -267,9 +267,11 @@ static int rank_fault (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
-/* A bad DDP_CMA fails the set-up, saying what is wrong with it. */
-static int rank_bad_cma (int rank, void *arg)
+/* A bad tuning variable fails the set-up, saying what is wrong with it
+ * (arg: what the error must contain, e.g. "DDP_CMA='yes'"). */
+static int rank_bad_var (int rank, void *arg)
 {
+    const char *want = arg;
     struct bootstrap *b = NULL;
     struct ddp_config cfg = { .timeout_s = 30.0 };
     char e[512];
@@ -277,14 +279,12 @@ static int rank_bad_cma (int rank, void *arg)
     int rc;
 
     (void)rank;
-    (void)arg;
     if (bootstrap_create (&b, 30.0, e, sizeof (e)) < 0)
         return 2;
     rc = be->create (b, &cfg, &ctx);
     RANK_CHECK (rc == DDP_EINVAL, "create gave %d, not DDP_EINVAL", rc);
-    RANK_CHECK (strstr (ddpi_last_error (), "DDP_CMA='yes'") != NULL,
-                "the error does not name DDP_CMA='yes': %s",
-                ddpi_last_error ());
+    RANK_CHECK (strstr (ddpi_last_error (), want) != NULL,
+                "the error does not name %s: %s", want, ddpi_last_error ());
     if (rc == 0)
         be->destroy (ctx);
     bootstrap_destroy (b);
@@ -381,6 +381,16 @@ int main (void)
     is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_SHM_SLOT");
+    /* A round that sends and receives cuts each send into pieces. */
+    setenv ("DDP_TCP_PIECE", "1000", 1);
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "the same with sends in pieces of at most 1000 bytes%s%s",
+            rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_TCP_PIECE", "-1", 1);
+    rc = run (rank_bad_var, "DDP_TCP_PIECE='-1'", st);
+    is_int (rc, 0, "DDP_TCP_PIECE=-1: set-up fails, naming it%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_TCP_PIECE");
     rc = run_on (1, rank_collectives, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node (single copy from 8 KiB): every "
             "collective right%s%s", rc ? ": " : "", rc ? err : "");
@@ -389,7 +399,7 @@ int main (void)
     is_int (rc, 0, "the same with DDP_CMA=0 (through the segment)%s%s",
             rc ? ": " : "", rc ? err : "");
     setenv ("DDP_CMA", "yes", 1);
-    rc = run_on (1, rank_bad_cma, NULL, st);
+    rc = run_on (1, rank_bad_var, "DDP_CMA='yes'", st);
     is_int (rc, 0, "DDP_CMA=yes: set-up fails, naming it%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_CMA");
