@@ -26,6 +26,7 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
     w->iter = 0;
     w->spin_us = spin_us;
     w->spinning = spin_us > 0;
+    w->yield_s = 0.02;
     w->start = 0;
     w->deadline = 0;
     w->next_check = 0;
@@ -55,7 +56,7 @@ int ddpi_wait_step (struct ddpi_waiter *w)
     }
     if (now > w->deadline)
         return -1;
-    if (now - w->start < 0.02)
+    if (now - w->start < w->yield_s)
         sched_yield ();
     else {
         /* Long waits (a peer computing): sleep, longer as it goes on. */
@@ -67,6 +68,11 @@ int ddpi_wait_step (struct ddpi_waiter *w)
         return 1;
     }
     return 0;
+}
+
+void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s)
+{
+    w->yield_s = yield_s;
 }
 
 void ddpi_wait_extend (struct ddpi_waiter *w, double seconds)

@@ -7,6 +7,7 @@
 struct ddpi_waiter {
     unsigned iter;
     unsigned spin_us;       /* microseconds of spinning before yielding */
+    double yield_s;         /* seconds of yielding before sleeping */
     bool spinning;
     double start;           /* 0 until the first slow step */
     double deadline;
@@ -20,6 +21,11 @@ struct ddpi_waiter {
  * node, where spinning only delays the peer we wait for. */
 void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
                      unsigned spin_us);
+
+/* Yield for yield_s seconds (default 0.02) instead, once spinning is over,
+ * before the naps: 0 naps at once (for a machine so oversubscribed that
+ * the yielding waiters themselves keep the ranks with work off the CPUs). */
+void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s);
 
 /* One step of a wait whose condition was just found false.  Returns 0 to
  * keep polling, 1 when the caller should also check peer liveness (about

@@ -250,6 +250,7 @@ struct host {
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
+    double yield_s;             /* node waits: yielding before naps */
     int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */
     size_t setup_bytes;
     int broken;                 /* sticky DDP_E* code after a fault */

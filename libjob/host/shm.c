@@ -243,6 +243,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
      * which allows two graces): it gets three more graces, so that the
      * first report names the rank that never came. */
     ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
+    ddpi_wait_yield (&w, h->yield_s);
     while (load_flag (h, lr, which) < s) {
         if (host_record_set (h))
             return host_event (h, HOST_EV_RECORD, -1);
