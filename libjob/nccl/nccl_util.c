@@ -171,6 +171,30 @@ static void fault_text (const struct nccl_peer *p, uint64_t mine,
                   " collectives in different orders)", is, its);
 }
 
+/* Whether peer p is at fault beyond doubt: gone, unreachable, silent, or
+ * it called ddp_abort. */
+static bool hard_fault (const struct nccl_peer *p)
+{
+    return p->seen == NCCL_SEEN_GONE || p->seen == NCCL_SEEN_UNREACHABLE
+           || p->seen == NCCL_SEEN_SILENT
+           || (p->seen == NCCL_SEEN_ANSWERED
+               && (NCCL_STATE_FLAGS (p->state) & NCCL_ST_ABORTED));
+}
+
+/* Whether peer p is still in the call just before mine, on its way out:
+ * that call finished here, so it did its part.  Under load a survivor is
+ * often found so when another rank has died; that is not a fault. */
+static bool just_behind (const struct nccl_peer *p, uint64_t mine)
+{
+    uint64_t st = p->state;
+
+    return p->seen == NCCL_SEEN_ANSWERED && (NCCL_STATE_FLAGS (st) & NCCL_ST_IN)
+           && !(NCCL_STATE_FLAGS (st) & (NCCL_ST_ABORTED | NCCL_ST_FAILED))
+           && NCCL_STATE_CALL (st) != NCCL_CALL_INIT
+           && NCCL_STATE_CALL (st) != NCCL_CALL_FINALIZE
+           && NCCL_STATE_NUM (st) + 1 == NCCL_STATE_NUM (mine);
+}
+
 #define DESCRIBE_GROUPS 4
 
 /* Ranks found at fault the same way (what, said of one rank). */
@@ -211,16 +235,21 @@ int nccl_describe (const struct nccl_peer *peers, int size, int me,
     struct fault_group g[DESCRIBE_GROUPS];
     char cur[160];
     int ng = 0, at_fault = 0, more = 0, answered = 0, rc = 0;
+    bool hard = false;
     size_t at = 0;
 
     if (len == 0)
         return 0;
     out[0] = '\0';
+    for (int r = 0; r < size; r++)
+        hard |= r != me && hard_fault (&peers[r]);
     for (int r = 0; r < size; r++) {
         int k;
         if (r == me)
             continue;
         answered += peers[r].seen == NCCL_SEEN_ANSWERED;
+        if (hard && just_behind (&peers[r], mine))
+            continue;
         fault_text (&peers[r], mine, window, false, cur, sizeof (cur));
         if (!cur[0])
             continue;

@@ -169,7 +169,9 @@ struct nccl_peer {
  * ddp_allreduce #4)".  At fault: gone, unreachable, silent, ddp_abort
  * called, in ddp_finalize or still in ddp_init, behind (in or after an
  * earlier call than mine), or in another call of my number.  Not at fault:
- * a rank that failed too, or is in my call or a later one.  host (arg, r)
+ * a rank that failed too, or is in my call or a later one, or, when
+ * another rank is gone, unreachable, silent or aborted, one still in the
+ * call just before mine (it finished here: that rank is on its way).  host (arg, r)
  * gives rank r's host name; window is how long the asking waited
  * (seconds, for the texts).  Returns the number of ranks at fault; with
  * none, out says so ("no rank is gone or behind: 3 of 3 answered

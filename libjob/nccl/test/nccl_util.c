@@ -183,6 +183,22 @@ static void test_describe (void)
     is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
             " refused)", "one rank gone: named with its host");
     ok (n == 1, "one rank at fault (%d)", n);
+    /* A survivor still leaving the call before mine (seen under load in
+     * t0405): not at fault while another rank is gone; named without. */
+    p[3].state = NCCL_STATE (5, NCCL_CALL_BARRIER, NCCL_ST_IN);
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 2 (host n1) is gone: its process exited (connection"
+            " refused)", "one rank gone, one still leaving the call before:"
+            " only the gone one named");
+    ok (n == 1, "one rank at fault (%d)", n);
+    p[2].seen = NCCL_SEEN_ANSWERED;
+    n = nccl_describe (p, 6, 0, mine, hosts_of, hosts, 0.5, out,
+                       sizeof (out));
+    is_str (out, "rank 3 (host n2) is still in ddp_barrier #5",
+            "nobody gone: the one still in the call before is named");
+    ok (n == 1, "one rank at fault (%d)", n);
+    p[2].seen = NCCL_SEEN_GONE;
     p[3].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
     p[4].state = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, 0);
     p[5].state = NCCL_STATE (4, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
