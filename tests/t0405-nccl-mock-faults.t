@@ -69,13 +69,18 @@ within () {
 	awk -v t="$(cat "$1.secs")" -v b="$2" 'BEGIN { exit !(t < b) }'
 }
 
+# What a survivor can observe of a killed rank: its watch refuses the
+# connection, or, while the kernel is still tearing the process down under
+# load, does not take it within the window (seen once in rpmbuild's
+# `make check`: "cannot be reached: no connection to it within 1.0 s").
+killed='\(is gone: its process exited (connection refused)\|cannot be reached: no connection to it within [0-9.]* s\)'
 nccl_said='NCCL: remote process exited or there was a network error (mock) (socketProgress: Connection closed by remote peer (mock))$'
 
 test_expect_success 'kill -9 of rank 1 in a barrier loop: the survivor names it and its host, NCCL'"'"'s words at the end' '
 	ranks kill 2 1 DDP_TIMEOUT=10 "$FAULT" kill 1 barrier &&
 	grep "^rank 0: failed after 200 calls in [0-9.]* s: -8 (a peer died or aborted)$" kill.out &&
 	test $(errors kill 0 | wc -l) = 1 &&
-	errors kill 0 | grep "error: nccl: ddp_barrier #202: rank 1 (host $HOST) is gone: its process exited (connection refused); $nccl_said" &&
+	errors kill 0 | grep "error: nccl: ddp_barrier #202: rank 1 (host $HOST) $killed; $nccl_said" &&
 	grep "^ddp-local-run: rank 1 killed by signal 9" kill.err &&
 	within kill 8
 '
@@ -83,7 +88,7 @@ test_expect_success '4 ranks on 2 nodes, rank 2 killed in an allreduce loop: eve
 	ranks kill4 4 2 DDP_TIMEOUT=10 "$FAULT" kill 2 allreduce &&
 	for r in 0 1 3; do
 		grep "^rank $r: failed after 200 calls in [0-9.]* s: -8 " kill4.out &&
-		errors kill4 $r | grep "error: nccl: ddp_allreduce #202: rank 2 (host $HOST) is gone: its process exited (connection refused)\( (noticed by rank [0-3])\)\{0,1\}; $nccl_said" || return 1
+		errors kill4 $r | grep "error: nccl: ddp_allreduce #202: rank 2 (host $HOST) $killed\( (noticed by rank [0-3])\)\{0,1\}; $nccl_said" || return 1
 	done &&
 	one_verdict kill4 &&
 	! errors kill4 2 &&
@@ -92,7 +97,7 @@ test_expect_success '4 ranks on 2 nodes, rank 2 killed in an allreduce loop: eve
 test_expect_success 'kill -9 of rank 0, the first one asked: another rank collects, and rank 0 is named' '
 	ranks kill0 3 1 DDP_TIMEOUT=10 "$FAULT" kill 0 barrier &&
 	for r in 1 2; do
-		errors kill0 $r | grep "error: nccl: ddp_barrier #202: rank 0 (host $HOST) is gone: its process exited (connection refused)\( (noticed by rank [12])\)\{0,1\}; $nccl_said" || return 1
+		errors kill0 $r | grep "error: nccl: ddp_barrier #202: rank 0 (host $HOST) $killed\( (noticed by rank [12])\)\{0,1\}; $nccl_said" || return 1
 	done &&
 	one_verdict kill0 &&
 	within kill0 8
