@@ -26,7 +26,7 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
     w->iter = 0;
     w->spin_us = spin_us;
     w->spinning = spin_us > 0;
-    w->yield_s = 0.02;
+    w->yield_s = DDPI_WAIT_YIELD_S;
     w->start = 0;
     w->deadline = 0;
     w->next_check = 0;

@@ -22,7 +22,10 @@ struct ddpi_waiter {
 void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
                      unsigned spin_us);
 
-/* Yield for yield_s seconds (default 0.02) instead, once spinning is over,
+/* How long a wait yields, once spinning is over, before it naps. */
+#define DDPI_WAIT_YIELD_S 0.02
+
+/* Yield for yield_s seconds (default DDPI_WAIT_YIELD_S) instead, once spinning is over,
  * before the naps: 0 naps at once (for a machine so oversubscribed that
  * the yielding waiters themselves keep the ranks with work off the CPUs). */
 void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s);

@@ -17,6 +17,7 @@
 #include "ddp_internal.h"
 #include "host.h"
 #include "schedule.h"
+#include "wait.h"
 
 #define BLOB_MAGIC 0x6464702d686f7374ULL    /* "ddp-host" */
 #define LANES_MAX 16        /* ranks that listen, in case they are lanes */
@@ -323,7 +324,8 @@ static void set_spin (struct host *h)
     if (h->npart > 0 && same == h->npart)
         n = h->size;
     h->spin_us = spin_default (n);
-    h->yield_s = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu ? 0 : 0.02;
+    h->yield_s = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu ? 0
+                                                       : DDPI_WAIT_YIELD_S;
 }
 
 static int open_pidfds (struct host *h)
