@@ -94,12 +94,15 @@ ddp_unit_tests () {
 # output) and 8 after (sharness's echo of the failed test), or, when it has
 # no "not ok" (a crash, a bad plan, a hang killed), the last 40 lines of its
 # section.  MAX_LINES (default 400) bounds the whole digest.  Prints
-# nothing when LOG has no failed file.
+# nothing when LOG has no failed file.  prove pads the file names of its
+# report to one width (CI of 8b3e312 printed no digest for that):
+# tests/t0540-check-digest.t runs it on a real prove log.
 ddp_tap_digest () {
     local log=$1 max=${2:-400} files
     files=$(sed -n '/^Test Summary Report/,$p' "$log" |
-            sed -n 's/^\([^ ]*\) (Wstat: .*/\1/p')
+            sed -n 's/^\([^ ]*\)  *(Wstat: .*/\1/p')
     [ -n "$files" ] || return 0
+    {
     echo "== digest of $log: what failed"
     sed -n '/^Test Summary Report/,$p' "$log"
     echo "$files" | while read -r f; do
@@ -125,7 +128,8 @@ ddp_tap_digest () {
                     for (j = (n > 40 ? n - 39 : 1); j <= n; j++) print l[j]
                 }
             }' "$log"
-    done | head -n "$max"
+    done
+    } | head -n "$max" || true    # a cut digest is not a failure (pipefail)
 }
 
 # ddp_prove BUILD [prove options...]: run the whole suite of a built tree
