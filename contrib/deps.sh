@@ -98,13 +98,17 @@ ddp_unit_tests () {
 # report to one width (CI of 8b3e312 printed no digest for that):
 # tests/t0540-check-digest.t runs it on a real prove log.
 ddp_tap_digest () {
-    local log=$1 max=${2:-400} files
-    files=$(sed -n '/^Test Summary Report/,$p' "$log" |
-            sed -n 's/^\([^ ]*\)  *(Wstat: .*/\1/p')
+    local log=$1 max=${2:-400} files from
+    # prove's own verdict is the log's last "Result:" (a test's verbose
+    # output may hold another prove's), its report the last one before it.
+    from=$(awk '/^Test Summary Report/ { t = NR } /^Result: / { r = $2; f = t }
+                END { if (r == "FAIL" && f) print f }' "$log")
+    [ -n "$from" ] || return 0
+    files=$(tail -n "+$from" "$log" | sed -n 's/^\([^ ]*\)  *(Wstat: .*/\1/p')
     [ -n "$files" ] || return 0
     {
     echo "== digest of $log: what failed"
-    sed -n '/^Test Summary Report/,$p' "$log"
+    tail -n "+$from" "$log"
     echo "$files" | while read -r f; do
         awk -v f="$f" '
             /^\[[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\] / {
