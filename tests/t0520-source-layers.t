@@ -16,7 +16,7 @@ layer () {
 	host_core.h|record.h|record.c|schedule.h|schedule.c) echo 0 ;;
 	transport.h|tcp.h|shm.c|tcp.c|mesh.c|flood.c) echo 1 ;;
 	fault.h|fault.c) echo 2 ;;
-	algo.h|algo.c) echo 3 ;;
+	algo.h|algo.c|node.h|node.c) echo 3 ;;
 	host.h|coll.c|host.c) echo 4 ;;
 	esac
 }

@@ -7,6 +7,8 @@
  *             end, the straggler report (host.h)
  *   algo.c    the cross-node algorithms over the links (algo.h;
  *             schedule.c: who talks to whom)
+ *   node.c    a call's steps within one node: the segment's slots and
+ *             banks, single copy, the waits' codes (node.h)
  *   fault.c   fault policy: what a reported event means, what the user
  *             is told, the swap of lists after a timeout (fault.h)
  *   shm.c     transport: the node's segment, waiting on its flags, single

@@ -178,8 +178,8 @@ struct host_tune {
     uint32_t small_max;     /* DDP_SMALL_MAX: below, latency algorithms */
     uint32_t ring_min;      /* DDP_RING_MIN: from here, ring allreduce */
     uint32_t segment;       /* DDP_SEGMENT: pipelining unit of the ring */
-    uint32_t tcp_piece;     /* DDP_TCP_PIECE: most bytes per send in a
-                               round that also receives (0: no limit) */
+    uint32_t tcp_piece;     /* DDP_TCP_PIECE: most bytes per sendmsg()
+                               of a message (0: no limit) */
 };
 
 /* The collectives, for the traffic counters. */
@@ -246,7 +246,7 @@ struct host {
 
     uint64_t seq;               /* node-local steps */
     int cma;                    /* single copy on this node: 0 not yet
-                                   decided, 1 on, 2 off (coll.c) */
+                                   decided, 1 on, 2 off (node.c) */
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;

@@ -6,8 +6,8 @@
  * A transport waits and reports: when a wait ends on something it saw (a
  * peer gone, a link lost, a deadline passed, a fault record come in) it
  * fills h->ev and returns HOST_EVENT (host_core.h); it never decides what
- * that means, and calls nothing above it (fault.c, algo.c, coll.c,
- * host.c).  Other codes it returns are DDP_E* codes of set-up failures. */
+ * that means, and calls nothing above it (fault.c, algo.c, node.c,
+ * coll.c, host.c).  Other codes it returns are DDP_E* codes of set-up failures. */
 #ifndef DDP_TRANSPORT_H
 #define DDP_TRANSPORT_H
 

@@ -36,7 +36,7 @@ static const struct { const char *obj; int layer; } layers[] = {
     { "record.o", 0 }, { "schedule.o", 0 },
     { "shm.o", 1 }, { "tcp.o", 1 }, { "mesh.o", 1 }, { "flood.o", 1 },
     { "fault.o", 2 },
-    { "algo.o", 3 },
+    { "algo.o", 3 }, { "node.o", 3 },
     { "coll.o", 4 },
     { "host.o", 5 },
 };

@@ -1,0 +1,343 @@
+/* node.c - the steps of a collective within one node: the segment's
+ * waits as the fault's codes, a step's start, and each kind of call on
+ * one node, through the segment's slots or by single copy (CMA) (node.h).
+ * The step protocol (banks, flags, slots) is described in host.h. */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ddp_internal.h"
+#include "fault.h"
+#include "node.h"
+#include "reduce.h"
+#include "transport.h"
+
+#define SPLIT_MIN (32 * 1024)
+
+/* ------------------------------------------------------------ steps */
+
+int node_wait_flag (struct host *h, int lr, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_flag (h, lr, which, s));
+}
+
+int node_wait_first (struct host *h, int n, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_first (h, n, which, s));
+}
+
+int node_wait_all (struct host *h, int which, uint64_t s)
+{
+    return host_fault_rc (h, host_wait_all (h, which, s));
+}
+
+int node_step_begin (struct host *h, uint64_t *sp)
+{
+    if (h->broken)
+        return h->broken;
+    *sp = ++h->seq;
+    return node_wait_all (h, 0, *sp - 1);
+}
+
+int node_step_enter (struct host *h, uint64_t *sp)
+{
+    int rc = node_step_begin (h, sp);
+
+    if (rc == 0)
+        host_post (h, 0, *sp);
+    return rc;
+}
+
+/* ------------------------------------------------- one node: in the segment */
+
+/* This rank's share [lo, hi) of n elements when the node splits a step. */
+static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
+{
+    *lo = n * (size_t)h->lrank / (size_t)h->lsize;
+    *hi = n * (size_t)(h->lrank + 1) / (size_t)h->lsize;
+}
+
+void node_reduce (struct host *h, int bank, void *dst, size_t lo,
+                  size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    const void *src[h->lsize];
+    size_t es = ddp_dtype_size (dtype);
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        src[lr] = host_slot (h, bank, lr) + lo * es;
+    ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
+}
+
+#define ACC_ALIGN 64         /* bytes; a power of two */
+
+/* Elements a reduction step on one node takes: they fit a slot, and the
+ * result area holds them in dtype and, after, in the accumulation type. */
+static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype);
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t need = es + (at != dtype ? ddp_dtype_size (at) : 0);
+    size_t a = h->slot_bytes / es;
+    /* The accumulation starts aligned after the result (acc_offset). */
+    size_t b = (h->res_bytes - (at != dtype ? ACC_ALIGN : 0)) / need;
+
+    return a < b ? a : b;
+}
+
+/* Where the accumulation of n elements of es bytes starts in the result
+ * area: after the result, aligned for any accumulation type (an odd count
+ * of 16-bit elements would leave float32 partials misaligned: UB). */
+static size_t acc_offset (size_t n, size_t es)
+{
+    return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
+}
+
+/* One step of a reduction on one node: n elements of send; out (NULL: not
+ * wanted here) gets the result.  Small steps are reduced by every rank
+ * that wants them, from the slots; larger ones in shares, into the result
+ * area: the result in dtype at its start, each share's accumulation after
+ * it (apart when the types differ, so no share is narrowed over another's
+ * partial). */
+static int node_reduce_step (struct host *h, const char *send, char *out,
+                             size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at), lo, hi;
+    uint64_t s = 0;
+    int rc, bank;
+    char *res, *acc;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    res = host_result (h, bank);
+    acc = at == dtype ? res : res + acc_offset (n, es);
+    memcpy (host_slot (h, bank, h->lrank), send, n * es);
+    host_post (h, 0, s);
+    if (n * es < SPLIT_MIN || h->lsize == 1) {
+        void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
+        if (!out)
+            return 0;
+        if (!w)
+            return DDP_ENOMEM;
+        if ((rc = node_wait_all (h, 0, s)) < 0)
+            return rc;
+        node_reduce (h, bank, w, 0, n, dtype, op);
+        ddpi_reduce_finish (w, n, at, op, h->size);
+        ddpi_narrow (out, w, n, dtype, op);
+        return 0;
+    }
+    share (h, n, &lo, &hi);
+    if ((rc = node_wait_all (h, 0, s)) < 0)
+        return rc;
+    node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
+    ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
+    ddpi_narrow (res + lo * es, acc + lo * aes, hi - lo, dtype, op);
+    host_post (h, 1, s);
+    if ((rc = node_wait_all (h, 1, s)) < 0)
+        return rc;
+    if (out)
+        memcpy (out, res, n * es);
+    return 0;
+}
+
+/* One bcast step on one node: bytes of root's buf to the others. */
+static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
+{
+    uint64_t s = 0;
+    int rc;
+    char *res;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    res = host_result (h, (int)(s & 1));
+    if (h->rank == root)
+        memcpy (res, buf, bytes);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return 0;
+    if ((rc = node_wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
+        return rc;
+    memcpy (buf, res, bytes);
+    return 0;
+}
+
+/* ----------------------------------------- one node: single copy (CMA) */
+
+/* On one node a rank may read another's buffer straight from its memory
+ * (process_vm_readv: one copy) instead of through the segment (two: in,
+ * then out), when the node voted it can.  Measured on 1 node x 2 ranks
+ * (2 cores): a gather or allgather gains from 8 KiB a rank (allgather of
+ * 8 KiB a rank 1.65 against 2.64-2.90 us; 512 KiB 41 against 95 us), a
+ * bcast from 16 KiB (32 KiB: 2.0 against 2.9 us; 1 MiB 44-48 against
+ * 56-58) up to 1 MiB: from 2 MiB the segment's copies, pipelined in
+ * slots, keep both the root and the reader busy where a single copy
+ * leaves the root idle (2 MiB 143-146 against 170-176 us). */
+#define CMA_GATHER_MIN 8192
+#define CMA_BCAST_MIN 16384
+#define CMA_BCAST_MAX (2u << 20)
+
+/* The node's vote on single copy, once, in a step of its own (every
+ * local rank is in the same call: the choice depends on the call alone). */
+static int cma_decide (struct host *h)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_vote (h);
+    host_post (h, 0, s);
+    if ((rc = node_wait_all (h, 0, s)) < 0)
+        return rc;
+    h->cma = host_cma_agreed (h) ? 1 : 2;
+    ddpi_debug ("single copy between local ranks: %s",
+                h->cma == 1 ? "on" : "off");
+    return 0;
+}
+
+/* Whether this one-node call goes by single copy (bytes: what one rank
+ * reads from one other; [lo, hi): the range where that pays): 1, 0, or
+ * <0 (the vote failed). */
+static int cma_use (struct host *h, size_t bytes, size_t lo, size_t hi)
+{
+    int rc;
+
+    if (h->nnodes != 1 || bytes < lo || bytes >= hi || h->cma == 2)
+        return 0;
+    if (h->cma == 0 && (rc = cma_decide (h)) < 0)
+        return rc;
+    return h->cma == 1;
+}
+
+/* A bcast on one node by single copy: the root posts its buffer, the
+ * others read it and say so (red), the root returns when all have. */
+static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
+{
+    int rlr = h->rank_lrank[root], rc;
+    uint64_t s = 0;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    if (h->rank == root)
+        host_cma_post (h, buf);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return node_wait_all (h, 1, s);
+    if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
+        || (rc = host_fault_rc (h, host_cma_read (h, rlr, buf, bytes)))
+           < 0)
+        return rc;
+    host_post (h, 1, s);
+    return 0;
+}
+
+/* A gather (recv: the root's, NULL elsewhere; all: an allgather) on one
+ * node by single copy: every rank posts its send buffer; a rank with a
+ * recv reads the others' into it and says so (red); a rank returns when
+ * every rank that reads from it has (the root, or all). */
+static int node_gather_cma (struct host *h, const char *send, char *recv,
+                            size_t bytes, int root, bool all)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_post (h, send);
+    host_post (h, 0, s);
+    if (recv) {
+        if ((rc = node_wait_all (h, 0, s)) < 0)
+            return rc;
+        for (int lr = 0; lr < h->lsize; lr++) {
+            char *dst = recv + (size_t)h->local_ranks[lr] * bytes;
+            if (lr == h->lrank) {
+                if (dst != send)
+                    memmove (dst, send, bytes);
+            }
+            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, dst,
+                                                            bytes))) < 0)
+                return rc;
+        }
+        host_post (h, 1, s);
+    }
+    if (all)
+        return node_wait_all (h, 1, s);
+    return h->rank == root ? 0 : node_wait_flag (h, h->rank_lrank[root], 1, s);
+}
+
+/* One gather step on one node: bytes of every rank's send into recv at
+ * rank x stride (recv NULL: not wanted here). */
+static int node_gather_step (struct host *h, const char *send, char *recv,
+                             size_t bytes, size_t stride)
+{
+    uint64_t s = 0;
+    int rc, bank;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    memcpy (host_slot (h, bank, h->lrank), send, bytes);
+    host_post (h, 0, s);
+    if (!recv)
+        return 0;
+    if ((rc = node_wait_all (h, 0, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++)
+        memcpy (recv + (size_t)h->local_ranks[lr] * stride,
+                host_slot (h, bank, lr), bytes);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the calls */
+
+int node_reduce_run (struct host *h, const char *send, char *recv,
+                     size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), chunk = node_chunk (h, dtype, op), n;
+    int rc;
+
+    for (size_t off = 0; off < count; off += n) {
+        n = count - off < chunk ? count - off : chunk;
+        if ((rc = node_reduce_step (h, send + off * es,
+                                    recv ? recv + off * es : NULL, n, dtype,
+                                    op)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
+{
+    size_t n;
+    int rc;
+
+    if ((rc = cma_use (h, bytes, CMA_BCAST_MIN, CMA_BCAST_MAX)) != 0)
+        return rc < 0 ? rc : node_bcast_cma (h, buf, bytes, root);
+    for (size_t off = 0; off < bytes; off += n) {
+        n = bytes - off < h->res_bytes ? bytes - off : h->res_bytes;
+        if ((rc = node_bcast_step (h, buf + off, n, root)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int node_gather_run (struct host *h, const char *send, char *recv,
+                     size_t bytes, size_t es, int root)
+{
+    size_t chunk = h->slot_bytes - h->slot_bytes % es, n;
+    int rc;
+
+    if ((rc = cma_use (h, bytes, CMA_GATHER_MIN, SIZE_MAX)) != 0)
+        return rc < 0 ? rc : node_gather_cma (h, send, recv, bytes, root,
+                                              root < 0);
+    for (size_t off = 0; off < bytes; off += n) {
+        n = bytes - off < chunk ? bytes - off : chunk;
+        if ((rc = node_gather_step (h, send + off, recv ? recv + off : NULL,
+                                    n, bytes)) < 0)
+            return rc;
+    }
+    return 0;
+}
