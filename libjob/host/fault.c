@@ -129,6 +129,7 @@ static void complete_list (struct host *h)
 
     if (h->lrank != sp) {
         ddpi_wait_init (&w, window + 0.5, h->spin_us);
+        ddpi_wait_yield (&w, h->yield_s);   /* as a step's waits (shm.c) */
         while (!atomic_load (&h->hdr->fault_final)
                && ddpi_wait_step (&w) >= 0)
             ;

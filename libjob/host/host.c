@@ -54,12 +54,11 @@ static uint64_t machine_id (void)
 /* How long a waiter spins before it yields: long (2 ms, like MPI's busy
  * polling, so a rank keeps its core across a peer's memcpy) when every rank
  * on this machine can have a CPU; not at all when they are oversubscribed,
- * where spinning only delays the peer we wait for.  DDP_SPIN=MICROSECONDS
- * overrides. */
-static unsigned spin_default (int on_machine)
+ * where spinning only delays the peer we wait for (ncpu: the CPUs online,
+ * <= 0 unknown).  DDP_SPIN=MICROSECONDS overrides. */
+static unsigned spin_default (int on_machine, long ncpu)
 {
     const char *s = getenv ("DDP_SPIN");
-    long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
     long v;
 
     if (s && ddpi_parse_long (s, 0, 10000000, &v) == 0)
@@ -323,7 +322,7 @@ static void set_spin (struct host *h)
         }
     if (h->npart > 0 && same == h->npart)
         n = h->size;
-    h->spin_us = spin_default (n);
+    h->spin_us = spin_default (n, ncpu);
     h->yield_s = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu ? 0
                                                        : DDPI_WAIT_YIELD_S;
 }
