@@ -534,16 +534,18 @@ static int pump_all (struct host *h, struct host_op *ops, int nops,
     return progress;
 }
 
-/* The bytes of a message of len that one sendmsg() may carry in a round
- * that also receives: len cut into equal pieces of at most DDP_TCP_PIECE
- * (so that a message just over it is not sent as a piece and a sliver).
- * Why: sendmsg() holds the socket while it copies, and on loopback also
- * runs the receive side of what it sent; what the peer sends meanwhile
- * waits in the socket's backlog, ACKs included.  One sendmsg() of 512
- * KiB took 120 us (strace, 2 nodes x 1 rank, allgather of 1 MiB: 210 us a
- * call, Open MPI 114 us in four 128 KiB writev()s).  Pieces below one
- * loopback segment (MSS 65483) took it to 104-110 us; 64 KiB pieces and
- * more were as slow as none (doc/benchmarks.md). */
+/* The bytes of a message of len that one sendmsg() may carry: len cut
+ * into equal pieces of at most DDP_TCP_PIECE (so that a message just over
+ * it is not sent as a piece and a sliver).  Why: sendmsg() holds the
+ * socket while it copies, and on loopback also runs the receive side of
+ * what it sent; what the peer sends meanwhile waits in the socket's
+ * backlog, ACKs included.  One sendmsg() of 512 KiB took 120 us (strace,
+ * 2 nodes x 1 rank, allgather of 1 MiB: 210 us a call, Open MPI 114 us in
+ * four 128 KiB writev()s).  Pieces below one loopback segment (MSS 65483)
+ * took it to 104-110 us; 64 KiB pieces and more were as slow as none.  A
+ * round that only sends gains too, its window no longer waiting on ACKs
+ * held in the backlog: 2 x 1 bcast of 16 MiB 3.0-3.4 -> 2.1 ms, gather
+ * of 256 KiB 40 -> 14-18 us (doc/benchmarks.md). */
 static size_t piece (const struct host *h, size_t len)
 {
     size_t max = h->tune.tcp_piece, n;
@@ -559,18 +561,14 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
     double limit = h->cfg->timeout_s + 2 * host_grace (h);
     double last = 0, t;
     int rc = 0, pending;
-    bool sends = false, recvs = false;
 
     for (int i = 0; i < nops; i++) {
         ops[i].done = ops[i].voff = ops[i].hdone = 0;
         ops[i].vi = 0;
         ops[i].hdr = ops[i].fin = false;
         op_advance (&ops[i], 0);    /* past empty iovecs */
-        sends |= ops[i].send;
-        recvs |= !ops[i].send;
+        ops[i].piece = ops[i].send ? piece (h, ops[i].len) : SIZE_MAX;
     }
-    for (int i = 0; i < nops; i++)
-        ops[i].piece = sends && recvs ? piece (h, ops[i].len) : SIZE_MAX;
     for (;;) {
         if ((rc = pump_all (h, ops, nops, &pending)) < 0 || pending == 0)
             break;

@@ -381,7 +381,7 @@ int main (void)
     is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_SHM_SLOT");
-    /* A round that sends and receives cuts each send into pieces. */
+    /* Every send is cut into pieces. */
     setenv ("DDP_TCP_PIECE", "1000", 1);
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "the same with sends in pieces of at most 1000 bytes%s%s",
