@@ -109,7 +109,7 @@ test_expect_success 'the report has every section' '
 		"### 1 rank per node" "### 2 ranks per node" \
 		"## Init: ddp_init against MPI_Init" \
 		"## Launch cost" "## Memory" "## Targets (issue 8)" \
-		"## Scaling targets" \
+		"## Scaling targets" "## Rows behind a peer" \
 		"## Result checks and failures"; do
 		grep -qF "$h" res/report.md || { echo "missing: $h"; return 1; }
 	done &&
@@ -203,6 +203,23 @@ test_expect_success MPI 'with mpi-bench built, the sweep has MPI times, ratios a
 	table "^## Scaling: " | grep "^| 2 | 2 | " >summary &&
 	test $(wc -l <summary) = 1 &&
 	tr "|" "\n" <summary | sed "s/ //g" | grep . | numbers
+'
+# behind_mpi: the rows of "Rows behind a peer" that name Open MPI as
+# ahead, as "CFG|OP|BYTES|DDP_US|MPI_US" lines (CFG without spaces: 1x2).
+behind_mpi () {
+	sed -n "/^## Rows behind a peer/,/^## Result/p" res/report.md |
+		awk -F"|" "/^\| [0-9]+ x [0-9]+ \|/ && \$(NF-1) ~ /MPI/ {
+				gsub(/ /, \"\"); print \$2 \"|\" \$3 \"|\" \$4 \"|\" \$5 \"|\" \$6 }"
+}
+test_expect_success MPI 'the rows behind Open MPI: as many as counted, each truly behind, the 1-node table'"'"'s all there' '
+	n=$(sed -n "s/^- Behind Open MPI: \([0-9]*\) of [0-9]* rows\.\$/\1/p" res/report.md) &&
+	test -n "$n" &&
+	behind_mpi >behind.mpi &&
+	test $(wc -l <behind.mpi) = "$n" &&
+	awk -F"|" "!(\$4 + 0 > \$5 + 0) { print \"not behind: \" \$0; bad = 1 } END { exit bad }" behind.mpi &&
+	collective_rows "-N1 -n2" | awk -F"|" "{ gsub(/ /, \"\") } \$5 + 0 > 0 && \$4 + 0 > \$5 + 0 { print \"1x2|\" \$2 \"|\" \$3 }" | sort >want &&
+	grep "^1x2|" behind.mpi | cut -d"|" -f1-3 | sort >got &&
+	test_cmp want got
 '
 test_expect_success GLOO 'with torch, the sweep has gloo times, ddp/gloo ratios, checks and lines in the picture' '
 	for n in 1 2; do

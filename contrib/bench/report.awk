@@ -55,6 +55,7 @@ function add_row(   run, k, cfg) {
         order[run, ++nrows[run]] = $3 SUBSEP $6
     }
     if (run ~ /^init-(mpidefault|ddp-debug)/) return
+    runcfg[run] = $5 SUBSEP $4
     # The same configuration measured by a collectives and a sweep run: the
     # first run read gives the table its row.
     cfg = $2 SUBSEP $5 SUBSEP $4
@@ -608,6 +609,46 @@ function scale_targets(   j, p, r, i, n, label) {
     print ""
 }
 
+# Every row of the tables above (a configuration's first run, as in
+# where[]) that has ddp's time and a peer's, ddp's behind when its median
+# is above the peer's: the counts, then those rows, in reading order.
+function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x, nn) {
+    for (i = 1; i <= nruns; i++) {
+        run = runs[i]
+        if (run !~ /^ddp-/ || !(run in runcfg)) continue
+        cfg = runcfg[run]
+        for (j = 1; j <= nrows[run]; j++) {
+            split(order[run, j], x, SUBSEP); op = x[1]; b = x[2]
+            if (op ~ /_sent$/ || where["ddp" SUBSEP cfg, op, b] != run) continue
+            d = t[run, op, b]
+            if (d + 0 <= 0) continue
+            m = (("mpi" SUBSEP cfg, op, b) in where) ? t[where["mpi" SUBSEP cfg, op, b], op, b] : ""
+            g = (("gloo" SUBSEP cfg, op, b) in where) ? t[where["gloo" SUBSEP cfg, op, b], op, b] : ""
+            w = ""
+            if (m + 0 > 0) { nm++; if (d + 0 > m + 0) { bm++; w = "MPI" } }
+            if (G && g + 0 > 0) { ng++; if (d + 0 > g + 0) { bg++; w = w (w == "" ? "" : ", ") "gloo" } }
+            if (w == "") continue
+            split(cfg, x, SUBSEP)
+            line[++nl] = "| " x[1] " x " x[2] / x[1] " | " op " | " b " | " d " | " na(m) " | " ratio(d, m, "") \
+                (G ? " | " na(g) " | " ratio(d, g, "") : "") " | " w " |"
+        }
+    }
+    print "## Rows behind a peer"
+    print ""
+    print "Every row above with ddp's time and a peer's; ddp is behind where its"
+    print "median is above the peer's."
+    print ""
+    print "- Behind Open MPI: " bm + 0 " of " nm + 0 " rows."
+    if (G) print "- Behind gloo: " bg + 0 " of " ng + 0 " rows."
+    print ""
+    if (nl == 0) return
+    print "| nodes x ranks | op | bytes | ddp us | MPI us | ddp / MPI" \
+        (G ? " | gloo us | ddp / gloo" : "") " | behind |"
+    print align(2, G ? 6 : 4, 1)
+    for (i = 1; i <= nl; i++) print line[i]
+    print ""
+}
+
 function checks_section(   i) {
     print "## Result checks and failures"
     print ""
@@ -657,5 +698,6 @@ END {
     memory_section()
     issue8_targets()
     scale_targets()
+    behind_section()
     checks_section()
 }
