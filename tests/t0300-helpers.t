@@ -101,6 +101,10 @@ test_expect_success 'ddp_log: lines of 4 ranks logging at once never interleave'
 		return 1
 	done
 '
+# Not hanging is judged by the time (ddp_srun's bound is 60 s), not by
+# the status: srun itself exits 137 where Slurm SIGKILLs a task of the
+# step it ends (seen on Slurm 24.11 in t0160), timeout(1)'s status at the
+# bound.
 test_expect_success 'main dies inside run_on_main: nobody hangs' '
 	rm -rf die && mkdir die &&
 	start=$(date +%s);
@@ -109,8 +113,7 @@ test_expect_success 'main dies inside run_on_main: nobody hangs' '
 	rc=$? end=$(date +%s);
 	cat die.out; tail -5 die.err;
 	echo "rc $rc, took $((end - start)) s";
-	test $rc != 0 && test $rc != 124 && test $rc != 137 &&
-	test $((end - start)) -lt 50 &&
+	test $rc != 0 && test $((end - start)) -lt 50 &&
 	! grep -q "rc=0 " die.out
 '
 test_done
