@@ -71,6 +71,14 @@ ddp_slurm_version () {
         { read -r a b && echo $(( a * 100 + b )) || echo 0; }
 }
 
+# DDP_KILLED_SEEN: what a survivor's diagnosis may say of a rank killed
+# with SIGKILL, as a grep BRE: its watch refuses the connection, or, while
+# the kernel is still tearing the process down under load, does not take it
+# within the window (seen in rpmbuild's `make check` for t0405, and under
+# ASan in CI's san stage for t0403: "cannot be reached: no connection to it
+# within 1.0 s").
+DDP_KILLED_SEEN='\(is gone: its process exited (connection refused)\|cannot be reached: no connection to it within [0-9.]* s\)'
+
 # ddp_srun ARGS...: srun with a bounded run time so a hang fails the test.
 ddp_srun () {
     timeout --kill-after=5 "${DDP_SRUN_TIMEOUT:-60}" srun "$@"
