@@ -612,7 +612,7 @@ function scale_targets(   j, p, r, i, n, label) {
 # Every row of the tables above (a configuration's first run, as in
 # where[]) that has ddp's time and a peer's, ddp's behind when its median
 # is above the peer's: the counts, then those rows, in reading order.
-function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x, nn) {
+function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x) {
     for (i = 1; i <= nruns; i++) {
         run = runs[i]
         if (run !~ /^ddp-/ || !(run in runcfg)) continue

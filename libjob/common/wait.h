@@ -25,9 +25,10 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
 /* How long a wait yields, once spinning is over, before it naps. */
 #define DDPI_WAIT_YIELD_S 0.02
 
-/* Yield for yield_s seconds (default DDPI_WAIT_YIELD_S) instead, once spinning is over,
- * before the naps: 0 naps at once (for a machine so oversubscribed that
- * the yielding waiters themselves keep the ranks with work off the CPUs). */
+/* Yield for yield_s seconds (default DDPI_WAIT_YIELD_S) instead, once
+ * spinning is over, before the naps: 0 naps at once (for a machine so
+ * oversubscribed that the yielding waiters themselves keep the ranks with
+ * work off the CPUs). */
 void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s);
 
 /* One step of a wait whose condition was just found false.  Returns 0 to
