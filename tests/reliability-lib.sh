@@ -199,7 +199,12 @@ rel_check_clean () {
         say "left on the nodes:"; cat "$REL_DIR.left"; return 1
     fi
     [ ! -s "$REL_DIR.new" ] || { say "new on the nodes, from other jobs:"; cat "$REL_DIR.new"; }
-    find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' >"$REL_DIR.extra"
+    # ddp_victim's own records (pid.R, exit.R) are written through .NAME.R.tmp
+    # and a rename; a rank SIGKILLed by Slurm between the two (ddp_abort's
+    # PMIx_Abort cancels the step) leaves the temporary file.  That is the
+    # test program's file, not libddp's.
+    find "$REL_DIR" -mindepth 1 ! -name 'pid.*' ! -name 'exit.*' \
+         ! -name '.pid.[0-9]*.tmp' ! -name '.exit.[0-9]*.tmp' >"$REL_DIR.extra"
     [ ! -s "$REL_DIR.extra" ] || { say "left in the run directory:"; cat "$REL_DIR.extra"; return 1; }
 }
 
