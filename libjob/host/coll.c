@@ -43,13 +43,14 @@ static uint64_t mono_ns (void)
 /* This rank's collective h->call succeeded: if every local rank's stamp of
  * it is there and none is later than this rank's (ties go to the higher
  * local rank), this rank was the node's last: count it and how long after
- * the node's first it came.  A local rank is never 3 calls ahead of one
- * still in a call (each call has a node step, and a step waits for every
- * local rank to have finished the step before), so arrive[c % 3] is
+ * the node's first it came.  A local rank is never HOST_ARRIVE_SLOTS
+ * calls ahead of one still in a call (each call has a node step, and a
+ * step waits for every local rank to have finished the step before, or
+ * in the ring the step HOST_RING_K - 1 before), so its arrive slot of c is
  * either c's stamp or an older one: a rank not yet arrived. */
 static void strag_count (struct host *h)
 {
-    int slot = (int)(h->call % 3);
+    int slot = (int)(h->call % HOST_ARRIVE_SLOTS);
     uint64_t tag = h->call & ((UINT64_C(1) << (64 - STRAG_NS_BITS)) - 1);
     uint64_t mine = atomic_load (&h->flags[h->lrank].arrive[slot]);
     uint64_t late = 0;
@@ -139,7 +140,7 @@ static int call_begin (struct host *h, int kind)
                            FAULT_STATE (h->call, kind, 1),
                            memory_order_relaxed);
     if (h->strag)
-        atomic_store (&h->flags[h->lrank].arrive[h->call % 3],
+        atomic_store (&h->flags[h->lrank].arrive[h->call % HOST_ARRIVE_SLOTS],
                       STRAG_STAMP (h->call, mono_ns ()));
     return h->broken;
 }

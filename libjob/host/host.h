@@ -39,6 +39,16 @@
  * a rank waits until every local rank has seq >= s - 1, i.e. has finished
  * step s - 2, the last step that used that bank.
  *
+ * The ring (one node only): a bcast or gather of at most HOST_RING_BYTES
+ * (512) a rank goes through its own entries, s % HOST_RING_K (8) of them
+ * per local rank, instead of a bank: before writing entry s % K a rank
+ * waits until every local rank has seq >= s - K + 1.  A bcast's root and a
+ * gather's senders so return up to K - 1 calls ahead of their readers, as
+ * an MPI library's eager sends do (with the banks a rank is never more
+ * than one step ahead: every back-to-back call cost a round trip of
+ * cache lines).  The lowest seq seen is kept: a rank reads its
+ * node-mates' flags only when its lead is used up.
+ *
  * Single copy (one node only): a bcast of 16 KiB to 2 MiB and a gather
  * or allgather of 8 KiB a rank or more go in one step without the banks:
  * each rank posts the address of its buffer (flags' addr) with seq; a
@@ -137,7 +147,8 @@
  * B the largest buffer of a call, S the slot: DDP_SHM_SLOT, by default
  * 8 MiB / P within [64 KiB, 1 MiB]):
  *   segment (shared by the node): 2 (P + 1) S bytes (two banks of P slots
- *   and a result area of S), so about 2 S per rank
+ *   and a result area of S) and the ring's 4 KiB per rank, so about 2 S
+ *   per rank
  *   tables: 4 words per rank of the world (W ints: node, local rank, and
  *   the node lists), a few per node (N)
  *   links, per lane: 3 ceil(log2 N) + 3 partners, each a socket and

@@ -100,10 +100,21 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3035ULL  /* "ddpshm05" */
+#define SHM_MAGIC 0x64647073686d3036ULL  /* "ddpshm06" */
 
-/* One local rank's flags: two cache lines.  The first holds what the
- * node-mates poll (seq, red, fin: written once per step); the second
+/* The ring (node.c): on one node a small bcast or gather goes through
+ * entry s % HOST_RING_K of HOST_RING_BYTES per local rank, so that a rank
+ * may run up to HOST_RING_K - 1 steps ahead of its node-mates (the banks
+ * allow one). */
+#define HOST_RING_K 8
+#define HOST_RING_BYTES 512
+
+/* Straggler stamps kept per rank: a local rank is at most HOST_RING_K
+ * calls ahead of one still in a call (coll.c). */
+#define HOST_ARRIVE_SLOTS (HOST_RING_K + 2)
+
+/* One local rank's flags: three cache lines.  The first holds what the
+ * node-mates poll (seq, red, fin: written once per step); the others
  * what this rank writes often or at every call and the others read
  * rarely (beat, state, arrive), so that those writes do not pull the
  * polled line away from its readers. */
@@ -115,8 +126,8 @@ struct shm_flags {
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
     /* With the straggler report on: when this rank entered collective c,
-     * in arrive[c % 3] as STRAG_STAMP(c, ns) (coll.c). */
-    _Atomic uint64_t arrive[3];
+     * in arrive[c % HOST_ARRIVE_SLOTS] as STRAG_STAMP(c, ns) (coll.c). */
+    _Atomic uint64_t arrive[HOST_ARRIVE_SLOTS];
     /* Single copy (shm.c): the address of this rank's buffer in the step
      * it posted last (at set-up: of a known value, for the probe), and
      * its vote on whether it can read every node-mate's memory (0 not
@@ -124,11 +135,11 @@ struct shm_flags {
     _Atomic uint64_t addr;
     _Atomic uint32_t cma;
     uint32_t pad3;
-    char pad2[64 - 7 * sizeof (uint64_t)];
+    char pad2[128 - (4 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)];
 };
 
-_Static_assert (sizeof (struct shm_flags) == 128,
-                "a rank's flags are two cache lines");
+_Static_assert (sizeof (struct shm_flags) == 192,
+                "a rank's flags are three cache lines");
 
 struct shm_hdr {
     uint64_t magic;
@@ -229,6 +240,7 @@ struct host {
     struct shm_hdr *hdr;
     struct shm_flags *flags;    /* lsize entries */
     char *bank[2];              /* each: lsize slots, then the result */
+    char *ring;                 /* lsize x HOST_RING_K entries (node.c) */
     size_t slot_bytes, res_bytes;
     int memfd;                  /* local rank 0 until every rank attached */
 
@@ -245,6 +257,10 @@ struct host {
     const struct fault_relay *relay;    /* the links, for fault.c */
 
     uint64_t seq;               /* node-local steps */
+    /* node.c's ring: every local rank was seen at step ring_free or
+     * later; local rank ring_lr at step ring_lr_seen or later. */
+    uint64_t ring_free, ring_lr_seen;
+    int ring_lr;
     int cma;                    /* single copy on this node: 0 not yet
                                    decided, 1 on, 2 off (node.c) */
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
@@ -281,6 +297,14 @@ static inline char *host_slot (struct host *h, int bank, int lr)
 static inline char *host_result (struct host *h, int bank)
 {
     return h->bank[bank] + (size_t)h->lsize * h->slot_bytes;
+}
+
+/* Local rank lr's ring entry for step s (a rank's entries follow each
+ * other, in step order). */
+static inline char *host_ring (struct host *h, int lr, uint64_t s)
+{
+    return h->ring + ((size_t)lr * HOST_RING_K + (size_t)(s % HOST_RING_K))
+                     * HOST_RING_BYTES;
 }
 
 

@@ -1,7 +1,7 @@
 /* node.c - the steps of a collective within one node: the segment's
  * waits as the fault's codes, a step's start, and each kind of call on
  * one node, through the segment's slots or by single copy (CMA) (node.h).
- * The step protocol (banks, flags, slots) is described in host.h. */
+ * The step protocol (banks, ring, flags, slots) is described in host.h. */
 #include "config.h"
 
 #include <stdbool.h>
@@ -48,6 +48,63 @@ int node_step_enter (struct host *h, uint64_t *sp)
     if (rc == 0)
         host_post (h, 0, *sp);
     return rc;
+}
+
+/* The ring's waits read node-mates' flags only when what was seen last
+ * does not answer: a rank running ahead finds its lead there, a rank
+ * behind finds the steps it has yet to take.  (An acquire load that saw
+ * step t made everything posted up to t visible.) */
+static uint64_t seen_flag (struct host *h, int lr)
+{
+    return atomic_load_explicit (&h->flags[lr].seq, memory_order_acquire);
+}
+
+/* Every local rank has entered step s or later (h->ring_free: the lowest
+ * step seen). */
+static int ring_wait_all (struct host *h, uint64_t s)
+{
+    uint64_t low = UINT64_MAX;
+    int rc;
+
+    if (h->ring_free >= s)
+        return 0;
+    if ((rc = node_wait_all (h, 0, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++) {
+        uint64_t f = seen_flag (h, lr);
+        low = f < low ? f : low;
+    }
+    h->ring_free = low;
+    return 0;
+}
+
+/* Local rank lr has entered step s or later (h->ring_lr, ring_lr_seen:
+ * the rank read last and the step seen). */
+static int ring_wait_one (struct host *h, int lr, uint64_t s)
+{
+    int rc;
+
+    if (h->ring_lr == lr && h->ring_lr_seen >= s)
+        return 0;
+    if ((rc = node_wait_flag (h, lr, 0, s)) < 0)
+        return rc;
+    h->ring_lr = lr;
+    h->ring_lr_seen = seen_flag (h, lr);
+    return 0;
+}
+
+/* A step through the ring (host_ring): like node_step_begin(), but entry
+ * s % HOST_RING_K was last used by step s - HOST_RING_K, so it is free
+ * once every local rank has entered step s - HOST_RING_K + 1 (a rank
+ * enters a step after it finished the one before). */
+static int ring_step_begin (struct host *h, uint64_t *sp)
+{
+    if (h->broken)
+        return h->broken;
+    *sp = ++h->seq;
+    if (*sp < HOST_RING_K)
+        return 0;
+    return ring_wait_all (h, *sp - (HOST_RING_K - 1));
 }
 
 /* ------------------------------------------------- one node: in the segment */
@@ -161,6 +218,30 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
     if ((rc = node_wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
         return rc;
     memcpy (buf, res, bytes);
+    return 0;
+}
+
+/* A bcast of at most HOST_RING_BYTES on one node, through the root's ring
+ * entry: the root returns at once, up to HOST_RING_K - 1 calls ahead of
+ * its readers. */
+static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
+                            int root)
+{
+    int rlr = h->rank_lrank[root], rc;
+    uint64_t s = 0;
+    char *e;
+
+    if ((rc = ring_step_begin (h, &s)) < 0)
+        return rc;
+    e = host_ring (h, rlr, s);
+    if (h->rank == root)
+        memcpy (e, buf, bytes);
+    host_post (h, 0, s);
+    if (h->rank == root)
+        return 0;
+    if ((rc = ring_wait_one (h, rlr, s)) < 0)
+        return rc;
+    memcpy (buf, e, bytes);
     return 0;
 }
 
@@ -291,6 +372,29 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
     return 0;
 }
 
+/* A gather (recv NULL: not wanted here) of at most HOST_RING_BYTES a rank
+ * on one node, through each rank's ring entry: a rank that wants nothing
+ * returns at once, up to HOST_RING_K - 1 calls ahead of the root. */
+static int node_gather_ring (struct host *h, const char *send, char *recv,
+                             size_t bytes)
+{
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = ring_step_begin (h, &s)) < 0)
+        return rc;
+    memcpy (host_ring (h, h->lrank, s), send, bytes);
+    host_post (h, 0, s);
+    if (!recv)
+        return 0;
+    if ((rc = ring_wait_all (h, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++)
+        memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
+                host_ring (h, lr, s), bytes);
+    return 0;
+}
+
 /* ------------------------------------------------------------ the calls */
 
 int node_reduce_run (struct host *h, const char *send, char *recv,
@@ -314,6 +418,8 @@ int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
     size_t n;
     int rc;
 
+    if (bytes <= HOST_RING_BYTES)
+        return node_bcast_ring (h, buf, bytes, root);
     if ((rc = cma_use (h, bytes, CMA_BCAST_MIN, CMA_BCAST_MAX)) != 0)
         return rc < 0 ? rc : node_bcast_cma (h, buf, bytes, root);
     for (size_t off = 0; off < bytes; off += n) {
@@ -330,6 +436,8 @@ int node_gather_run (struct host *h, const char *send, char *recv,
     size_t chunk = h->slot_bytes - h->slot_bytes % es, n;
     int rc;
 
+    if (bytes <= HOST_RING_BYTES)
+        return node_gather_ring (h, send, recv, bytes);
     if ((rc = cma_use (h, bytes, CMA_GATHER_MIN, SIZE_MAX)) != 0)
         return rc < 0 ? rc : node_gather_cma (h, send, recv, bytes, root,
                                               root < 0);

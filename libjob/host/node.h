@@ -1,7 +1,7 @@
 /* node.h - a collective's steps within one node (node.c), over the node
- * segment (transport.h: the slots, the banks, the flags; host.h has the
- * step protocol); a wait's event becomes the fault's DDP_E* code through
- * fault.c.  Internal to libddp. */
+ * segment (transport.h: the slots, the banks, the ring, the flags; host.h
+ * has the step protocol); a wait's event becomes the fault's DDP_E* code
+ * through fault.c.  Internal to libddp. */
 #ifndef DDP_NODE_H
 #define DDP_NODE_H
 

@@ -39,13 +39,15 @@ static void layout (struct host *h)
     h->flags = (struct shm_flags *)((char *)h->map + sizeof (struct shm_hdr));
     h->bank[0] = (char *)h->map + ctl;
     h->bank[1] = h->bank[0] + bank;
+    h->ring = h->bank[1] + bank;
 }
 
 static size_t map_size (struct host *h)
 {
     size_t ctl = align_up (sizeof (struct shm_hdr)
                            + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
-    return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes);
+    return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes)
+           + (size_t)h->lsize * HOST_RING_K * HOST_RING_BYTES;
 }
 
 int host_shm_create (struct host *h)

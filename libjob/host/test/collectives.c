@@ -8,7 +8,9 @@
  * Every collective, several dtypes and ops, sizes that take one step and
  * many (a small DDP_SHM_SLOT), roots on either node; then the faults: a
  * rank killed in a barrier loop, one killed from outside in a large
- * all-reduce, one that never comes (timeout).  Each rank checks its own
+ * all-reduce, one that never comes (timeout); on one node, the ring of
+ * small bcasts and gathers (node.c), its run-ahead, a rank killed or
+ * absent while a root runs ahead.  Each rank checks its own
  * results and errors and exits 0 when all is as expected; this test
  * asserts every rank's exit. */
 #include "config.h"
@@ -203,6 +205,76 @@ static int rank_collectives (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
+/* The ring (one node, bcasts and gathers of at most HOST_RING_BYTES):
+ * many calls in a row, sizes changing, ranks held back at random; every
+ * result checked.  In rounds 0-99 and 200-299 the roots rotate and a
+ * reduction and an allgather (steps that wait for everyone) come now and
+ * then; in the others rank 0 is the bcast's root and rank 1 the gather's,
+ * so rank 0 waits for nobody but the ring and runs ahead until the ring
+ * holds it (without that hold its entries would be overwritten unread). */
+static int rank_ring (int rank, void *arg)
+{
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+    int32_t a[128], g[128 * SIZE], sum;
+    unsigned seed = 12345u + (unsigned)rank;
+
+    (void)arg;
+    if (!ctx)
+        return 2;
+    for (int it = 0; it < 400 && !tap_rank_fails; it++) {
+        size_t n = 1 + (size_t)(it * 37 % 128);     /* 4 to 512 bytes */
+        bool fixed = it / 100 % 2 == 1;
+        int root = fixed ? 0 : it % SIZE;
+
+        if (rand_r (&seed) % (fixed && rank != 0 ? 4 : 16) == 0)
+            usleep (200 + rand_r (&seed) % 800);
+        for (size_t i = 0; i < n; i++)
+            a[i] = rank == root ? (int32_t)(it * 1000 + (int)i) : -1;
+        RANK_CHECK (be->bcast (ctx, a, n, DDP_INT32, root) == 0,
+                    "bcast %d: %s", it, ddpi_last_error ());
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != (int32_t)(it * 1000 + (int)i)) {
+                RANK_CHECK (0, "bcast %d from %d at %zu: %d", it, root, i,
+                            a[i]);
+                break;
+            }
+        for (size_t i = 0; i < n; i++)
+            a[i] = (int32_t)(rank * 100000 + it * 100 + (int)(i % 100));
+        root = fixed ? 1 : (it + 1) % SIZE;
+        RANK_CHECK (be->gather (ctx, a, rank == root ? g : NULL, n,
+                                DDP_INT32, root) == 0,
+                    "gather %d: %s", it, ddpi_last_error ());
+        for (size_t i = 0; rank == root && i < n * SIZE; i++)
+            if (g[i] != (int32_t)((int)(i / n) * 100000 + it * 100
+                                  + (int)(i % n % 100))) {
+                RANK_CHECK (0, "gather %d to %d at %zu: %d", it, root, i,
+                            g[i]);
+                break;
+            }
+        if (!fixed && it % 13 == 0) {
+            sum = rank;
+            RANK_CHECK (be->allreduce (ctx, &sum, &sum, 1, DDP_INT32,
+                                       DDP_SUM) == 0
+                        && sum == SIZE * (SIZE - 1) / 2,
+                        "allreduce %d: %d", it, sum);
+        }
+        if (!fixed && it % 7 == 0) {
+            RANK_CHECK (be->allgather (ctx, a, g, n, DDP_INT32) == 0,
+                        "allgather %d: %s", it, ddpi_last_error ());
+            for (size_t i = 0; i < n * SIZE; i++)
+                if (g[i] != (int32_t)((int)(i / n) * 100000 + it * 100
+                                      + (int)(i % n % 100))) {
+                    RANK_CHECK (0, "allgather %d at %zu", it, i);
+                    break;
+                }
+        }
+    }
+    teardown (ctx, b, true);
+    return tap_rank_fails ? 1 : 0;
+}
+
 /* ---- faults ------------------------------------------------------------ */
 
 struct fault {
@@ -211,7 +283,11 @@ struct fault {
                            sleep before barrier 50; "wait": loop on large
                            all-reduces until killed from outside;
                            "gather": raise SIGKILL after 50 allgathers of
-                           256 KiB a rank (one node: single copy) */
+                           256 KiB a rank (one node: single copy);
+                           "ring": raise SIGKILL after 50 bcasts of 8
+                           bytes from rank 0 (one node: the ring, the
+                           root runs ahead); "ring-absent": sleep before
+                           the 50th of them */
     int code;           /* what the others must see */
     double timeout;
 };
@@ -235,7 +311,9 @@ static int rank_fault (int rank, void *arg)
     for (i = 0; i < 100000 && rc == 0; i++) {
         if (i == 50 && rank == f->victim && strcmp (f->how, "die") == 0)
             raise (SIGKILL);
-        if (i == 50 && rank == f->victim && strcmp (f->how, "absent") == 0) {
+        if (i == 50 && rank == f->victim
+            && (strcmp (f->how, "absent") == 0
+                || strcmp (f->how, "ring-absent") == 0)) {
             sleep ((unsigned)(3 * f->timeout + 2));
             free (a);
             free (g);
@@ -243,12 +321,16 @@ static int rank_fault (int rank, void *arg)
         }
         if (i == 50)
             t0 = ddpi_now ();
-        if (i == 50 && rank == f->victim && strcmp (f->how, "gather") == 0)
+        if (i == 50 && rank == f->victim
+            && (strcmp (f->how, "gather") == 0
+                || strcmp (f->how, "ring") == 0))
             raise (SIGKILL);
         if (strcmp (f->how, "wait") == 0)
             rc = be->allreduce (ctx, a, a, n, DDP_FLOAT32, DDP_SUM);
         else if (strcmp (f->how, "gather") == 0)
             rc = be->allgather (ctx, a, g, n / SIZE, DDP_FLOAT32);
+        else if (strncmp (f->how, "ring", 4) == 0)
+            rc = be->bcast (ctx, a, 2, DDP_FLOAT32, 0);
         else
             rc = be->barrier (ctx);
     }
@@ -338,6 +420,17 @@ static void faults (void)
     ok (WIFSIGNALED (st[1]), "rank 1 killed in a loop of single-copy "
         "allgathers (one node)");
     survivors_ok (st, 1, "killed rank 1 (single copy)");
+
+    f = (struct fault){ 1, "ring", DDP_EPEER, 30 };
+    run_on (1, rank_fault, &f, st);
+    ok (WIFSIGNALED (st[1]), "rank 1 killed in a loop of 8-byte bcasts "
+        "(one node: the ring)");
+    survivors_ok (st, 1, "killed rank 1 (the ring)");
+
+    f = (struct fault){ 2, "ring-absent", DDP_ETIMEDOUT, 1.5 };
+    run_on (1, rank_fault, &f, st);
+    survivors_ok (st, 2, "rank 2 absent from 8-byte bcasts (the ring), a "
+                  "1.5 s timeout");
 }
 
 static int rank_killed (int rank, void *arg)
@@ -403,6 +496,13 @@ int main (void)
     is_int (rc, 0, "DDP_CMA=yes: set-up fails, naming it%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_CMA");
+    rc = run_on (1, rank_ring, NULL, st);
+    is_int (rc, 0, "4 ranks on 1 node: 400 rounds of small bcasts and "
+            "gathers through the ring, roots rotating, ranks held back at "
+            "random%s%s", rc ? ": " : "", rc ? err : "");
+    rc = run (rank_ring, NULL, st);
+    is_int (rc, 0, "the same on 2 nodes (no ring)%s%s", rc ? ": " : "",
+            rc ? err : "");
     faults ();
     killed_outside ();
     done_testing ();
