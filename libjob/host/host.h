@@ -46,8 +46,10 @@
  * gather's senders so return up to K - 1 calls ahead of their readers, as
  * an MPI library's eager sends do (with the banks a rank is never more
  * than one step ahead: every back-to-back call cost a round trip of
- * cache lines).  The lowest seq seen is kept: a rank reads its
- * node-mates' flags only when its lead is used up.
+ * cache lines).
+ * A wait for seq (node.c) keeps the lowest seq it saw, and the last seq of
+ * the one rank it waited for: a rank reads its node-mates' flags only
+ * when that does not answer (in the ring: when its lead is used up).
  *
  * Single copy (one node only): a bcast of 16 KiB to 2 MiB and a gather
  * or allgather of 8 KiB a rank or more go in one step without the banks:

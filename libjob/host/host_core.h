@@ -257,10 +257,10 @@ struct host {
     const struct fault_relay *relay;    /* the links, for fault.c */
 
     uint64_t seq;               /* node-local steps */
-    /* node.c's ring: every local rank was seen at step ring_free or
-     * later; local rank ring_lr at step ring_lr_seen or later. */
-    uint64_t ring_free, ring_lr_seen;
-    int ring_lr;
+    /* What node.c's waits saw last: every local rank at step seen_all or
+     * later, local rank seen_lr at seen_lr_step or later. */
+    uint64_t seen_all, seen_lr_step;
+    int seen_lr;
     int cma;                    /* single copy on this node: 0 not yet
                                    decided, 1 on, 2 off (node.c) */
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
