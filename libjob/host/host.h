@@ -47,6 +47,10 @@
  * an MPI library's eager sends do (with the banks a rank is never more
  * than one step ahead: every back-to-back call cost a round trip of
  * cache lines).
+ * Inline (one node only): a reduction step or an allgather of at most
+ * HOST_INLINE_BYTES (16) a rank travels in the writer's polled flag line
+ * (inl[s & 1], written before seq, under the banks' rule): a reader that
+ * sees seq has the data in the same cache line, one miss instead of two.
  * A wait for seq (node.c) keeps the lowest seq it saw, and the last seq of
  * the one rank it waited for: a rank reads its node-mates' flags only
  * when that does not answer (in the ring: when its lead is used up).

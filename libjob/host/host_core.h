@@ -113,8 +113,14 @@ struct host_event {
  * calls ahead of one still in a call (coll.c). */
 #define HOST_ARRIVE_SLOTS (HOST_RING_K + 2)
 
+/* A reduction step of at most HOST_INLINE_BYTES on one node travels in
+ * the writer's polled flag line (inl[s & 1], written before seq): a
+ * reader that sees seq has the data in the same cache line. */
+#define HOST_INLINE_BYTES 16
+
 /* One local rank's flags: three cache lines.  The first holds what the
- * node-mates poll (seq, red, fin: written once per step); the others
+ * node-mates poll (seq, red, fin: written once per step; inl with seq);
+ * the others
  * what this rank writes often or at every call and the others read
  * rarely (beat, state, arrive), so that those writes do not pull the
  * polled line away from its readers. */
@@ -122,7 +128,8 @@ struct shm_flags {
     _Atomic uint64_t seq;
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
-    char pad1[64 - 3 * sizeof (uint64_t)];
+    unsigned char inl[2][HOST_INLINE_BYTES];
+    char pad1[64 - 3 * sizeof (uint64_t) - 2 * HOST_INLINE_BYTES];
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
     /* With the straggler report on: when this rank entered collective c,

@@ -174,8 +174,23 @@ static size_t acc_offset (size_t n, size_t es)
     return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
 }
 
+/* A step of at most HOST_INLINE_BYTES (n elements of es bytes) reduced
+ * from every local rank's inline area of bank into dst (accumulation
+ * type, not finished). */
+static void node_reduce_inline (struct host *h, int bank, void *dst,
+                                size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    const void *src[h->lsize];
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        src[lr] = h->flags[lr].inl[bank];
+    ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
+}
+
 /* One step of a reduction on one node: n elements of send; out (NULL: not
- * wanted here) gets the result.  Small steps are reduced by every rank
+ * wanted here) gets the result.  At most HOST_INLINE_BYTES go in the
+ * flags' inline areas (a reader takes seq and data in one cache line:
+ * 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us), else in the slots.  Small steps are reduced by every rank
  * that wants them, from the slots; larger ones in shares, into the result
  * area: the result in dtype at its start, each share's accumulation after
  * it (apart when the types differ, so no share is narrowed over another's
@@ -188,13 +203,17 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
     uint64_t s = 0;
     int rc, bank;
     char *res, *acc;
+    bool inl;
 
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     bank = (int)(s & 1);
     res = host_result (h, bank);
     acc = at == dtype ? res : res + acc_offset (n, es);
-    memcpy (host_slot (h, bank, h->lrank), send, n * es);
+    inl = n * es <= HOST_INLINE_BYTES;
+    memcpy (inl ? h->flags[h->lrank].inl[bank]
+                : (unsigned char *)host_slot (h, bank, h->lrank),
+            send, n * es);
     host_post (h, 0, s);
     if (n * es < SPLIT_MIN || h->lsize == 1) {
         void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
@@ -204,7 +223,10 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
             return DDP_ENOMEM;
         if ((rc = node_wait_all (h, 0, s)) < 0)
             return rc;
-        node_reduce (h, bank, w, 0, n, dtype, op);
+        if (inl)
+            node_reduce_inline (h, bank, w, n, dtype, op);
+        else
+            node_reduce (h, bank, w, 0, n, dtype, op);
         ddpi_reduce_finish (w, n, at, op, h->size);
         ddpi_narrow (out, w, n, dtype, op);
         return 0;
@@ -418,6 +440,28 @@ static int node_gather_ring (struct host *h, const char *send, char *recv,
     return 0;
 }
 
+/* An allgather of at most HOST_INLINE_BYTES a rank on one node, in the
+ * flags' inline areas (a bank step: every rank waits for every other, so
+ * the ring's lead would buy nothing). */
+static int node_allgather_inline (struct host *h, const char *send,
+                                  char *recv, size_t bytes)
+{
+    uint64_t s = 0;
+    int rc, bank;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    memcpy (h->flags[h->lrank].inl[bank], send, bytes);
+    host_post (h, 0, s);
+    if ((rc = node_wait_all (h, 0, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++)
+        memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
+                h->flags[lr].inl[bank], bytes);
+    return 0;
+}
+
 /* ------------------------------------------------------------ the calls */
 
 int node_reduce_run (struct host *h, const char *send, char *recv,
@@ -459,6 +503,8 @@ int node_gather_run (struct host *h, const char *send, char *recv,
     size_t chunk = h->slot_bytes - h->slot_bytes % es, n;
     int rc;
 
+    if (root < 0 && bytes <= HOST_INLINE_BYTES)
+        return node_allgather_inline (h, send, recv, bytes);
     if (bytes <= HOST_RING_BYTES)
         return node_gather_ring (h, send, recv, bytes);
     if ((rc = cma_use (h, bytes, CMA_GATHER_MIN, SIZE_MAX)) != 0)
