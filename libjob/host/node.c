@@ -190,11 +190,11 @@ static void node_reduce_inline (struct host *h, int bank, void *dst,
 /* One step of a reduction on one node: n elements of send; out (NULL: not
  * wanted here) gets the result.  At most HOST_INLINE_BYTES go in the
  * flags' inline areas (a reader takes seq and data in one cache line:
- * 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us), else in the slots.  Small steps are reduced by every rank
- * that wants them, from the slots; larger ones in shares, into the result
- * area: the result in dtype at its start, each share's accumulation after
- * it (apart when the types differ, so no share is narrowed over another's
- * partial). */
+ * 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us), more in the slots.
+ * Small steps are reduced by every rank that wants them, from the inline
+ * areas or the slots; larger ones in shares, into the result area: the
+ * result in dtype at its start, each share's accumulation after it (apart
+ * when the types differ, so no share is narrowed over another's partial). */
 static int node_reduce_step (struct host *h, const char *send, char *out,
                              size_t n, ddp_dtype_t dtype, ddp_op_t op)
 {
