@@ -264,8 +264,8 @@ struct host {
     const struct fault_relay *relay;    /* the links, for fault.c */
 
     uint64_t seq;               /* node-local steps */
-    /* What node.c's waits saw last: every local rank at step seen_all or
-     * later, local rank seen_lr at seen_lr_step or later. */
+    /* What node.c's waits saw last: every other local rank at step
+     * seen_all or later, local rank seen_lr at seen_lr_step or later. */
     uint64_t seen_all, seen_lr_step;
     int seen_lr;
     int cma;                    /* single copy on this node: 0 not yet

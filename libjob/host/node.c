@@ -19,8 +19,8 @@
 /* ------------------------------------------------------------ steps */
 
 /* The waits for seq read node-mates' flags only when what was seen last
- * does not answer (h->seen_all: every local rank was seen at that step
- * or later; h->seen_lr at seen_lr_step): a rank running ahead finds its
+ * does not answer (h->seen_all: every other local rank was seen at that
+ * step or later; h->seen_lr at seen_lr_step): a rank running ahead finds its
  * lead there, a rank behind the steps it has yet to take, and neither
  * pulls a cache line its node-mates are writing.  An acquire load that saw
  * step t made everything posted up to t visible. */
@@ -77,9 +77,10 @@ static int wait_flag_lead (struct host *h, int lr, uint64_t s)
     return 0;
 }
 
-/* node_wait_all (h, 0, s), then the lowest step every local rank is at
- * now, so that a rank running ahead (the ring) learns how far its lead
- * goes.  (Not for every wait: a barrier's node-mates move on at once, and
+/* node_wait_all (h, 0, s), then the lowest step every other local rank is
+ * at now, so that a rank running ahead (the ring) learns how far its lead
+ * goes, and a gather's root how far its senders are (counting its own
+ * step, just posted, it would wait again at its next call).  (Not for every wait: a barrier's node-mates move on at once, and
  * reading their flags again cost a cache miss each: 1 x 2 barrier 0.22 ->
  * 0.28 us.) */
 static int wait_all_lead (struct host *h, uint64_t s)
@@ -92,7 +93,7 @@ static int wait_all_lead (struct host *h, uint64_t s)
     if ((rc = node_wait_all (h, 0, s)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++) {
-        uint64_t f = seen_flag (h, lr);
+        uint64_t f = lr == h->lrank ? UINT64_MAX : seen_flag (h, lr);
         low = f < low ? f : low;
     }
     h->seen_all = low;
