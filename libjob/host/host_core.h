@@ -120,9 +120,8 @@ struct host_event {
 
 /* One local rank's flags: three cache lines.  The first holds what the
  * node-mates poll (seq, red, fin: written once per step; inl with seq);
- * the others
- * what this rank writes often or at every call and the others read
- * rarely (beat, state, arrive), so that those writes do not pull the
+ * the others what this rank writes often or at every call and the others
+ * read rarely (beat, state, arrive), so that those writes do not pull the
  * polled line away from its readers. */
 struct shm_flags {
     _Atomic uint64_t seq;
