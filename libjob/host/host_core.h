@@ -305,6 +305,13 @@ static inline char *host_result (struct host *h, int bank)
     return h->bank[bank] + (size_t)h->lsize * h->slot_bytes;
 }
 
+/* Local rank lr's inline area of bank (HOST_INLINE_BYTES, in its polled
+ * flag line). */
+static inline unsigned char *host_inline (struct host *h, int lr, int bank)
+{
+    return h->flags[lr].inl[bank];
+}
+
 /* Local rank lr's ring entry for step s (a rank's entries follow each
  * other, in step order). */
 static inline char *host_ring (struct host *h, int lr, uint64_t s)

@@ -212,6 +212,12 @@ static int rank_collectives (int rank, void *arg)
  * then; in the others rank 0 is the bcast's root and rank 1 the gather's,
  * so rank 0 waits for nobody but the ring and runs ahead until the ring
  * holds it (without that hold its entries would be overwritten unread). */
+/* What rank r sends at index i of round it (rank_ring's gathers). */
+static int32_t ring_input (int r, int it, size_t i)
+{
+    return (int32_t)(r * 100000 + it * 100 + (int)(i % 100));
+}
+
 static int rank_ring (int rank, void *arg)
 {
     struct bootstrap *b = NULL;
@@ -241,14 +247,13 @@ static int rank_ring (int rank, void *arg)
                 break;
             }
         for (size_t i = 0; i < n; i++)
-            a[i] = (int32_t)(rank * 100000 + it * 100 + (int)(i % 100));
+            a[i] = ring_input (rank, it, i);
         root = fixed ? 1 : (it + 1) % SIZE;
         RANK_CHECK (be->gather (ctx, a, rank == root ? g : NULL, n,
                                 DDP_INT32, root) == 0,
                     "gather %d: %s", it, ddpi_last_error ());
         for (size_t i = 0; rank == root && i < n * SIZE; i++)
-            if (g[i] != (int32_t)((int)(i / n) * 100000 + it * 100
-                                  + (int)(i % n % 100))) {
+            if (g[i] != ring_input ((int)(i / n), it, i % n)) {
                 RANK_CHECK (0, "gather %d to %d at %zu: %d", it, root, i,
                             g[i]);
                 break;
@@ -264,8 +269,7 @@ static int rank_ring (int rank, void *arg)
             RANK_CHECK (be->allgather (ctx, a, g, n, DDP_INT32) == 0,
                         "allgather %d: %s", it, ddpi_last_error ());
             for (size_t i = 0; i < n * SIZE; i++)
-                if (g[i] != (int32_t)((int)(i / n) * 100000 + it * 100
-                                      + (int)(i % n % 100))) {
+                if (g[i] != ring_input ((int)(i / n), it, i % n)) {
                     RANK_CHECK (0, "allgather %d at %zu", it, i);
                     break;
                 }
