@@ -128,7 +128,7 @@ static void list_in (struct host *h, struct swap *w, int i,
     uint64_t states[FAULT_LIST_MAX];
     int p = w->c[i].part, peer = h->node_ranks[h->part[p].node][0];
     bool whole;
-    int nlist = host_frame_list (h, w->c[i].fd, peer, f, list, states,
+    int nlist = host_frame_list (h, w->c[i].fd, NULL, peer, f, list, states,
                                  &whole);
 
     w->heard[p] = true;

@@ -197,6 +197,8 @@ struct host_tune {
     uint32_t segment;       /* DDP_SEGMENT: pipelining unit of the ring */
     uint32_t tcp_piece;     /* DDP_TCP_PIECE: most bytes per sendmsg()
                                of a message (0: no limit) */
+    uint32_t tcp_ahead;     /* DDP_TCP_READAHEAD: bytes a link's reads
+                               may take ahead (0: none) */
 };
 
 /* The collectives, for the traffic counters. */

@@ -492,6 +492,8 @@ void host_tcp_close (struct host *h)
         close (h->lk->stash_fd[i]);
     if (h->lk->ep >= 0)
         close (h->lk->ep);
+    for (int i = 0; i < h->lk->n; i++)
+        free (h->lk->l[i].rb);
     free (h->lk->l);
     free (h->lk);
     h->lk = NULL;

@@ -13,6 +13,7 @@
 
 struct host;
 struct host_addr;
+struct link;
 
 #define HELLO_MAGIC 0x6464702d68656c6fULL   /* "ddp-helo": a link */
 #define GATHER_MAGIC 0x6464702d67617468ULL  /* "ddp-gath": fault lists */
@@ -63,13 +64,15 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
                             const uint64_t *states, int nlist, int n,
                             int kind, int reporter);
 
-/* The ranks a FAULT or LIST frame f names, read from fd into list and
+/* The ranks a FAULT or LIST frame f names, read from fd (after what link
+ * l read ahead of it; l NULL: a connection of its own) into list and
  * their states into states (sent with it in one send(), so they are there
  * or about to be: 100 ms at most); untrusted numbers out of range become
  * peer.  Returns how many, with *whole false (and 0) when they did not
  * come. */
-int host_frame_list (struct host *h, int fd, int peer, const struct frame *f,
-                     int32_t *list, uint64_t *states, bool *whole);
+int host_frame_list (struct host *h, int fd, struct link *l, int peer,
+                     const struct frame *f, int32_t *list, uint64_t *states,
+                     bool *whole);
 
 /* Non-blocking: send the FAULT message msg (len bytes) on every link of
  * this rank.  side[i] (one per link) gets 0 when link i carries it, 1 when
@@ -113,6 +116,12 @@ struct link {
     bool mid;               /* a frame is partly sent: nothing may follow */
     int rx, tx;             /* the active receive / send op, or -1 */
     bool tx_blocked;        /* that send waits for room */
+    /* Bytes read ahead: what a read took beyond what it needed (the next
+     * frames of a sender running ahead, a payload with its header), read
+     * before the socket.  rb_off..rb_len of rb (h->tune.tcp_ahead bytes,
+     * allocated at the first read; NULL: none, every read exact). */
+    char *rb;
+    size_t rb_off, rb_len;
 };
 
 struct host_links {

@@ -123,6 +123,7 @@ struct host_op {
     size_t voff;
     size_t hdone;       /* send: frame header bytes sent */
     size_t piece;       /* send: most payload bytes per sendmsg() */
+    size_t ahead;       /* receive: most bytes a read takes beyond it */
     bool hdr;           /* receive: frame header received and checked */
     bool fin;
 };
@@ -144,11 +145,15 @@ int host_tcp_peer (struct host *h, int i);
  * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
  * (HOST_EV_RECORD), a link lost (HOST_EV_LINK_LOST: after 0.1 s for a
  * FAULT frame that would explain it), a frame not the one awaited
- * (HOST_EV_LINK_BAD), no progress (HOST_EV_STALLED). */
+ * (HOST_EV_LINK_BAD), no progress (HOST_EV_STALLED).  A receive on a link
+ * the round also sends on may read frames ahead (DDP_TCP_READAHEAD); they
+ * wait in the link's buffer, taken before its socket by every later read
+ * (FAULT frames among them by host_tcp_poll too). */
 int host_tcp_run (struct host *h, struct host_op *ops, int nops);
 
-/* Without blocking, read frame headers that arrived on links nobody is
- * receiving on: take a FAULT frame into the record (record.h); park a
+/* Without blocking, read frame headers that arrived (or were read ahead)
+ * on links nobody is receiving on: take a FAULT frame into the record
+ * (record.h); park a
  * data frame for the op that will take it; note a link the peer closed;
  * take a FAULT frame sent on the side (tcp.h: SIDE_MAGIC).  For
  * shared-memory waits (shm.c) and a call's end (coll.c, relay->poll). */

@@ -6,7 +6,8 @@
  * nodes' leaders, as on a cluster.
  *
  * Every collective, several dtypes and ops, sizes that take one step and
- * many (a small DDP_SHM_SLOT), roots on either node; then the faults: a
+ * many (a small DDP_SHM_SLOT), sends in pieces and reads ahead cut
+ * anywhere, roots on either node; then the faults: a
  * rank killed in a barrier loop, one killed from outside in a large
  * all-reduce, one that never comes (timeout); on one node, the ring of
  * small bcasts and gathers (node.c), its run-ahead, a rank killed or
@@ -488,6 +489,21 @@ int main (void)
     is_int (rc, 0, "DDP_TCP_PIECE=-1: set-up fails, naming it%s%s",
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_TCP_PIECE");
+    /* Reads that take frames ahead through a 40-byte buffer: headers,
+     * payloads and FAULT lists cut at every place; and none at all. */
+    setenv ("DDP_TCP_READAHEAD", "40", 1);
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "the same with reads ahead through 40 bytes%s%s",
+            rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_TCP_READAHEAD", "0", 1);
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "the same with no reads ahead%s%s", rc ? ": " : "",
+            rc ? err : "");
+    setenv ("DDP_TCP_READAHEAD", "32k", 1);
+    rc = run (rank_bad_var, "DDP_TCP_READAHEAD='32k'", st);
+    is_int (rc, 0, "DDP_TCP_READAHEAD=32k: set-up fails, naming it%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_TCP_READAHEAD");
     rc = run_on (1, rank_collectives, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node (single copy from 8 KiB): every "
             "collective right%s%s", rc ? ": " : "", rc ? err : "");

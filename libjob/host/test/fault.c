@@ -1,12 +1,15 @@
 /* fault.c - the fault record's claim and merge (libjob/host/fault.c) and
  * the order in which a peer's addresses are tried (tcp.c), without
  * processes: lists that flood over the partner graph arrive several
- * times, and must neither grow the count nor bump the version then. */
+ * times, and must neither grow the count nor bump the version then; a
+ * FAULT frame's list read partly from what its link read ahead. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "host.h"
@@ -137,6 +140,51 @@ static void test_addrs (void)
         "a peer on another machine: its loopback address is dropped");
 }
 
+/* A FAULT frame's list and states from a link that read `ahead` bytes of
+ * its body (and `extra` bytes of the next frame when the body is all
+ * there) ahead; the rest of the body comes through the socket. */
+static void frame_list_ahead (size_t ahead, size_t extra, const char *what)
+{
+    struct host *h = new_host (100);
+    int ranks[3] = { 5, 2, 9 }, sv[2], n;
+    uint64_t st[3] = { 11, 22, 33 }, got_st[FAULT_LIST_MAX];
+    int32_t got[FAULT_LIST_MAX];
+    struct fault_msg m;
+    size_t len = host_fault_msg_fill (&m, ranks, st, 3, 3, FAULT_DIED, 1);
+    size_t body = len - sizeof (m.f);
+    char rb[256];
+    struct link l = { .rb = rb, .rb_off = 0, .rb_len = ahead + extra };
+    bool whole = false;
+
+    if (socketpair (AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        bail_out ("socketpair failed");
+    memcpy (rb, m.body, ahead);
+    memset (rb + ahead, 'x', extra);
+    if (write (sv[1], m.body + ahead, body - ahead)
+        != (ssize_t)(body - ahead))
+        bail_out ("write to a socketpair failed");
+    n = host_frame_list (h, sv[0], &l, 99, &m.f, got, got_st, &whole);
+    ok (whole && n == 3 && got[0] == 5 && got[1] == 2 && got[2] == 9
+        && got_st[0] == 11 && got_st[1] == 22 && got_st[2] == 33,
+        "%s: the list and states are whole", what);
+    ok (l.rb_len - l.rb_off == extra
+        && (extra == 0 || l.rb[l.rb_off] == 'x'),
+        "%s: what follows the body stays read ahead", what);
+    close (sv[0]);
+    close (sv[1]);
+    free_host (h);
+}
+
+static void test_frame_list (void)
+{
+    size_t body = 3 * (sizeof (int32_t) + sizeof (uint64_t));
+
+    frame_list_ahead (0, 0, "nothing read ahead");
+    frame_list_ahead (7, 0, "part of a rank read ahead");
+    frame_list_ahead (body - 1, 0, "all but a byte read ahead");
+    frame_list_ahead (body, 5, "the whole body and more read ahead");
+}
+
 int main (void)
 {
     plan (NO_PLAN);
@@ -144,5 +192,6 @@ int main (void)
     test_merge ();
     test_states ();
     test_addrs ();
+    test_frame_list ();
     done_testing ();
 }
