@@ -146,15 +146,25 @@ static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
     *hi = n * (size_t)(h->lrank + 1) / (size_t)h->lsize;
 }
 
-void node_reduce (struct host *h, int bank, void *dst, size_t lo,
-                  size_t n, ddp_dtype_t dtype, ddp_op_t op)
+/* Reduce elements lo..lo+n-1 of every local rank's step in bank into dst
+ * (accumulation type, not finished): from the slots, or (inl, lo 0) from
+ * the inline areas of the flags. */
+static void reduce_from (struct host *h, int bank, bool inl, void *dst,
+                         size_t lo, size_t n, ddp_dtype_t dtype, ddp_op_t op)
 {
     const void *src[h->lsize];
     size_t es = ddp_dtype_size (dtype);
 
     for (int lr = 0; lr < h->lsize; lr++)
-        src[lr] = host_slot (h, bank, lr) + lo * es;
+        src[lr] = inl ? (const char *)host_inline (h, lr, bank)
+                      : host_slot (h, bank, lr) + lo * es;
     ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
+}
+
+void node_reduce (struct host *h, int bank, void *dst, size_t lo,
+                  size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    reduce_from (h, bank, false, dst, lo, n, dtype, op);
 }
 
 #define ACC_ALIGN 64         /* bytes; a power of two */
@@ -179,19 +189,6 @@ static size_t node_chunk (struct host *h, ddp_dtype_t dtype, ddp_op_t op)
 static size_t acc_offset (size_t n, size_t es)
 {
     return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
-}
-
-/* A step of at most HOST_INLINE_BYTES (n elements of dtype) reduced from
- * every local rank's inline area of bank into dst (accumulation type,
- * not finished). */
-static void node_reduce_inline (struct host *h, int bank, void *dst,
-                                size_t n, ddp_dtype_t dtype, ddp_op_t op)
-{
-    const void *src[h->lsize];
-
-    for (int lr = 0; lr < h->lsize; lr++)
-        src[lr] = host_inline (h, lr, bank);
-    ddpi_reduce_many_acc (dst, src, h->lsize, n, dtype, op);
 }
 
 /* One step of a reduction on one node: n elements of send; out (NULL: not
@@ -229,10 +226,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
             return DDP_ENOMEM;
         if ((rc = node_wait_all (h, 0, s)) < 0)
             return rc;
-        if (inl)
-            node_reduce_inline (h, bank, w, n, dtype, op);
-        else
-            node_reduce (h, bank, w, 0, n, dtype, op);
+        reduce_from (h, bank, inl, w, 0, n, dtype, op);
         ddpi_reduce_finish (w, n, at, op, h->size);
         ddpi_narrow (out, w, n, dtype, op);
         return 0;
