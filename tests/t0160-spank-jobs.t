@@ -13,18 +13,18 @@ ports () {
 
 # ends_early CMD...: CMD fails, but not because ddp_srun's bound
 # (DDP_SRUN_TIMEOUT, 60 s) killed it: its step ended as a whole although
-# one task sleeps 100 s.  Judged by the time it took, not by the status:
-# srun itself exits 137 when Slurm SIGKILLs a task of a step it ends
-# (Slurm 24.11, kill-on-bad-exit: twice in the Debian 13 suite, the
-# second time with the logs below showing the step over in 2 s), the
-# status timeout(1) gives when it kills at the bound.
+# one task sleeps 100 s.  Judged by the time it took (ddp_at_bound), not
+# by the status: srun itself exits 137 when Slurm SIGKILLs a task of a
+# step it ends (Slurm 24.11, kill-on-bad-exit: twice in the Debian 13
+# suite, the second time with the logs below showing the step over in 2
+# s), the status timeout(1) gives when it kills at the bound.
 ends_early () {
 	t0=$(date +%s)
 	"$@"
 	rc=$?
 	took=$(( $(date +%s) - t0 ))
 	echo "exit status $rc after $took s"
-	if test $took -ge "${DDP_SRUN_TIMEOUT:-60}"; then
+	if ddp_at_bound "$t0"; then
 		# Cut at the bound: show where the step stood.
 		{ squeue -s; squeue; tail -n 40 "$DDP_CLUSTER_DIR"/log/slurmctld.log \
 			"$DDP_CLUSTER_DIR"/log/slurmd-n1.log \

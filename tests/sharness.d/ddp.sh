@@ -102,6 +102,14 @@ ddp_wait_idle () {
     return 1
 }
 
+# ddp_at_bound T0: true when the time since T0 (date +%s) reached ddp_srun's
+# bound (DDP_SRUN_TIMEOUT, 60 s).  Judges srun's 137 (KILL): at the bound
+# it is timeout(1)'s; before it, Slurm's (24.11's srun exits 137 when Slurm
+# SIGKILLs a task of a step that is ending).
+ddp_at_bound () {
+    [ $(( $(date +%s) - $1 )) -ge "${DDP_SRUN_TIMEOUT:-60}" ]
+}
+
 # ddp_step_fails SRUN-ARGS...: ddp_srun SRUN-ARGS, true when the step failed
 # as a step does.  srun exits with the highest status among its tasks, so a
 # step whose task failed on one node while a task on another was still
@@ -109,9 +117,8 @@ ddp_wait_idle () {
 # which came first; both are a failed step.  Not a failed step: success,
 # what timeout(1) reports (124 its limit, 125 its own failure, 126 and 127
 # a command it could not run), a signal that is not srun's SIGTERM (srun
-# or a task crashing).  137 (KILL) is judged by the time taken: Slurm
-# 24.11's srun exits 137 when Slurm SIGKILLs a task of a step that is
-# ending (seen in t0160), timeout(1) only at its bound.
+# or a task crashing).  137 (KILL) is judged by the time taken
+# (ddp_at_bound).
 ddp_step_fails () {
     local rc=0 t0
     t0=$(date +%s)
@@ -119,8 +126,7 @@ ddp_step_fails () {
     case $rc in
     0) echo "ddp_step_fails: the step succeeded: srun $*" >&2; return 1 ;;
     143) return 0 ;;
-    137) [ $(( $(date +%s) - t0 )) -lt "${DDP_SRUN_TIMEOUT:-60}" ] &&
-         return 0
+    137) ddp_at_bound "$t0" || return 0
         echo "ddp_step_fails: srun $* was killed at the time bound" >&2
         return 1 ;;
     12[4-9]|1[3-9][0-9]|2[0-9][0-9])
