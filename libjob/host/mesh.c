@@ -332,6 +332,7 @@ static double attempt_limit (double left, uint32_t addrs_left)
 static int links_alloc (struct host *h)
 {
     struct host_links *lk = calloc (1, sizeof (*lk));
+    size_t cap = h->tune.tcp_ahead;
 
     if (!lk || !(lk->l = calloc ((size_t)(h->npart ? h->npart : 1),
                                  sizeof (*lk->l)))) {
@@ -341,10 +342,14 @@ static int links_alloc (struct host *h)
     h->lk = lk;
     lk->n = h->npart;
     lk->ep = -1;
+    /* Without memory for the read-ahead buffers the links read exactly. */
+    if (cap > 0 && lk->n > 0)
+        lk->rbuf = malloc ((size_t)lk->n * cap);
     for (int i = 0; i < lk->n; i++) {
         lk->l[i] = (struct link){ .fd = -1, .node = h->part[i].node,
                                   .rx = -1, .tx = -1 };
         lk->l[i].peer = h->node_ranks[lk->l[i].node][h->lrank];
+        lk->l[i].rb = lk->rbuf ? lk->rbuf + (size_t)i * cap : NULL;
     }
     return 0;
 }
@@ -492,8 +497,7 @@ void host_tcp_close (struct host *h)
         close (h->lk->stash_fd[i]);
     if (h->lk->ep >= 0)
         close (h->lk->ep);
-    for (int i = 0; i < h->lk->n; i++)
-        free (h->lk->l[i].rb);
+    free (h->lk->rbuf);
     free (h->lk->l);
     free (h->lk);
     h->lk = NULL;

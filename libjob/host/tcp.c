@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
@@ -50,15 +49,12 @@ static size_t rb_take (struct link *l, void *dst, size_t n)
 }
 
 /* Room at the end of link l's read-ahead buffer, its bytes moved to the
- * front first; the buffer is allocated at the first call (none when
- * DDP_TCP_READAHEAD is 0 or memory is short: reads are then exact).
- * Returns the room, 0 when there is no buffer. */
+ * front first.  Returns the room, 0 when there is no buffer
+ * (DDP_TCP_READAHEAD 0, or memory was short: reads are then exact). */
 static size_t rb_room (const struct host *h, struct link *l)
 {
     size_t cap = h->tune.tcp_ahead;
 
-    if (!l->rb && cap > 0)
-        l->rb = malloc (cap);
     if (!l->rb)
         return 0;
     if (l->rb_off > 0) {
@@ -84,7 +80,7 @@ int host_frame_list (struct host *h, int fd, struct link *l, int peer,
                      bool *whole)
 {
     int nlist = FAULT_SEQ_NLIST (f->seq);
-    unsigned char body[sizeof (((struct fault_msg *)0)->body)];
+    unsigned char body[sizeof (((struct fault_msg *)0)->body)] = { 0 };
     size_t nb = (size_t)nlist * sizeof (int32_t), want, got;
 
     *whole = nlist >= 0 && nlist <= FAULT_LIST_MAX;

@@ -118,8 +118,8 @@ struct link {
     bool tx_blocked;        /* that send waits for room */
     /* Bytes read ahead: what a read took beyond what it needed (the next
      * frames of a sender running ahead, a payload with its header), read
-     * before the socket.  rb_off..rb_len of rb (h->tune.tcp_ahead bytes,
-     * allocated at the first read; NULL: none, every read exact). */
+     * before the socket.  rb_off..rb_len of rb (h->tune.tcp_ahead bytes
+     * of host_links.rbuf; NULL: none, every read exact). */
     char *rb;
     size_t rb_off, rb_len;
 };
@@ -128,6 +128,7 @@ struct host_links {
     int ep;
     int n;
     struct link *l;         /* one per partner, ascending nodes */
+    char *rbuf;             /* the links' read-ahead buffers, or NULL */
     /* Connections of a speaker's swap of lists (flood.c) accepted while
      * waiting for side FAULT frames: their socket and node, hello read. */
     int nstash;
