@@ -503,17 +503,14 @@ static void ahead_split (struct link *l, struct host_op *o, size_t mine,
     l->rb_len += r - mine;
 }
 
-/* Copy what link l read ahead into op o's buffers.  Returns the bytes. */
-static size_t op_take (struct link *l, struct host_op *o)
+/* Copy what link l read ahead into op o's buffers. */
+static void op_take (struct link *l, struct host_op *o)
 {
-    size_t before = o->done;
-
     while (o->done < o->len && rb_have (l) > 0) {
         const struct iovec *v = &o->iov[o->vi];
         op_advance (o, rb_take (l, (char *)v->iov_base + o->voff,
                                 v->iov_len - o->voff));
     }
-    return o->done - before;
 }
 
 /* Receive more of op o: what its link read ahead, then from the socket
@@ -525,7 +522,7 @@ static int pump_recv (struct host *h, struct host_op *o)
     struct iovec v[IOV_BATCH + 1];
     struct msghdr m;
     size_t before = o->done, first, room, mine = 0, ahead = o->ahead;
-    ssize_t r = 0;
+    ssize_t r;
     int rc, k;
 
     if (!o->hdr) {

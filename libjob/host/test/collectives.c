@@ -206,6 +206,12 @@ static int rank_collectives (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
+/* What rank r sends at index i of round it (rank_ring's gathers). */
+static int32_t ring_input (int r, int it, size_t i)
+{
+    return (int32_t)(r * 100000 + it * 100 + (int)(i % 100));
+}
+
 /* The ring (one node, bcasts and gathers of at most HOST_RING_BYTES):
  * many calls in a row, sizes changing, ranks held back at random; every
  * result checked.  In rounds 0-99 and 200-299 the roots rotate and a
@@ -213,12 +219,6 @@ static int rank_collectives (int rank, void *arg)
  * then; in the others rank 0 is the bcast's root and rank 1 the gather's,
  * so rank 0 waits for nobody but the ring and runs ahead until the ring
  * holds it (without that hold its entries would be overwritten unread). */
-/* What rank r sends at index i of round it (rank_ring's gathers). */
-static int32_t ring_input (int r, int it, size_t i)
-{
-    return (int32_t)(r * 100000 + it * 100 + (int)(i % 100));
-}
-
 static int rank_ring (int rank, void *arg)
 {
     struct bootstrap *b = NULL;
