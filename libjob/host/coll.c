@@ -46,7 +46,7 @@ static uint64_t mono_ns (void)
  * the node's first it came.  A local rank is never HOST_ARRIVE_SLOTS
  * calls ahead of one still in a call (each call has a node step, and a
  * step waits for every local rank to have finished the step before, or
- * in the ring the step HOST_RING_K - 1 before), so its arrive slot of c is
+ * in a ring at most HOST_RING_KMAX - 1 before), so its arrive slot of c is
  * either c's stamp or an older one: a rank not yet arrived. */
 static void strag_count (struct host *h)
 {

@@ -359,9 +359,13 @@ static int alloc_tables (struct host *h, const struct bootstrap_info *in)
     h->node_size = calloc (nn, sizeof (int));
     h->node_ranks = calloc (nn, sizeof (int *));
     h->node_rank_all = calloc (sz, sizeof (int));
+    h->ring_at = calloc (ls, sizeof (uint64_t));
+    h->ring_line = calloc (HOST_RING_LINES, sizeof (uint64_t));
+    h->ring_off = calloc (ls, sizeof (size_t));
     if (!h->local_ranks || !h->lpids || !h->pidfds || !h->rank_node
         || !h->rank_lrank || !h->node_size || !h->node_ranks
-        || !h->node_rank_all)
+        || !h->node_rank_all || !h->ring_at || !h->ring_line
+        || !h->ring_off)
         return ddpi_error (DDP_ENOMEM, "out of memory");
     memcpy (h->local_ranks, in->local_ranks, ls * sizeof (int));
     for (size_t i = 0; i < ls; i++)
@@ -575,6 +579,9 @@ static void host_destroy (void *ctx)
     free (h->rank_node);
     free (h->rank_lrank);
     free (h->node_size);
+    free (h->ring_at);
+    free (h->ring_line);
+    free (h->ring_off);
     for (i = 0; i < 3; i++)
         free (h->scratch[i]);
     free (h);

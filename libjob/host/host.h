@@ -39,11 +39,17 @@
  * a rank waits until every local rank has seq >= s - 1, i.e. has finished
  * step s - 2, the last step that used that bank.
  *
- * The ring (one node only): a bcast or gather of at most HOST_RING_BYTES
- * (512) a rank goes through its own entries, s % HOST_RING_K (8) of them
- * per local rank, instead of a bank: before writing entry s % K a rank
- * waits until every local rank has seq >= s - K + 1.  A bcast's root and a
- * gather's senders so return up to K - 1 calls ahead of their readers, as
+ * The rings (one node only): a bcast or gather of at most HOST_RING_BYTES
+ * (512) a rank goes through the writer's own ring (16 KiB a local rank)
+ * instead of a bank: each call's entry follows the one before, rounded up
+ * to 16 bytes, so that small entries share cache lines (a reader takes
+ * one miss for four 8-byte calls) and larger ones are read in sequence.
+ * Every rank moves a cursor per ring through the same calls, so all agree
+ * where an entry is.  Before writing a line its entry opens, a writer
+ * waits until every local rank has left the line (entered the step after
+ * the last one that wrote it in the lap before), and no rank runs more
+ * than HOST_RING_KMAX - 1 (63) steps ahead of another.  A bcast's root
+ * and a gather's senders so return many calls ahead of their readers, as
  * an MPI library's eager sends do (with the banks a rank is never more
  * than one step ahead: every back-to-back call cost a round trip of
  * cache lines).

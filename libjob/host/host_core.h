@@ -100,25 +100,34 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3036ULL  /* "ddpshm06" */
+#define SHM_MAGIC 0x64647073686d3037ULL  /* "ddpshm07" */
 
-/* The ring (node.c): on one node a small bcast or gather goes through
- * entry s % HOST_RING_K of HOST_RING_BYTES per local rank, so that a rank
- * may run up to HOST_RING_K - 1 steps ahead of its node-mates (the banks
- * allow one). */
-#define HOST_RING_K 8
+/* The rings (node.c): on one node a bcast or gather of at most
+ * HOST_RING_BYTES a rank goes through the writer's ring, HOST_RING_RANK_BYTES
+ * of the segment per local rank: entries of successive calls follow each
+ * other there, each rounded up to HOST_RING_ALIGN bytes (an entry that
+ * would cross the ring's end starts it over), so that small entries share
+ * cache lines (a reader takes one miss for several calls) and larger ones
+ * are read in sequence.  A writer may run up to HOST_RING_KMAX - 1 steps
+ * ahead of its readers (the banks allow one), and never writes a line its
+ * readers have still to leave.  1 x 2 on 2 cores (2026-11-27): bcast of 8
+ * B 0.25 us with 8 entries of 512 B, 0.05 packed. */
 #define HOST_RING_BYTES 512
+#define HOST_RING_ALIGN 16
+#define HOST_RING_KMAX 64
+#define HOST_RING_RANK_BYTES 16384
+#define HOST_RING_LINES (HOST_RING_RANK_BYTES / 64)
 
-/* Straggler stamps kept per rank: a local rank is at most HOST_RING_K
+/* Straggler stamps kept per rank: a local rank is at most HOST_RING_KMAX
  * calls ahead of one still in a call (coll.c). */
-#define HOST_ARRIVE_SLOTS (HOST_RING_K + 2)
+#define HOST_ARRIVE_SLOTS (HOST_RING_KMAX + 2)
 
 /* A reduction step of at most HOST_INLINE_BYTES on one node travels in
  * the writer's polled flag line (inl[s & 1], written before seq): a
  * reader that sees seq has the data in the same cache line. */
 #define HOST_INLINE_BYTES 16
 
-/* One local rank's flags: three cache lines.  The first holds what the
+/* One local rank's flags: ten cache lines.  The first holds what the
  * node-mates poll (seq, red, fin: written once per step; inl with seq);
  * the others what this rank writes often or at every call and the others
  * read rarely (beat, state, arrive), so that those writes do not pull the
@@ -141,11 +150,11 @@ struct shm_flags {
     _Atomic uint64_t addr;
     _Atomic uint32_t cma;
     uint32_t pad3;
-    char pad2[128 - (4 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)];
+    char pad2[576 - (4 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)];
 };
 
-_Static_assert (sizeof (struct shm_flags) == 192,
-                "a rank's flags are three cache lines");
+_Static_assert (sizeof (struct shm_flags) == 640,
+                "a rank's flags are ten cache lines");
 
 struct shm_hdr {
     uint64_t magic;
@@ -248,7 +257,7 @@ struct host {
     struct shm_hdr *hdr;
     struct shm_flags *flags;    /* lsize entries */
     char *bank[2];              /* each: lsize slots, then the result */
-    char *ring;                 /* lsize x HOST_RING_K entries (node.c) */
+    char *ring;                 /* lsize x HOST_RING_RANK_BYTES (node.c) */
     size_t slot_bytes, res_bytes;
     int memfd;                  /* local rank 0 until every rank attached */
 
@@ -269,6 +278,13 @@ struct host {
      * seen_all or later, local rank seen_lr at seen_lr_step or later. */
     uint64_t seen_all, seen_lr_step;
     int seen_lr;
+    /* The rings (node.c): where each local rank's next entry goes (bytes
+     * placed since set-up; every rank moves every cursor through the same
+     * calls, so all agree), and the last step that wrote each line of this
+     * rank's own ring (0: none). */
+    uint64_t *ring_at;          /* lsize */
+    uint64_t *ring_line;        /* HOST_RING_LINES */
+    size_t *ring_off;           /* lsize: a gather's entries, this step */
     int cma;                    /* single copy on this node: 0 not yet
                                    decided, 1 on, 2 off (node.c) */
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
@@ -314,14 +330,11 @@ static inline unsigned char *host_inline (struct host *h, int lr, int bank)
     return h->flags[lr].inl[bank];
 }
 
-/* Local rank lr's ring entry for step s (a rank's entries follow each
- * other, in step order). */
-static inline char *host_ring (struct host *h, int lr, uint64_t s)
+/* Local rank lr's ring; an entry's offset in it comes from node.c. */
+static inline char *host_ring (struct host *h, int lr)
 {
-    return h->ring + ((size_t)lr * HOST_RING_K + (size_t)(s % HOST_RING_K))
-                     * HOST_RING_BYTES;
+    return h->ring + (size_t)lr * HOST_RING_RANK_BYTES;
 }
-
 
 /* Record that the transport saw kind about rank; returns HOST_EVENT. */
 static inline int host_event (struct host *h, int kind, int rank)

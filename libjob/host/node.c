@@ -123,18 +123,60 @@ int node_step_enter (struct host *h, uint64_t *sp)
     return rc;
 }
 
-/* A step through the ring (host_ring): like node_step_begin(), but entry
- * s % HOST_RING_K was last used by step s - HOST_RING_K, so it is free
- * once every local rank has entered step s - HOST_RING_K + 1 (a rank
- * enters a step after it finished the one before). */
+/* A step through the rings (host_ring): like node_step_begin(), but a
+ * rank may run up to HOST_RING_KMAX - 1 steps ahead of its node-mates
+ * (a rank enters a step after it finished the one before).  A writer also
+ * claims its entry (ring_claim). */
 static int ring_step_begin (struct host *h, uint64_t *sp)
 {
     if (h->broken)
         return h->broken;
     *sp = ++h->seq;
-    if (*sp < HOST_RING_K)
+    if (*sp < HOST_RING_KMAX)
         return 0;
-    return wait_all_lead (h, *sp - (HOST_RING_K - 1));
+    return wait_all_lead (h, *sp - (HOST_RING_KMAX - 1));
+}
+
+/* Where this step's entry of bytes (at most HOST_RING_BYTES) goes in local
+ * rank lr's ring: its offset; lr's cursor moves past it.  *opens: the
+ * entry starts a cache line no entry of this lap wrote before (else it
+ * goes on in the line the previous entry ended in). */
+static size_t ring_place (struct host *h, int lr, size_t bytes, bool *opens)
+{
+    size_t len = (bytes + HOST_RING_ALIGN - 1) / HOST_RING_ALIGN
+                 * HOST_RING_ALIGN;
+    uint64_t at = h->ring_at[lr];
+    size_t off = (size_t)(at % HOST_RING_RANK_BYTES);
+
+    if (off + len > HOST_RING_RANK_BYTES) {
+        at += HOST_RING_RANK_BYTES - off;
+        off = 0;
+    }
+    *opens = off % 64 == 0;
+    h->ring_at[lr] = at + len;
+    return off;
+}
+
+/* Claim bytes at off of this rank's own ring for step s (ring_place):
+ * wait until every local rank has left each line the entry opens, i.e.
+ * entered the step after the last one that wrote the line in the lap
+ * before (a line the entry goes on in was opened, and waited for, by an
+ * earlier entry of this lap).  Where a lap is shorter than HOST_RING_KMAX
+ * steps (entries of 256 bytes and more) this keeps a writer from
+ * overwriting entries not yet read; everywhere it keeps a writer off the
+ * lines its readers are reading (each write would take a line away from
+ * its reader again). */
+static int ring_claim (struct host *h, uint64_t s, size_t off, size_t bytes,
+                       bool opens)
+{
+    size_t first = off / 64 + (opens ? 0 : 1), last = (off + bytes - 1) / 64;
+    uint64_t t = 0;
+
+    for (size_t l = first; l <= last; l++)
+        t = h->ring_line[l] > t ? h->ring_line[l] : t;
+    for (size_t l = off / 64; l <= last; l++)
+        h->ring_line[l] = s;
+    return t ? wait_all_lead (h, t + 1) : 0;
 }
 
 /* ------------------------------------------------- one node: in the segment */
@@ -274,13 +316,17 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
 {
     int rlr = h->rank_lrank[root], rc;
     uint64_t s = 0;
-    char *e;
+    bool opens;
+    size_t off = ring_place (h, rlr, bytes, &opens);
+    char *e = host_ring (h, rlr) + off;
 
     if ((rc = ring_step_begin (h, &s)) < 0)
         return rc;
-    e = host_ring (h, rlr, s);
-    if (h->rank == root)
+    if (h->rank == root) {
+        if ((rc = ring_claim (h, s, off, bytes, opens)) < 0)
+            return rc;
         memcpy (e, buf, bytes);
+    }
     host_post (h, 0, s);
     if (h->rank == root)
         return 0;
@@ -424,11 +470,26 @@ static int node_gather_ring (struct host *h, const char *send, char *recv,
                              size_t bytes)
 {
     uint64_t s = 0;
+    size_t off = 0;
+    bool opens = false;
     int rc;
 
-    if ((rc = ring_step_begin (h, &s)) < 0)
+    /* Every cursor moves by the same length: the entries of one step are
+     * at the same offset of every ring if the cursors were equal, and at
+     * their own otherwise (a bcast moved only its root's). */
+    for (int lr = 0; lr < h->lsize; lr++) {
+        bool o;
+        size_t at = ring_place (h, lr, bytes, &o);
+        if (lr == h->lrank) {
+            off = at;
+            opens = o;
+        }
+        h->ring_off[lr] = at;
+    }
+    if ((rc = ring_step_begin (h, &s)) < 0
+        || (rc = ring_claim (h, s, off, bytes, opens)) < 0)
         return rc;
-    memcpy (host_ring (h, h->lrank, s), send, bytes);
+    memcpy (host_ring (h, h->lrank) + off, send, bytes);
     host_post (h, 0, s);
     if (!recv)
         return 0;
@@ -436,7 +497,7 @@ static int node_gather_ring (struct host *h, const char *send, char *recv,
         return rc;
     for (int lr = 0; lr < h->lsize; lr++)
         memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
-                host_ring (h, lr, s), bytes);
+                host_ring (h, lr) + h->ring_off[lr], bytes);
     return 0;
 }
 

@@ -47,7 +47,7 @@ static size_t map_size (struct host *h)
     size_t ctl = align_up (sizeof (struct shm_hdr)
                            + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
     return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes)
-           + (size_t)h->lsize * HOST_RING_K * HOST_RING_BYTES;
+           + (size_t)h->lsize * HOST_RING_RANK_BYTES;
 }
 
 int host_shm_create (struct host *h)

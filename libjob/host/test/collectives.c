@@ -212,13 +212,22 @@ static int32_t ring_input (int r, int it, size_t i)
     return (int32_t)(r * 100000 + it * 100 + (int)(i % 100));
 }
 
-/* The ring (one node, bcasts and gathers of at most HOST_RING_BYTES):
+/* Elements of round it of rank_ring: 1 to 4 (4 to 16 bytes: entries that
+ * share cache lines) in rounds 100-199, else 1 to 128 (4 to 512 bytes,
+ * changing every round: entries cross lines and the rings' ends). */
+static size_t ring_count (int it)
+{
+    return it / 100 == 1 ? 1 + (size_t)(it % 4) : 1 + (size_t)(it * 37 % 128);
+}
+
+/* The rings (one node, bcasts and gathers of at most HOST_RING_BYTES):
  * many calls in a row, sizes changing, ranks held back at random; every
  * result checked.  In rounds 0-99 and 200-299 the roots rotate and a
  * reduction and an allgather (steps that wait for everyone) come now and
  * then; in the others rank 0 is the bcast's root and rank 1 the gather's,
- * so rank 0 waits for nobody but the ring and runs ahead until the ring
- * holds it (without that hold its entries would be overwritten unread). */
+ * so rank 0 waits for nobody but the rings and runs ahead until they hold
+ * it (without that hold its entries would be overwritten unread: rounds
+ * 300-399 go round a ring every 30 or so steps). */
 static int rank_ring (int rank, void *arg)
 {
     struct bootstrap *b = NULL;
@@ -231,7 +240,7 @@ static int rank_ring (int rank, void *arg)
     if (!ctx)
         return 2;
     for (int it = 0; it < 400 && !tap_rank_fails; it++) {
-        size_t n = 1 + (size_t)(it * 37 % 128);     /* 4 to 512 bytes */
+        size_t n = ring_count (it);
         bool fixed = it / 100 % 2 == 1;
         int root = fixed ? 0 : it % SIZE;
 
@@ -518,7 +527,7 @@ int main (void)
     unsetenv ("DDP_CMA");
     rc = run_on (1, rank_ring, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node: 400 rounds of small bcasts and "
-            "gathers through the ring, roots rotating, ranks held back at "
+            "gathers through the rings, roots rotating, ranks held back at "
             "random%s%s", rc ? ": " : "", rc ? err : "");
     rc = run (rank_ring, NULL, st);
     is_int (rc, 0, "the same on 2 nodes (no ring)%s%s", rc ? ": " : "",
