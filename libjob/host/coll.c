@@ -579,8 +579,16 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
         return rc;
     if (h->size == 1) {
         ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
-        void *w = at == dtype ? recv : host_scratch (h, 0,
-                                                     count * ddp_dtype_size (at));
+        void *w;
+
+        /* One rank's value is the result (AVG divides by 1) unless a
+         * 16-bit float is rounded through float32 (as with more ranks). */
+        if (at == dtype) {
+            if (recv != send)
+                memmove (recv, send, count * ddp_dtype_size (dtype));
+            return 0;
+        }
+        w = host_scratch (h, 0, count * ddp_dtype_size (at));
         if (!w)
             return DDP_ENOMEM;
         ddpi_widen (w, send, count, dtype, op);
