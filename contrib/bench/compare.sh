@@ -317,11 +317,22 @@ run_bench () {
         rm -f "$out/$tag.tsv"
         # shellcheck disable=SC2086
         timeout --kill-after=5 "$limit" srun $launcher --kill-on-bad-exit=1 \
-            -N"$nodes" -n"$ranks" $place \
+            --job-name="compare-$tag" -N"$nodes" -n"$ranks" $place \
             env $env $interp "$prog" --tsv "$out/$tag.tsv" "$@" \
             >"$out/$tag.txt" 2>"$out/$tag.err"
         rc=$?
         [ $rc = 0 ] && break
+        # srun killed at the time limit can leave its job allocated, its
+        # tasks still running (seen: an MPI_Init hung at -N16 -n64 held all
+        # 16 nodes for 11 minutes, and every run after it timed out waiting
+        # for resources): cancel it before the next try.
+        if [ $rc = 124 ] || [ $rc = 137 ]; then
+            scancel --name="compare-$tag" 2>/dev/null
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                [ -z "$(squeue -h --name="compare-$tag" 2>/dev/null)" ] && break
+                sleep 1
+            done
+        fi
         # The first task that srun saw die names the cause; the others were
         # only ended with it (--kill-on-bad-exit).
         why="$tag ($impl -N$nodes -n$ranks $place $*): exit $rc; $( {
