@@ -159,8 +159,8 @@
  * B the largest buffer of a call, S the slot: DDP_SHM_SLOT, by default
  * 8 MiB / P within [64 KiB, 1 MiB]):
  *   segment (shared by the node): 2 (P + 1) S bytes (two banks of P slots
- *   and a result area of S) and the ring's 4 KiB per rank, so about 2 S
- *   per rank
+ *   and a result area of S), a ring of 16 KiB and flags of 640 bytes
+ *   per rank, so about 2 S per rank
  *   tables: 4 words per rank of the world (W ints: node, local rank, and
  *   the node lists), a few per node (N)
  *   links, per lane: 3 ceil(log2 N) + 3 partners, each a socket and
