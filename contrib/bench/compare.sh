@@ -355,7 +355,15 @@ run_bench () {
     return 0
 }
 
+# The cache line's round trip between two CPUs (ddp-pingpong), before and
+# after: one node's small collectives move with it (doc/benchmarks.md).
+PINGPONG=${DDP_PINGPONG:-$build/contrib/bench/ddp-pingpong}
+round_trip () {
+    if [ -x "$PINGPONG" ]; then "$PINGPONG" 2>/dev/null || echo "failed"
+    else echo "not measured (no $PINGPONG)"; fi
+}
 load_start=$(uptime)
+rt_start=$(round_trip)
 t_start=$(date +%s)
 
 # ---- 1. collectives: -N1 -n2 and -N2 -n2 ---------------------------------
@@ -483,6 +491,7 @@ if [ -n "$plugstack_saved" ]; then
     plugstack_saved=
 fi
 load_end=$(uptime)
+rt_end=$(round_trip)
 t_end=$(date +%s)
 
 # ---- the report ----------------------------------------------------------
@@ -527,6 +536,7 @@ write_report () {
         -v machine="$CORES CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)" \
         -v cluster="$cluster_nodes slurmd (16 CPUs each) on this one host, $(srun --version 2>/dev/null); $(ompi_info --version 2>/dev/null | head -n 1 || echo 'Open MPI: not found')" \
         -v load_start="${load_start##*load average: }" -v load_end="${load_end##*load average: }" \
+        -v rt_start="$rt_start" -v rt_end="$rt_end" \
         -v rawdata="$out/results.tsv" -v reps="$reps" -v scale_ranks="$SCALE_RANKS" \
         -v launch_note="$launch_note" -v nodes="$sweep" -v ppn="$ppn" \
         -v sizes="$SWEEP_SIZES" -v maxnodes="$cluster_nodes" \

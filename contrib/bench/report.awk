@@ -16,7 +16,7 @@
 #   failures, retried   one failed (retried) run a line.
 #   baseline a results.tsv of an earlier run: ddp's 1- and 2-node times now
 #            are compared with it.
-# Variables (-v): mode, best_of (rounds: each row is its best), secs, programs, machine, cluster, load_start,
+# Variables (-v): mode, best_of (rounds: each row is its best), secs, programs, machine, cluster, rt_start, rt_end, load_start,
 # load_end, rawdata, reps (init repetitions), scale_ranks ("2 4 8 16 32"),
 # launch_note, nodes (the sweep's, "1,2,4,8,16"), ppn ("1,4"), sizes (the
 # sweep's, in bytes), maxnodes (the cluster's), plot (the picture, for the
@@ -680,6 +680,10 @@ END {
     print "- Machine: " machine
     print "- Cluster: " cluster
     print "- Load at start: `" load_start "`; at end: `" load_end "` (1, 5, 15 min)"
+    if (rt_start != "")
+        print "- A cache line's round trip between two CPUs (ddp-pingpong): " \
+              rt_start (rt_start ~ /^[0-9]+$/ ? " ns" : "") " at start, " \
+              rt_end (rt_end ~ /^[0-9]+$/ ? " ns" : "") " at end"
     print "- Times: per-call median over the iterations, slowest rank; ratio = ddp / MPI"
     print "  (time: lower is better; bandwidth: higher is better).  Raw data: `" rawdata "`."
     if (gloo_note != "") print "- gloo: " gloo_note (G ? "; ddp/gloo = ddp / gloo" : "")
