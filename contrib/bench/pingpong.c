@@ -15,7 +15,6 @@
  * the argument is not a count. */
 #include "config.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>

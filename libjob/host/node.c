@@ -138,10 +138,10 @@ static int ring_step_begin (struct host *h, uint64_t *sp)
 }
 
 /* Where this step's entry of bytes (at most HOST_RING_BYTES) goes in local
- * rank lr's ring: its offset; lr's cursor moves past it.  *opens: the
- * entry starts a cache line no entry of this lap wrote before (else it
- * goes on in the line the previous entry ended in). */
-static size_t ring_place (struct host *h, int lr, size_t bytes, bool *opens)
+ * rank lr's ring: its offset; lr's cursor moves past it.  Entries follow
+ * each other, so one that starts inside a cache line goes on in the line
+ * the previous entry of this lap ended in. */
+static size_t ring_place (struct host *h, int lr, size_t bytes)
 {
     size_t len = (bytes + HOST_RING_ALIGN - 1) / HOST_RING_ALIGN
                  * HOST_RING_ALIGN;
@@ -152,13 +152,13 @@ static size_t ring_place (struct host *h, int lr, size_t bytes, bool *opens)
         at += HOST_RING_RANK_BYTES - off;
         off = 0;
     }
-    *opens = off % 64 == 0;
     h->ring_at[lr] = at + len;
     return off;
 }
 
 /* Claim bytes at off of this rank's own ring for step s (ring_place):
- * wait until every local rank has left each line the entry opens, i.e.
+ * wait until every local rank has left each line the entry opens (every
+ * line it touches, less the first when off is inside it), i.e.
  * entered the step after the last one that wrote the line in the lap
  * before (a line the entry goes on in was opened, and waited for, by an
  * earlier entry of this lap).  Where a lap is shorter than HOST_RING_KMAX
@@ -166,10 +166,9 @@ static size_t ring_place (struct host *h, int lr, size_t bytes, bool *opens)
  * overwriting entries not yet read; everywhere it keeps a writer off the
  * lines its readers are reading (each write would take a line away from
  * its reader again). */
-static int ring_claim (struct host *h, uint64_t s, size_t off, size_t bytes,
-                       bool opens)
+static int ring_claim (struct host *h, uint64_t s, size_t off, size_t bytes)
 {
-    size_t first = off / 64 + (opens ? 0 : 1), last = (off + bytes - 1) / 64;
+    size_t first = off / 64 + (off % 64 != 0), last = (off + bytes - 1) / 64;
     uint64_t t = 0;
 
     for (size_t l = first; l <= last; l++)
@@ -309,21 +308,20 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
 }
 
 /* A bcast of at most HOST_RING_BYTES on one node, through the root's ring
- * entry: the root returns at once, up to HOST_RING_K - 1 calls ahead of
- * its readers. */
+ * entry: the root returns at once, up to HOST_RING_KMAX - 1 calls ahead
+ * of its readers. */
 static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
                             int root)
 {
     int rlr = h->rank_lrank[root], rc;
     uint64_t s = 0;
-    bool opens;
-    size_t off = ring_place (h, rlr, bytes, &opens);
+    size_t off = ring_place (h, rlr, bytes);
     char *e = host_ring (h, rlr) + off;
 
     if ((rc = ring_step_begin (h, &s)) < 0)
         return rc;
     if (h->rank == root) {
-        if ((rc = ring_claim (h, s, off, bytes, opens)) < 0)
+        if ((rc = ring_claim (h, s, off, bytes)) < 0)
             return rc;
         memcpy (e, buf, bytes);
     }
@@ -465,29 +463,22 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
 
 /* A gather (recv NULL: not wanted here) of at most HOST_RING_BYTES a rank
  * on one node, through each rank's ring entry: a rank that wants nothing
- * returns at once, up to HOST_RING_K - 1 calls ahead of the root. */
+ * returns at once, up to HOST_RING_KMAX - 1 calls ahead of the root. */
 static int node_gather_ring (struct host *h, const char *send, char *recv,
                              size_t bytes)
 {
     uint64_t s = 0;
-    size_t off = 0;
-    bool opens = false;
+    size_t off;
     int rc;
 
     /* Every cursor moves by the same length: the entries of one step are
      * at the same offset of every ring if the cursors were equal, and at
      * their own otherwise (a bcast moved only its root's). */
-    for (int lr = 0; lr < h->lsize; lr++) {
-        bool o;
-        size_t at = ring_place (h, lr, bytes, &o);
-        if (lr == h->lrank) {
-            off = at;
-            opens = o;
-        }
-        h->ring_off[lr] = at;
-    }
+    for (int lr = 0; lr < h->lsize; lr++)
+        h->ring_off[lr] = ring_place (h, lr, bytes);
+    off = h->ring_off[h->lrank];
     if ((rc = ring_step_begin (h, &s)) < 0
-        || (rc = ring_claim (h, s, off, bytes, opens)) < 0)
+        || (rc = ring_claim (h, s, off, bytes)) < 0)
         return rc;
     memcpy (host_ring (h, h->lrank) + off, send, bytes);
     host_post (h, 0, s);
