@@ -377,7 +377,8 @@ struct asking {
     struct attempt a[NCCL_WATCH_IPS];
 };
 
-/* Send the question (or tell, with text) on a connected socket. */
+/* Send the question (or tell, with text) on a connected socket.  Returns 0,
+ * or -errno when the socket took less than all of it. */
 static int send_question (struct nccl_watch *w, int fd, int rank,
                           const char *tell)
 {
@@ -398,16 +399,28 @@ static int send_question (struct nccl_watch *w, int fd, int rank,
     q.m.len = (uint32_t)tl;
     if (tl)
         memcpy (q.text, tell, tl);
-    return send (fd, &q, sizeof (q.m) + tl, MSG_DONTWAIT | MSG_NOSIGNAL)
-                   == (ssize_t)(sizeof (q.m) + tl)
-               ? 0
-               : -1;
+    if (send (fd, &q, sizeof (q.m) + tl, MSG_DONTWAIT | MSG_NOSIGNAL)
+        == (ssize_t)(sizeof (q.m) + tl))
+        return 0;
+    return errno ? -errno : -EIO;
 }
 
+/* A connection to t's address completed: send the question.  A send the
+ * peer's end refuses (reset, closed) means what a refused connection
+ * means: the socket that took it is gone, its process exiting (seen on a
+ * slow machine, a killed rank's listening socket closed between accepting
+ * the connection and the question: not "unreachable"). */
 static void att_connected (struct nccl_watch *w, struct asking *k,
                            struct attempt *t, const char *tell)
 {
-    t->st = send_question (w, t->fd, k->rank, tell) == 0 ? A_SENT : A_UNREACH;
+    int rc = send_question (w, t->fd, k->rank, tell);
+
+    if (rc == 0)
+        t->st = A_SENT;
+    else if (rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNREFUSED)
+        t->st = A_REFUSED;
+    else
+        t->st = A_UNREACH;
 }
 
 /* Start asking rank: a non-blocking connection to each of its addresses. */
@@ -450,8 +463,9 @@ static void att_event (struct nccl_watch *w, struct asking *k,
             e = errno;
         if (e == 0)
             att_connected (w, k, t, tell);
-        else
-            t->st = e == ECONNREFUSED ? A_REFUSED : A_UNREACH;
+        else    /* reset: made, then closed by a socket going away */
+            t->st = e == ECONNREFUSED || e == ECONNRESET ? A_REFUSED
+                                                         : A_UNREACH;
         return;
     }
     if (t->st == A_SENT) {
@@ -537,6 +551,29 @@ static void ask_ranks (struct nccl_watch *w, const int *ranks, int n,
                 continue;
             ask_start (w, &k[nk++], r, tell);
         }
+        /* Events first, also once the window is over (a poll that does
+         * not wait): what the kernel already holds (a refusal, an answer)
+         * counts, however late this thread got to run. */
+        for (int i = 0; i < nk; i++)
+            for (int j = 0; j < k[i].na; j++) {
+                struct attempt *t = &k[i].a[j];
+                if (t->st != A_CONNECTING && t->st != A_SENT)
+                    continue;
+                p[np] = (struct pollfd){t->fd,
+                                        t->st == A_CONNECTING ? POLLOUT
+                                                              : POLLIN, 0};
+                pt[np] = t;
+                pk[np++] = &k[i];
+            }
+        if (np > 0) {
+            now = deadline - ddpi_now ();     /* seconds left */
+            poll (p, (nfds_t)np, over || now <= 0 ? 0
+                                 : now < ASK_TICK ? (int)(now * 1000) + 1
+                                                  : (int)(ASK_TICK * 1000));
+            for (int i = 0; i < np; i++)
+                if (p[i].revents)
+                    att_event (w, pk[i], pt[i], tell);
+        }
         for (int i = 0; i < nk;) {
             struct nccl_peer res = {0};
             bool h;
@@ -548,29 +585,10 @@ static void ask_ranks (struct nccl_watch *w, const int *ranks, int n,
                 k[i] = k[--nk];
                 continue;
             }
-            for (int j = 0; j < k[i].na; j++) {
-                struct attempt *t = &k[i].a[j];
-                if (t->st != A_CONNECTING && t->st != A_SENT)
-                    continue;
-                p[np] = (struct pollfd){t->fd,
-                                        t->st == A_CONNECTING ? POLLOUT
-                                                              : POLLIN, 0};
-                pt[np] = t;
-                pk[np++] = &k[i];
-            }
             i++;
         }
         if (over)
             break;
-        if (np == 0)
-            continue;
-        now = deadline - ddpi_now ();     /* seconds left */
-        poll (p, (nfds_t)np, now <= 0          ? 0
-                             : now < ASK_TICK ? (int)(now * 1000) + 1
-                                              : (int)(ASK_TICK * 1000));
-        for (int i = 0; i < np; i++)
-            if (p[i].revents)
-                att_event (w, pk[i], pt[i], tell);
     }
 }
 
