@@ -1,23 +1,30 @@
 #!/bin/bash
 # contrib/ci-packaging.sh - check the release packaging of slurm-ddp.
 #
-#   contrib/ci-packaging.sh [--deb] [--quick] [--cluster] [WORKDIR]
+#   contrib/ci-packaging.sh [--deb] [--quick] [--no-tests|--sharness|--cluster] [WORKDIR]
 #
 # Steps, each printed with its time:
 #   1. configure and `make distcheck`: the tarball builds out of tree from a
-#      read-only source, passes `make check` (unit, documentation and
-#      installation tests; the cluster tests skip with DDP_SKIP_CLUSTER=1,
-#      since contrib/check.sh runs them; --cluster runs them here too),
+#      read-only source, passes `make check` (the compiled unit tests; the
+#      sharness tests skip with DDP_UNIT_TESTS_ONLY=1, since contrib/check.sh
+#      runs them from the same commit, and step 1 checks that every file
+#      they read is in the tarball; --sharness runs the ones without a
+#      cluster, --cluster all of them; --no-tests builds the test programs
+#      and runs none: check.sh runs this beside its suites, at idle CPU
+#      priority, where a timed test could starve),
 #      installs into a temporary --prefix, passes `make installcheck` there
 #      (a user program built with `cc prog.c $(pkg-config --cflags --libs
 #      ddp)` against that prefix, and run), and uninstalls cleanly.  Then
 #      every file under version control must be in the tarball.
 #      --quick: `make dist` instead of distcheck.
-#   2. `rpmbuild -ta` on the tarball (Debian's rpm; --nodeps because Debian
-#      has no RPM database of build dependencies), then the packages' file
-#      lists are checked.
+#   2. `rpmbuild -ta --without check` on the tarball (Debian's rpm; --nodeps
+#      because Debian has no RPM database of build dependencies; distcheck
+#      ran `make check` on the same tarball), then the packages' file lists
+#      are checked.
 #   3. with --deb: the Debian packaging (contrib/debian) with
-#      `dpkg-buildpackage -us -uc -b`, and the packages' contents.
+#      `dpkg-buildpackage -us -uc -b` (its `make check`, the unit tests of
+#      a build with Debian's hardening flags, runs; not with --no-tests:
+#      DEB_BUILD_OPTIONS=nocheck), and the packages' contents.
 #
 # WORKDIR (default: ./ci-packaging in the current directory) is emptied
 # first.  It may be under /tmp (a checkout there builds in it): with
@@ -33,17 +40,26 @@ say () { echo "$PROG: $*"; }
 deb=no
 quick=no
 skip_cluster=1
+unit_only=1
+no_tests=no
 while [ $# -gt 0 ]; do
     case $1 in
         --deb) deb=yes; shift ;;
         --quick) quick=yes; shift ;;
-        --cluster) skip_cluster=0; shift ;;
+        --sharness) unit_only=0; shift ;;
+        --no-tests) no_tests=yes; shift ;;
+        --cluster) skip_cluster=0; unit_only=0; shift ;;
         -h|--help) sed -n '2,/^set -euo/{/^set/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) break ;;
     esac
 done
-[ $# -le 1 ] || die "usage: $0 [--deb] [--quick] [--cluster] [WORKDIR]"
+[ $# -le 1 ] || die "usage: $0 [--deb] [--quick] [--no-tests|--sharness|--cluster] [WORKDIR]"
+# --no-tests: TESTS= on make's command line reaches every make distcheck
+# starts (through MAKEFLAGS): `make check` builds the test programs, runs
+# none.
+no_tests_make=()
+[ $no_tests = no ] || no_tests_make=(TESTS=)
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$PWD/ci-packaging}
@@ -77,7 +93,8 @@ step configure "$srcdir/configure"
 if [ $quick = yes ]; then
     step dist make -j"$jobs" dist
 else
-    step distcheck env DDP_SKIP_CLUSTER=$skip_cluster make -j"$jobs" distcheck
+    step distcheck env DDP_SKIP_CLUSTER=$skip_cluster DDP_UNIT_TESTS_ONLY=$unit_only \
+        make -j"$jobs" distcheck ${no_tests_make[@]+"${no_tests_make[@]}"}
     grep -q "installcheck: user program built with pkg-config: ok" "$work/distcheck.log" \
         || die "distcheck did not run the pkg-config user program (see distcheck.log)"
     say "distcheck: the pkg-config user program built and ran against the --prefix install"
@@ -105,7 +122,7 @@ fi
 
 # ---- 2. rpmbuild -ta ------------------------------------------------------
 if command -v rpmbuild >/dev/null 2>&1; then
-    step rpmbuild rpmbuild -ta --nodeps --define "_topdir $work/rpm" "$tarball"
+    step rpmbuild rpmbuild -ta --nodeps --without check --define "_topdir $work/rpm" "$tarball"
     rpms=$work/rpm/RPMS/$(uname -m)
     arch=$(uname -m)
     for p in slurm-ddp slurm-ddp-libs slurm-ddp-devel python3-ddp; do
@@ -143,7 +160,10 @@ if [ $deb = yes ]; then
     cp -r "$src/contrib/debian" "$src/debian"
     # the changelog names the release being built
     sed -i "1s/([^)]*)/($version-1)/" "$src/debian/changelog"
-    ( cd "$src" && step dpkg-buildpackage dpkg-buildpackage -us -uc -b )
+    deb_opts=${DEB_BUILD_OPTIONS:-}
+    [ $no_tests = no ] || deb_opts="$deb_opts nocheck"
+    ( cd "$src" && DDP_UNIT_TESTS_ONLY=$unit_only DEB_BUILD_OPTIONS="${deb_opts# }" \
+          step dpkg-buildpackage dpkg-buildpackage -us -uc -b )
     debarch=$(dpkg --print-architecture)
     for p in slurm-ddp libddp0 libddp-dev python3-ddp; do
         deb_file=$work/deb/${p}_$version-1_$debarch.deb

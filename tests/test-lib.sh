@@ -25,3 +25,11 @@ if [ ! -f "$ddp_sharness" ]; then
     exit 0
 fi
 . "$ddp_sharness"
+
+# DDP_UNIT_TESTS_ONLY=1: a package build's `make check` in CI
+# (contrib/ci-packaging.sh), of sources whose sharness tests the main suite
+# runs from the same commit: the compiled unit tests run, these skip.
+if [ "${DDP_UNIT_TESTS_ONLY:-0}" = 1 ]; then
+    skip_all="DDP_UNIT_TESTS_ONLY=1: a package build's unit tests only; contrib/check.sh's suite runs this test"
+    test_done
+fi
