@@ -9,19 +9,33 @@
 #
 # Stages (all run; the exit status is non-zero if any failed):
 #   suite      the unit and cluster tests of a normal build, with prove
-#   debian13   the same suite built and run inside a Debian 13 root file
-#              system (Slurm 24.11, PMIx 5, Open MPI 5; contrib/debian13.sh),
-#              less the few tests that use neither Slurm nor PMIx, and
-#              the PyTorch example's (no PyTorch in that root)
+#   debian13   the same suite inside a Debian 13 root file system (Slurm
+#              24.11, PMIx 5, Open MPI 5; contrib/debian13.sh), built with
+#              AddressSanitizer + UndefinedBehaviorSanitizer (the SPANK
+#              plugin: UBSan only): any sanitizer report fails it.  Less the
+#              tests that use neither Slurm nor PMIx, the PyTorch example's
+#              (no PyTorch in that root) and the benchmark's (it times)
+#   valgrind   memcheck over the unit tests of the suite's build
+#              (contrib/ci-extra.sh valgrind)
+# These run one after the other.  The stages below only build and analyse
+# (nothing in them is timed), so they run beside those, from the start, as
+# one background job at the lowest CPU priority (SCHED_IDLE, nice 19, idle
+# I/O class), the Debian 13 root file system made first: they take the CPU
+# time the suites leave idle (much of a suite is waiting on Slurm), and no
+# test gets less CPU for them.  Their output goes to build-background.log,
+# shown at the end.
 #   packaging  make distcheck, rpmbuild -ta, the Debian packages, a
-#              pkg-config user program against an installed copy
-#              (contrib/ci-packaging.sh --deb)
+#              pkg-config user program against an installed copy; the
+#              test programs are built, not run (contrib/ci-packaging.sh
+#              --deb --no-tests; the suite ran them, from the same commit)
 #   variants   configure --without-nccl, and as on a machine without CUDA
 #              (--with-cuda pointing nowhere): both must build warning-free
 #              with the host backend only
-#   extra      the suite again under ASan+UBSan, valgrind on the unit tests,
-#              cppcheck and gcc -fanalyzer, short libFuzzer runs
-#              (contrib/ci-extra.sh)
+#   extra      cppcheck and gcc -fanalyzer, short libFuzzer runs
+#              (contrib/ci-extra.sh static fuzz)
+# check.sh must stay under 45 minutes on a 2-core machine: the three suites
+# of before (Debian 12, Debian 13, and Debian 12 under the sanitizers) are
+# two since the sanitizers moved to the Debian 13 one.
 # Each suite's summary line names the Slurm and PMIx it ran against and
 # prove's counts.  `contrib/check.sh --quick` runs the suite stage only.
 set -eu
@@ -29,14 +43,97 @@ set -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD:-$top/build}
+quick=no
+[ "${1:-}" != --quick ] || quick=yes
 . "$top/contrib/deps.sh"
+bg_log=$top/build-background.log
+bg_status=$top/build-background.status
 
+# background: the stages that run beside the others (see above), each
+# reported as "== check: NAME PASS|FAIL, took N s" and, in
+# build-background.status, as NAME:PASS|FAIL.
+background () {
+    local start r v
+    start=$(date +%s)
+    if "$top/contrib/debian13.sh" rootfs; then r=PASS; else r=FAIL; fi
+    echo "== check: debian13 root file system $r, took $(( $(date +%s) - start )) s"
+    [ $r = PASS ] || echo "debian13-root:FAIL" >>"$bg_status"
+
+    start=$(date +%s)
+    r=PASS
+    for v in "--without-nccl" "--with-cuda=$top/build-variant-nocuda-absent"; do
+        echo "== check: variant: configure $v"
+        if ddp_build "$top" "$top/build-variant" --enable-werror "$v" \
+           && grep -q 'Backends built: *host$' "$top/build-variant/configure.out" \
+           && ! grep -q 'define HAVE_NCCL' "$top/build-variant/config.h"; then
+            echo "== check: variant $v builds the host backend only"
+        else
+            echo "== check: variant $v FAILED"; r=FAIL
+        fi
+    done
+    rm -rf "$top/build-variant"
+    echo "== check: variants $r, took $(( $(date +%s) - start )) s"
+    echo "variants:$r" >>"$bg_status"
+
+    start=$(date +%s)
+    if "$top/contrib/ci-packaging.sh" --deb --no-tests "$top/build-pkg"; then r=PASS; else r=FAIL; fi
+    echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
+    echo "packaging:$r" >>"$bg_status"
+
+    start=$(date +%s)
+    if DDP_EXTRA_LOGS=$top/build-extra-logs/background "$top/contrib/ci-extra.sh" static fuzz
+    then r=PASS; else r=FAIL; fi
+    echo "== check: extra (static analysis, fuzzing) $r, took $(( $(date +%s) - start )) s"
+    echo "extra:$r" >>"$bg_status"
+}
+
+# check.sh --background: the background stages themselves (check.sh starts
+# itself so, in a process group of its own that it can stop as a whole).
+if [ "${1:-}" = --background ]; then
+    set +e
+    background
+    exit 0
+fi
+
+# What the later stages need, installed before anything runs beside
+# anything else (one apt at a time).
+extra_pkgs="rpm dpkg-dev debhelper dh-python mmdebstrap valgrind cppcheck clang libclang-rt-14-dev"
 echo "== check: dependencies"
-ddp_install_deps
+if [ $quick = yes ]; then ddp_install_deps; else ddp_install_deps $extra_pkgs; fi
+export DDP_DEPS_INSTALLED=1
+
+# configure is made once, here: nothing after this regenerates it (the
+# suite's tests run it while the background stages build).
+( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "== check: autoreconf failed"; exit 1; }
+export DDP_AUTORECONF=0
+
+# However the run ends, stop the shared test cluster if one is still up, and
+# the background stages.
+bg_pid=
+stop_cluster () {
+    local state=$build/tests/.cluster
+    if [ -f "$state" ]; then
+        "$top/tests/cluster/ddp-test-cluster" stop "$(cat "$state")" || true
+        rm -f "$state" "$state.etc"
+    fi
+}
+on_exit () {
+    stop_cluster
+    [ -z "$bg_pid" ] || kill -- "-$bg_pid" 2>/dev/null || true
+}
+trap on_exit EXIT
+
+if [ $quick = no ]; then
+    rm -f "$bg_log" "$bg_status"
+    echo "== check: background stages (Debian 13 root, variants, packaging, static analysis, fuzzing) at idle priority; log: $bg_log"
+    setsid nice -n 19 ionice -c 3 chrt --idle 0 "$top/contrib/check.sh" --background \
+        </dev/null >"$bg_log" 2>&1 &
+    bg_pid=$!
+fi
 
 echo "== check: build ($build)"
 ddp_build "$top" "$build" --enable-werror
-make -C "$build" check TESTS= >/dev/null    # builds the test programs only
+make -C "$build" -j2 check TESTS= >/dev/null    # builds the test programs only
 
 export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build DDP_REQUIRE_CLUSTER=1
 # PyTorch (python3-torch, optional in deps.sh) installed: the PyTorch
@@ -46,16 +143,6 @@ if dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q 'install ok 
 else
     echo "== check: no python3-torch: t0730-python-torch.t will skip"
 fi
-
-# However the run ends, stop the shared test cluster if one is still up.
-stop_cluster () {
-    local state=$build/tests/.cluster
-    if [ -f "$state" ]; then
-        "$top/tests/cluster/ddp-test-cluster" stop "$(cat "$state")" || true
-        rm -f "$state" "$state.etc"
-    fi
-}
-trap stop_cluster EXIT
 
 # versions: what this machine's suite runs against, in one line.
 versions () {
@@ -81,59 +168,45 @@ echo "== check: suite ($(versions)): $(tap_summary "$build/suite.log")"
 summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
 digest_logs="$build/suite.log"
 
-if [ "${1:-}" != --quick ]; then
+if [ $quick = no ]; then
     # The same suite against Debian 13's Slurm 24.11 and PMIx 5, in a root
-    # file system of its own (contrib/debian13.sh), less the tests that use
-    # neither Slurm nor PMIx (the local launcher, the NCCL stand-in, the
-    # Python binding, the man pages), which the first suite ran, and the
-    # PyTorch example's (the Debian 13 root has no PyTorch): check.sh must
-    # stay under 45 minutes on a 2-core machine.
+    # file system of its own (contrib/debian13.sh), under the sanitizers,
+    # less the tests that use neither Slurm nor PMIx (the local launcher,
+    # the NCCL stand-in, the Python binding, the man pages), which the
+    # first suite ran, the PyTorch example's (the Debian 13 root has no
+    # PyTorch) and the benchmark's (it times ddp against Open MPI): check.sh
+    # must stay under 45 minutes on a 2-core machine.
     start=$(date +%s)
     log=$top/build-debian13.log
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
-t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0720-python.t
-t0730-python-torch.t"
-    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there):" $d13_skip
+t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0600-bench.t
+t0720-python.t t0730-python-torch.t"
+    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed):" $d13_skip
     if DDP_REQUIRE_CLUSTER=1 DDP_REQUIRE_TORCH=0 DDP_PROVE_SKIP="$(echo $d13_skip)" \
-       "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
+       DDP_DEBIAN13_SANITIZE=1 "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
         r=PASS; else r=FAIL; status=1; fi
     echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
     echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$log" | sed 's/^== debian13: //')): $(tap_summary "$log")"
     summary="$summary debian13:$r"
     digest_logs="$digest_logs $log"
-fi
 
-if [ "${1:-}" != --quick ]; then
-    # The stages below build and test their own trees; the suite's settings
-    # must not leak into them (distcheck skips the cluster on purpose).
     unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
     start=$(date +%s)
-    if ddp_install_deps rpm dpkg-dev debhelper dh-python \
-       && "$top/contrib/ci-packaging.sh" --deb "$top/build-pkg"; then r=PASS; else r=FAIL; status=1; fi
-    echo "== check: packaging $r, took $(( $(date +%s) - start )) s"
-    summary="$summary packaging:$r"
+    if DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
+       "$top/contrib/ci-extra.sh" valgrind; then r=PASS; else r=FAIL; status=1; fi
+    echo "== check: valgrind $r, took $(( $(date +%s) - start )) s"
+    summary="$summary valgrind:$r"
 
     start=$(date +%s)
-    r=PASS
-    for v in "--without-nccl" "--with-cuda=$top/build-variant-nocuda-absent"; do
-        echo "== check: variant: configure $v"
-        if ddp_build "$top" "$top/build-variant" --enable-werror "$v" \
-           && grep -q 'Backends built: *host$' "$top/build-variant/configure.out" \
-           && ! grep -q 'define HAVE_NCCL' "$top/build-variant/config.h"; then
-            echo "== check: variant $v builds the host backend only"
-        else
-            echo "== check: variant $v FAILED"; r=FAIL; status=1
-        fi
+    wait "$bg_pid" || true
+    bg_pid=
+    echo "== check: background stages ended $(( $(date +%s) - start )) s after the others; their log:"
+    cat "$bg_log"
+    for r in $(cat "$bg_status" 2>/dev/null); do
+        summary="$summary $r"
+        case $r in *:PASS) ;; *) status=1 ;; esac
     done
-    rm -rf "$top/build-variant"
-    echo "== check: variants $r, took $(( $(date +%s) - start )) s"
-    summary="$summary variants:$r"
-
-    start=$(date +%s)
-    if "$top/contrib/ci-extra.sh"; then r=PASS; else r=FAIL; status=1; fi
-    echo "== check: extra (sanitizers, valgrind, static analysis, fuzzing) $r, took $(( $(date +%s) - start )) s"
-    summary="$summary extra:$r"
-    digest_logs="$digest_logs $top/build-extra-logs/san-prove.out"
+    grep -q '^extra:' "$bg_status" 2>/dev/null || { summary="$summary background:FAIL"; status=1; }
 fi
 # What failed, last, where a CI page that shows only the end of the output
 # still has it (the suites' own output scrolls away: issue ci of 7167191).

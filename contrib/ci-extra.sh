@@ -27,7 +27,11 @@
 # contrib/deps.sh).  Prints PASS/FAIL per stage and a summary; exits non-zero
 # if any stage failed.  Builds go to build-san/, build-vg/, build-static/ and
 # build-fuzz/ in the source tree (recreated each run), logs to
-# build-extra-logs/.
+# build-extra-logs/ ($DDP_EXTRA_LOGS when set: check.sh runs two of these
+# at once, each with its own).  DDP_VG_BUILD=TREE: valgrind runs the unit
+# tests of that built tree (a plain build, such as check.sh's) instead of
+# building build-vg/.  DDP_AUTORECONF=0: configure is not regenerated
+# (check.sh: a suite beside this reads it).
 #
 # LeakSanitizer: it needs ptrace of the process's own threads (its
 # StopTheWorld).  On this project's machines (a VM with a normal kernel, no
@@ -35,15 +39,16 @@
 # detected (detect_leaks=1) everywhere.  Where ptrace is refused (gVisor,
 # seccomp, a container without CAP_SYS_PTRACE and Yama scope 3) LSan would
 # die with "LeakSanitizer has encountered a fatal error" at every exit and
-# turn every test red; the probe below detects that case and then runs with
-# detect_leaks=0 and says so, instead of failing on the sandbox.
+# turn every test red; the probe (ddp_san_setup, contrib/deps.sh) detects
+# that case and then runs with detect_leaks=0 and says so, instead of
+# failing on the sandbox.
 set -u
 set -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/contrib/deps.sh"
 
-logs=$top/build-extra-logs
+logs=${DDP_EXTRA_LOGS:-$top/build-extra-logs}
 fuzz_secs=8
 SAN_SKIP="t0160-spank-jobs.t t0600-bench.t t0710-example-stop.t"
 stages=""
@@ -82,51 +87,21 @@ EOF
 }
 
 # ---------------------------------------------------------------- san ----
-# lsan_works: can LeakSanitizer stop the world here?  Builds a tiny leaking
-# program and checks that LSan reports the leak (rather than dying).
-lsan_works () {
-    local d=$logs/lsan-probe
-    mkdir -p "$d"
-    printf '#include <stdlib.h>\nvoid *volatile p;\nint main (void) { p = malloc (33); p = 0; return 0; }\n' >"$d/leak.c"
-    gcc -fsanitize=address -g -o "$d/leak" "$d/leak.c" || return 1
-    ASAN_OPTIONS=detect_leaks=1 "$d/leak" >"$d/out" 2>&1
-    grep -q 'Direct leak of 33 byte' "$d/out"
+# reconf: autoreconf the source tree, unless DDP_AUTORECONF=0 (check.sh's
+# stages that run beside a suite: that suite's tests read configure).
+reconf () {
+    [ "${DDP_AUTORECONF:-1}" = 0 ] || ( cd "$top" && autoreconf -fi >/dev/null 2>&1 )
 }
 
 stage_san () {
-    local build=$top/build-san san_logs leaks rc=0 state
+    local build=$top/build-san san_logs rc=0 state
     echo "== ci-extra: san: build ($build)"
     ddp_build "$top" "$build" --enable-sanitizers --enable-werror || return 1
     make -C "$build" -j2 check TESTS= >"$logs/san-make-check.out" 2>&1 \
         || { tail -n 40 "$logs/san-make-check.out"; return 1; }
 
-    if lsan_works; then
-        leaks=1
-        echo "== ci-extra: san: LeakSanitizer works here: detect_leaks=1"
-    else
-        leaks=0
-        echo "== ci-extra: san: LeakSanitizer cannot run here (ptrace refused?): detect_leaks=0"
-        cat "$logs/lsan-probe/out"
-    fi
-    # verify_asan_link_order=0: some tests run programs that are not built
-    # with ASan but load the instrumented libddp (the mpicc-built MPI
-    # benchmark, the program t0510 compiles against the installed library,
-    # `env` with the LD_PRELOADed NCCL mock); ASan refuses to start those
-    # unless its runtime comes first, which only the check stops them for.
-    # Every report goes to a file under san_logs as well as failing its
-    # process: a sanitizer error in a process whose failure a test expects
-    # (a killed rank's peers, srun exiting non-zero) would otherwise pass.
-    # The report directory and the LSan suppressions are in the source tree,
-    # which the tasks on the test cluster's nodes must see: from a checkout
-    # under /tmp, ddp-test-cluster binds it into the nodes' private /tmp.
     san_logs=$logs/san-reports
-    rm -rf "$san_logs" && mkdir -p "$san_logs"
-    # detect_leaks is left to its default (on) when LSan works, so that a
-    # program may turn it off for itself (mpi-bench: Open MPI's leaks).
-    export ASAN_OPTIONS="abort_on_error=0:exitcode=86:verify_asan_link_order=0:log_path=$san_logs/asan:log_exe_name=1"
-    [ $leaks = 1 ] || ASAN_OPTIONS="detect_leaks=0:$ASAN_OPTIONS"
-    export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
-    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$san_logs/ubsan:log_exe_name=1"
+    ddp_san_setup "$san_logs" || return 1
 
     export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build DDP_REQUIRE_CLUSTER=1
     # The PyTorch example's test (t0730) runs here too when python3-torch
@@ -150,19 +125,19 @@ stage_san () {
     fi
     trap - EXIT
     unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS DDP_REQUIRE_CLUSTER
-    if [ -n "$(ls -A "$san_logs")" ]; then
-        echo "== ci-extra: san: sanitizer reports:"
-        for f in "$san_logs"/*; do echo "--- $f"; head -n 60 "$f"; done
-        rc=1
-    fi
+    ddp_san_reports "$san_logs" || rc=1
     return $rc
 }
 
 # ----------------------------------------------------------- valgrind ----
 stage_valgrind () {
-    local build=$top/build-vg t n=0 bad=0 out
-    echo "== ci-extra: valgrind: build ($build)"
-    ddp_build "$top" "$build" --enable-werror || return 1
+    local build=${DDP_VG_BUILD:-$top/build-vg} t n=0 bad=0 out
+    if [ -n "${DDP_VG_BUILD:-}" ]; then
+        echo "== ci-extra: valgrind: the unit tests of $build (DDP_VG_BUILD)"
+    else
+        echo "== ci-extra: valgrind: build ($build)"
+        ddp_build "$top" "$build" --enable-werror || return 1
+    fi
     make -C "$build" -j2 check TESTS= >"$logs/vg-make-check.out" 2>&1 \
         || { tail -n 40 "$logs/vg-make-check.out"; return 1; }
     mkdir -p "$logs/valgrind"
@@ -205,7 +180,7 @@ configured_tree () {
         [ -f "$b/config.h" ] && { echo "$b"; return 0; }
     done
     b=$top/build-static
-    ( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || return 1
+    reconf || return 1
     rm -rf "$b" && mkdir -p "$b" && ( cd "$b" && "$top/configure" >configure.out 2>&1 ) \
         || return 1
     echo "$b"
@@ -219,7 +194,7 @@ stage_static () {
     # --library=python: its knowledge of Python's macros (Py_RETURN_NONE
     # returns), which the Python module's files use.
     echo "== ci-extra: static: configure ($build, gcc -fanalyzer)"
-    ( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "autoreconf failed"; return 1; }
+    reconf || { echo "autoreconf failed"; return 1; }
     rm -rf "$build" && mkdir -p "$build"
     ( cd "$build" && "$top/configure" --enable-werror CFLAGS="-g -O2 -fanalyzer" \
           >configure.out 2>&1 ) || { tail -n 30 "$build/configure.out"; return 1; }

@@ -9,7 +9,13 @@
 #                                    build-debian13/obj) and run the whole
 #                                    suite (unit and cluster tests) with
 #                                    prove; ARGS go to prove instead (test
-#                                    files, relative to the tree: a part)
+#                                    files, relative to the tree: a part).
+#                                    DDP_DEBIAN13_SANITIZE=1: built with
+#                                    --enable-sanitizers (ASan+UBSan), run
+#                                    with contrib/deps.sh's ddp_san_setup,
+#                                    contrib/{lsan,asan}-debian13.supp; any
+#                                    report fails it (the reports in
+#                                    build-debian13/san-reports)
 #   contrib/debian13.sh run CMD...   run CMD inside it, in the source tree
 #   contrib/debian13.sh versions     print Slurm's, PMIx's and Open MPI's
 #                                    versions inside it
@@ -180,25 +186,36 @@ check () {
     copy_tree "$out/src" || die "cannot copy the source tree to $out/src"
     inside env DDP_PROVE_SKIP="${DDP_PROVE_SKIP:-}" \
         DDP_REQUIRE_CLUSTER="${DDP_REQUIRE_CLUSTER:-1}" \
+        DDP_DEBIAN13_SANITIZE="${DDP_DEBIAN13_SANITIZE:-0}" \
         bash -c '
         set -eu
         out=$1; shift
-        top=$out/src build=$out/obj
+        top=$out/src build=$out/obj rc=0
         cd "$top"
         . contrib/deps.sh
-        echo "== debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f="\${Version}" slurm-wlm), PMIx $(dpkg-query -W -f="\${Version}" libpmix-dev)"
-        echo "== debian13: build ($build)"
-        ddp_build "$top" "$build" --enable-werror
-        make -C "$build" check TESTS= >/dev/null
+        san=
+        [ "$DDP_DEBIAN13_SANITIZE" != 1 ] || san=--enable-sanitizers
+        echo "== debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f="\${Version}" slurm-wlm), PMIx $(dpkg-query -W -f="\${Version}" libpmix-dev)${san:+, under ASan+UBSan}"
+        echo "== debian13: build ($build${san:+, $san})"
+        ddp_build "$top" "$build" --enable-werror $san
+        make -C "$build" -j2 check TESTS= >/dev/null
+        [ -z "$san" ] || ddp_san_setup "$out/san-reports" "$top/contrib/lsan-debian13.supp" \
+            "$top/contrib/asan-debian13.supp"
         export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build
         state=$build/tests/.cluster
         trap '\''[ ! -f "$state" ] || tests/cluster/ddp-test-cluster stop "$(cat "$state")" || true'\'' EXIT
         echo "== debian13: tests"
         if [ $# -gt 0 ]; then
-            prove "$@" :: -v
+            prove "$@" :: -v || rc=1
         else
-            ddp_prove "$build" -v --timer
+            ddp_prove "$build" -v --timer || rc=1
         fi
+        if [ -n "$san" ]; then
+            [ ! -f "$state" ] || tests/cluster/ddp-test-cluster stop "$(cat "$state")" || rc=1
+            rm -f "$state"
+            ddp_san_reports "$out/san-reports" || rc=1
+        fi
+        exit $rc
     ' bash "$out" "$@"
 }
 
