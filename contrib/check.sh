@@ -16,11 +16,13 @@
 #              tests that use neither Slurm nor PMIx, the PyTorch example's
 #              (no PyTorch in that root) and the benchmark's (it times)
 #   valgrind   memcheck over the unit tests of the suite's build
-#              (contrib/ci-extra.sh valgrind)
-# These run one after the other.  The stages below only build and analyse
+#              (contrib/ci-extra.sh valgrind), beside the Debian 13 stage,
+#              its output shown after it
+# The suites run one after the other.  The stages below only build and analyse
 # (nothing in them is timed), so they run beside those, from the start, as
 # one background job at the lowest CPU priority (SCHED_IDLE, nice 19, idle
-# I/O class), the Debian 13 root file system made first: they take the CPU
+# I/O class), the Debian 13 root file system and the Debian 13 stage's
+# build (contrib/debian13.sh build) made first: they take the CPU
 # time the suites leave idle (much of a suite is waiting on Slurm), and no
 # test gets less CPU for them.  Their output goes to build-background.log,
 # shown at the end.
@@ -58,6 +60,15 @@ background () {
     if "$top/contrib/debian13.sh" rootfs; then r=PASS; else r=FAIL; fi
     echo "== check: debian13 root file system $r, took $(( $(date +%s) - start )) s"
     [ $r = PASS ] || echo "debian13-root:FAIL" >>"$bg_status"
+
+    # The Debian 13 stage's build (under the sanitizers), for the stage
+    # itself to test; build-debian13.done says the attempt ended.
+    start=$(date +%s)
+    if [ $r = PASS ] && DDP_DEBIAN13_SANITIZE=1 "$top/contrib/debian13.sh" build \
+           >"$top/build-debian13-build.log" 2>&1; then r=PASS; else r=FAIL; fi
+    touch "$top/build-debian13.done"
+    echo "== check: debian13 build $r, took $(( $(date +%s) - start )) s (log: build-debian13-build.log)"
+    [ $r = PASS ] || { echo "debian13-build:FAIL" >>"$bg_status"; tail -n 40 "$top/build-debian13-build.log"; }
 
     start=$(date +%s)
     r=PASS
@@ -124,7 +135,7 @@ on_exit () {
 trap on_exit EXIT
 
 if [ $quick = no ]; then
-    rm -f "$bg_log" "$bg_status"
+    rm -f "$bg_log" "$bg_status" "$top/build-debian13.done" "$top/build-debian13/.built"
     echo "== check: background stages (Debian 13 root, variants, packaging, static analysis, fuzzing) at idle priority; log: $bg_log"
     setsid nice -n 19 ionice -c 3 chrt --idle 0 "$top/contrib/check.sh" --background \
         </dev/null >"$bg_log" 2>&1 &
@@ -174,27 +185,42 @@ if [ $quick = no ]; then
     # less the tests that use neither Slurm nor PMIx (the local launcher,
     # the NCCL stand-in, the Python binding, the man pages), which the
     # first suite ran, the PyTorch example's (the Debian 13 root has no
-    # PyTorch) and the benchmark's (it times ddp against Open MPI): check.sh
-    # must stay under 45 minutes on a 2-core machine.
+    # PyTorch), the benchmark's (it times ddp against Open MPI), and
+    # configure's version checks (t0530: configure itself runs in the
+    # stage's build, naming Slurm 24.11 and PMIx 5): check.sh must stay
+    # under 45 minutes on a 2-core machine.
+    # valgrind runs beside it, at normal priority (its unit tests are
+    # timed, if loosely).
+    vg_start=$(date +%s)
+    ( unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
+      DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
+          "$top/contrib/ci-extra.sh" valgrind </dev/null >"$top/build-valgrind.log" 2>&1 ) &
+    vg_pid=$!
+
     start=$(date +%s)
     log=$top/build-debian13.log
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
-t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0600-bench.t
-t0720-python.t t0730-python-torch.t"
-    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed):" $d13_skip
+t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
+t0600-bench.t t0720-python.t t0730-python-torch.t"
+    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own):" $d13_skip
+    # Its build is the background's (started at once): wait for it.
+    while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
+        sleep 5
+    done
+    echo "== check: debian13: its build ended $(( $(date +%s) - start )) s after the suite"
     if DDP_REQUIRE_CLUSTER=1 DDP_REQUIRE_TORCH=0 DDP_PROVE_SKIP="$(echo $d13_skip)" \
-       DDP_DEBIAN13_SANITIZE=1 "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
+       DDP_DEBIAN13_SANITIZE=1 DDP_DEBIAN13_PREBUILT=1 \
+       "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
         r=PASS; else r=FAIL; status=1; fi
     echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
     echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$log" | sed 's/^== debian13: //')): $(tap_summary "$log")"
     summary="$summary debian13:$r"
     digest_logs="$digest_logs $log"
 
-    unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
-    start=$(date +%s)
-    if DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
-       "$top/contrib/ci-extra.sh" valgrind; then r=PASS; else r=FAIL; status=1; fi
-    echo "== check: valgrind $r, took $(( $(date +%s) - start )) s"
+    if wait "$vg_pid"; then r=PASS; else r=FAIL; status=1; fi
+    echo "== check: valgrind (beside the Debian 13 stage; its log):"
+    cat "$top/build-valgrind.log"
+    echo "== check: valgrind $r, took $(( $(date +%s) - vg_start )) s"
     summary="$summary valgrind:$r"
 
     start=$(date +%s)

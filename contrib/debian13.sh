@@ -16,6 +16,10 @@
 #                                    contrib/{lsan,asan}-debian13.supp; any
 #                                    report fails it (the reports in
 #                                    build-debian13/san-reports)
+#   contrib/debian13.sh build        only the build of `check` (then
+#                                    DDP_DEBIAN13_PREBUILT=1 makes `check`
+#                                    test that build instead of making one;
+#                                    check.sh builds in the background)
 #   contrib/debian13.sh run CMD...   run CMD inside it, in the source tree
 #   contrib/debian13.sh versions     print Slurm's, PMIx's and Open MPI's
 #                                    versions inside it
@@ -180,25 +184,37 @@ copy_tree () {
 # check: copy the tree to build-debian13/src, build it into
 # build-debian13/obj and run the suite, all inside the root.
 # DDP_PROVE_SKIP and DDP_REQUIRE_CLUSTER pass through.
+# PHASE (build, test or all): build only (then build-debian13/.built marks
+# it done), test a tree built so (DDP_DEBIAN13_SANITIZE as for its build),
+# or both.
 check () {
-    local out=$top/build-debian13
-    rm -rf "$out"
-    copy_tree "$out/src" || die "cannot copy the source tree to $out/src"
+    local phase=$1 out=$top/build-debian13
+    shift
+    if [ "$phase" = test ]; then
+        [ -f "$out/.built" ] || die "no finished build in $out (run: $0 build)"
+    else
+        rm -rf "$out"
+        copy_tree "$out/src" || die "cannot copy the source tree to $out/src"
+    fi
     inside env DDP_PROVE_SKIP="${DDP_PROVE_SKIP:-}" \
         DDP_REQUIRE_CLUSTER="${DDP_REQUIRE_CLUSTER:-1}" \
         DDP_DEBIAN13_SANITIZE="${DDP_DEBIAN13_SANITIZE:-0}" \
         bash -c '
         set -eu
-        out=$1; shift
+        out=$1 phase=$2; shift 2
         top=$out/src build=$out/obj rc=0
         cd "$top"
         . contrib/deps.sh
         san=
         [ "$DDP_DEBIAN13_SANITIZE" != 1 ] || san=--enable-sanitizers
         echo "== debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f="\${Version}" slurm-wlm), PMIx $(dpkg-query -W -f="\${Version}" libpmix-dev)${san:+, under ASan+UBSan}"
-        echo "== debian13: build ($build${san:+, $san})"
-        ddp_build "$top" "$build" --enable-werror $san
-        make -C "$build" -j2 check TESTS= >/dev/null
+        if [ "$phase" != test ]; then
+            echo "== debian13: build ($build${san:+, $san})"
+            ddp_build "$top" "$build" --enable-werror $san
+            make -C "$build" -j2 check TESTS= >/dev/null
+            touch "$out/.built"
+            [ "$phase" != build ] || exit 0
+        fi
         [ -z "$san" ] || ddp_san_setup "$out/san-reports" "$top/contrib/lsan-debian13.supp" \
             "$top/contrib/asan-debian13.supp"
         export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build
@@ -216,7 +232,7 @@ check () {
             ddp_san_reports "$out/san-reports" || rc=1
         fi
         exit $rc
-    ' bash "$out" "$@"
+    ' bash "$out" "$phase" "$@"
 }
 
 cmd=${1:-}
@@ -225,6 +241,8 @@ case $cmd in
     rootfs)   rootfs; echo "$root" ;;
     run)      [ $# -gt 0 ] || die "run: give a command"; rootfs; inside "$@" ;;
     versions) rootfs; versions ;;
-    check)    rootfs; check "$@" ;;
+    build)    rootfs; check build ;;
+    check)    rootfs
+              if [ "${DDP_DEBIAN13_PREBUILT:-0}" = 1 ]; then check test "$@"; else check all "$@"; fi ;;
     *)        sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
