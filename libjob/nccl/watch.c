@@ -377,6 +377,17 @@ struct asking {
     struct attempt a[NCCL_WATCH_IPS];
 };
 
+/* What a failed connection or send to an address says, from its errno:
+ * refused (or reset, or closed: the socket that took it is going away, a
+ * killed rank's listening socket closing between the kernel's accept and
+ * the question, seen on a slow machine) means no such peer there now;
+ * anything else, that the address cannot be reached. */
+static int att_failed (int e)
+{
+    return e == ECONNREFUSED || e == ECONNRESET || e == EPIPE ? A_REFUSED
+                                                              : A_UNREACH;
+}
+
 /* Send the question (or tell, with text) on a connected socket.  Returns 0,
  * or -errno when the socket took less than all of it. */
 static int send_question (struct nccl_watch *w, int fd, int rank,
@@ -405,22 +416,13 @@ static int send_question (struct nccl_watch *w, int fd, int rank,
     return errno ? -errno : -EIO;
 }
 
-/* A connection to t's address completed: send the question.  A send the
- * peer's end refuses (reset, closed) means what a refused connection
- * means: the socket that took it is gone, its process exiting (seen on a
- * slow machine, a killed rank's listening socket closed between accepting
- * the connection and the question: not "unreachable"). */
+/* A connection to t's address completed: send the question. */
 static void att_connected (struct nccl_watch *w, struct asking *k,
                            struct attempt *t, const char *tell)
 {
     int rc = send_question (w, t->fd, k->rank, tell);
 
-    if (rc == 0)
-        t->st = A_SENT;
-    else if (rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNREFUSED)
-        t->st = A_REFUSED;
-    else
-        t->st = A_UNREACH;
+    t->st = rc == 0 ? A_SENT : att_failed (-rc);
 }
 
 /* Start asking rank: a non-blocking connection to each of its addresses. */
@@ -448,7 +450,7 @@ static void ask_start (struct nccl_watch *w, struct asking *k, int rank,
         else if (errno == EINPROGRESS)
             t->st = A_CONNECTING;
         else
-            t->st = errno == ECONNREFUSED ? A_REFUSED : A_UNREACH;
+            t->st = att_failed (errno);
     }
 }
 
@@ -463,9 +465,8 @@ static void att_event (struct nccl_watch *w, struct asking *k,
             e = errno;
         if (e == 0)
             att_connected (w, k, t, tell);
-        else    /* reset: made, then closed by a socket going away */
-            t->st = e == ECONNREFUSED || e == ECONNRESET ? A_REFUSED
-                                                         : A_UNREACH;
+        else
+            t->st = att_failed (e);
         return;
     }
     if (t->st == A_SENT) {
