@@ -115,7 +115,7 @@ export DDP_DEPS_INSTALLED=1
 
 # configure is made once, here: nothing after this regenerates it (the
 # suite's tests run it while the background stages build).
-( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "== check: autoreconf failed"; exit 1; }
+DDP_AUTORECONF=1 ddp_autoreconf "$top" || { echo "== check: autoreconf failed"; exit 1; }
 export DDP_AUTORECONF=0
 
 # However the run ends, stop the shared test cluster if one is still up, and
@@ -220,7 +220,7 @@ t0600-bench.t t0720-python.t t0730-python-torch.t"
     if wait "$vg_pid"; then r=PASS; else r=FAIL; status=1; fi
     echo "== check: valgrind (beside the Debian 13 stage; its log):"
     cat "$top/build-valgrind.log"
-    echo "== check: valgrind $r, took $(( $(date +%s) - vg_start )) s"
+    echo "== check: valgrind $r, joined $(( $(date +%s) - vg_start )) s after its start (its own time: in its log)"
     summary="$summary valgrind:$r"
 
     start=$(date +%s)

@@ -87,12 +87,6 @@ EOF
 }
 
 # ---------------------------------------------------------------- san ----
-# reconf: autoreconf the source tree, unless DDP_AUTORECONF=0 (check.sh's
-# stages that run beside a suite: that suite's tests read configure).
-reconf () {
-    [ "${DDP_AUTORECONF:-1}" = 0 ] || ( cd "$top" && autoreconf -fi >/dev/null 2>&1 )
-}
-
 stage_san () {
     local build=$top/build-san san_logs rc=0 state
     echo "== ci-extra: san: build ($build)"
@@ -180,7 +174,7 @@ configured_tree () {
         [ -f "$b/config.h" ] && { echo "$b"; return 0; }
     done
     b=$top/build-static
-    reconf || return 1
+    ddp_autoreconf "$top" || return 1
     rm -rf "$b" && mkdir -p "$b" && ( cd "$b" && "$top/configure" >configure.out 2>&1 ) \
         || return 1
     echo "$b"
@@ -194,7 +188,7 @@ stage_static () {
     # --library=python: its knowledge of Python's macros (Py_RETURN_NONE
     # returns), which the Python module's files use.
     echo "== ci-extra: static: configure ($build, gcc -fanalyzer)"
-    reconf || { echo "autoreconf failed"; return 1; }
+    ddp_autoreconf "$top" || { echo "autoreconf failed"; return 1; }
     rm -rf "$build" && mkdir -p "$build"
     ( cd "$build" && "$top/configure" --enable-werror CFLAGS="-g -O2 -fanalyzer" \
           >configure.out 2>&1 ) || { tail -n 30 "$build/configure.out"; return 1; }

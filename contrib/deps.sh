@@ -71,13 +71,18 @@ ddp_install_deps () {
     return 0
 }
 
+# ddp_autoreconf TOP: regenerate TOP's configure, unless DDP_AUTORECONF=0
+# (check.sh sets it once configure is made: its suite's tests run configure
+# while its background stages build).
+ddp_autoreconf () {
+    [ "${DDP_AUTORECONF:-1}" = 0 ] || ( cd "$1" && autoreconf -fi >/dev/null 2>&1 )
+}
+
 # ddp_build TOP BUILD [configure args...]: configure and build TOP out of
 # tree in BUILD (recreated, so the build starts clean).
 ddp_build () {
     local top=$1 build=$2; shift 2
-    if [ "${DDP_AUTORECONF:-1}" = 1 ]; then
-        ( cd "$top" && autoreconf -fi >/dev/null 2>&1 ) || { echo "autoreconf failed" >&2; return 1; }
-    fi
+    ddp_autoreconf "$top" || { echo "autoreconf failed" >&2; return 1; }
     rm -rf "$build" && mkdir -p "$build" || return 1
     ( cd "$build" && "$top/configure" "$@" >configure.out 2>&1 ) \
         || { tail -n 30 "$build/configure.out" >&2; echo "configure failed (see $build/config.log)" >&2; return 1; }
@@ -105,6 +110,19 @@ ddp_san_setup () {
     top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     supp=${2:-$top/contrib/lsan.supp}
     asupp=${3:-}
+    # verify_asan_link_order=0: some tests run programs that are not built
+    # with ASan but load the instrumented libddp (the mpicc-built MPI
+    # benchmark, the program t0510 compiles against the installed library,
+    # `env` with the LD_PRELOADed NCCL mock); ASan refuses to start those
+    # unless its runtime comes first, which only the check stops them for.
+    # Every report goes to a file in REPORTS as well as failing its process:
+    # a sanitizer error in a process whose failure a test expects (a killed
+    # rank's peers, srun exiting non-zero) would otherwise pass.  REPORTS
+    # and the suppressions must be where the test cluster's tasks see them
+    # (in the source or build tree: ddp-test-cluster binds one under /tmp
+    # into the nodes' private /tmp).  detect_leaks is left to its default
+    # (on) when LSan works, so that a program may turn it off for itself
+    # (mpi-bench: Open MPI's leaks).
     rm -rf "$reports" && mkdir -p "$reports/lsan-probe" || return 1
     probe=$reports/lsan-probe
     printf '#include <stdlib.h>\nvoid *volatile p;\nint main (void) { p = malloc (33); p = 0; return 0; }\n' >"$probe/leak.c"
