@@ -31,6 +31,17 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
     w->deadline = 0;
     w->next_check = 0;
     w->timeout_s = timeout_s;
+    w->nap = NULL;
+    w->nap_arg = NULL;
+}
+
+/* How long a nap hook may sleep from now: up to the next liveness check
+ * (or the deadline), at least a microsecond. */
+static double nap_bound (const struct ddpi_waiter *w, double now)
+{
+    double until = w->next_check < w->deadline ? w->next_check : w->deadline;
+
+    return until - now > 1e-6 ? until - now : 1e-6;
 }
 
 int ddpi_wait_step (struct ddpi_waiter *w)
@@ -58,7 +69,7 @@ int ddpi_wait_step (struct ddpi_waiter *w)
         return -1;
     if (now - w->start < w->yield_s)
         sched_yield ();
-    else {
+    else if (!w->nap || w->nap (w->nap_arg, nap_bound (w, now)) < 0) {
         /* Long waits (a peer computing): sleep, longer as it goes on. */
         struct timespec ts = { 0, now - w->start < 0.2 ? 50000 : 500000 };
         nanosleep (&ts, NULL);
@@ -73,6 +84,13 @@ int ddpi_wait_step (struct ddpi_waiter *w)
 void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s)
 {
     w->yield_s = yield_s;
+}
+
+void ddpi_wait_nap (struct ddpi_waiter *w, int (*nap) (void *, double),
+                    void *arg)
+{
+    w->nap = nap;
+    w->nap_arg = arg;
 }
 
 void ddpi_wait_extend (struct ddpi_waiter *w, double seconds)

@@ -13,6 +13,10 @@ struct ddpi_waiter {
     double deadline;
     double next_check;
     double timeout_s;
+    /* Instead of a nap: sleep until woken or for at most seconds (see
+     * ddpi_wait_nap); NULL naps with nanosleep. */
+    int (*nap) (void *arg, double seconds);
+    void *nap_arg;
 };
 
 /* Prepare w for one wait bounded by timeout_s: spin (cpu pause) for up to
@@ -30,6 +34,13 @@ void ddpi_wait_init (struct ddpi_waiter *w, double timeout_s,
  * oversubscribed that the yielding waiters themselves keep the ranks with
  * work off the CPUs). */
 void ddpi_wait_yield (struct ddpi_waiter *w, double yield_s);
+
+/* Once yielding is over, call nap (arg, seconds) instead of nanosleep:
+ * it sleeps until the condition may have changed (a futex wake) or for
+ * at most seconds (up to the next liveness check, 2 ms), and returns 0,
+ * or -1 to nap with nanosleep this time instead (futex unavailable). */
+void ddpi_wait_nap (struct ddpi_waiter *w, int (*nap) (void *, double),
+                    void *arg);
 
 /* One step of a wait whose condition was just found false.  Returns 0 to
  * keep polling, 1 when the caller should also check peer liveness (about

@@ -100,7 +100,7 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3037ULL  /* "ddpshm07" */
+#define SHM_MAGIC 0x64647073686d3038ULL  /* "ddpshm08" */
 
 /* The rings (node.c): on one node a bcast or gather of at most
  * HOST_RING_BYTES a rank goes through the writer's ring, HOST_RING_RANK_BYTES
@@ -149,8 +149,12 @@ struct shm_flags {
      * yet, 1 yes, 2 no). */
     _Atomic uint64_t addr;
     _Atomic uint32_t cma;
-    uint32_t pad3;
-    char pad2[576 - (4 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)];
+    /* How many node-mates sleep on this rank's seq, red and fin (a futex
+     * on the flag's low half, shm.c), so that a post wakes only when some
+     * do: written by sleepers, read by this rank at every post. */
+    _Atomic uint32_t sleepers[3];
+    char pad2[576 - (3 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)
+              - 4 * sizeof (uint32_t)];
 };
 
 _Static_assert (sizeof (struct shm_flags) == 640,
@@ -291,6 +295,8 @@ struct host {
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
     double yield_s;             /* node waits: yielding before naps */
+    bool post_fence;            /* posts fence before they look for
+                                 * sleepers (shm.c: host_post) */
     int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */
     size_t setup_bytes;
     int broken;                 /* sticky DDP_E* code after a fault */
