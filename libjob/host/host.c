@@ -55,14 +55,9 @@ static uint64_t machine_id (void)
  * polling, so a rank keeps its core across a peer's memcpy) when every rank
  * on this machine can have a CPU; not at all when they are oversubscribed,
  * where spinning only delays the peer we wait for (ncpu: the CPUs online,
- * <= 0 unknown).  DDP_SPIN=MICROSECONDS overrides. */
+ * <= 0 unknown). */
 static unsigned spin_default (int on_machine, long ncpu)
 {
-    const char *s = getenv ("DDP_SPIN");
-    long v;
-
-    if (s && ddpi_parse_long (s, 0, 10000000, &v) == 0)
-        return (unsigned)v;
     return ncpu > 0 && on_machine > ncpu ? 0 : 2000;
 }
 
@@ -298,25 +293,32 @@ static int setup_partners (struct host *h, struct bootstrap *b)
     return 0;
 }
 
-/* How long a node wait yields before it naps: 20 ms, unless this machine
+/* How long a node wait yields before it sleeps: 20 ms, unless this machine
  * has more than YIELD_MAX_LOAD ranks a CPU.  Measured with 64 ranks on 2
  * CPUs (16 simulated nodes x 4): while 60 waiters yield, the node leaders
  * that carry the exchange between nodes hardly run: barrier medians of
  * 85-100 ms in 3 runs of 4 (1 ms in the other), allreduce of 256 KiB 92-112
- * ms; napping at once, 1.0-1.1 ms and 12 ms in every run.  At 4-16 ranks a
- * CPU yielding stays ahead (1 x 4 barrier 2.6 against 135 us, 8 x 4 161
- * against 380 us). */
+ * ms; napping (50 us sleeps) at once, 1.0-1.1 ms and 12 ms in every run.
+ * At 4-16 ranks a CPU yielding stays ahead (1 x 4 barrier 2.6 against 135
+ * us, 8 x 4 161 against 380 us).  On the AMD machine (2026-11-27) the
+ * 50 us naps themselves swamped 2 CPUs at 16 x 4 (barrier medians 27-288
+ * ms, Open MPI 35); asleep on the flag's futex until the post, 2.4-4.2 ms.
+ * Sleeping at once also at 4 ranks a CPU (DDP_YIELD=0) did not beat
+ * yielding (1 x 4 barrier 25 against 15-20 us). */
 #define YIELD_MAX_LOAD 24
 
 /* How long to spin and to yield: from the ranks on this machine that this
  * rank knows of (its node's and those of its partner nodes on the same
  * machine: all of them on a real cluster, a lower bound where simulated
  * nodes share a machine), or the whole job's when every partner node is
- * on this machine (simulated nodes: the others are too, as a rule). */
-static void set_spin (struct host *h)
+ * on this machine (simulated nodes: the others are too, as a rule).
+ * DDP_SPIN and DDP_YIELD (microseconds) override; a bad value is an
+ * error. */
+static int set_spin (struct host *h)
 {
-    int n = h->lsize, same = 0;
+    int n = h->lsize, same = 0, rc;
     long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
+    uint32_t spin, yield_us;
 
     for (int i = 0; i < h->npart; i++)
         if (h->part[i].machine == h->machine) {
@@ -325,9 +327,18 @@ static void set_spin (struct host *h)
         }
     if (h->npart > 0 && same == h->npart)
         n = h->size;
-    h->spin_us = spin_default (n, ncpu);
-    h->yield_s = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu ? 0
-                                                       : DDPI_WAIT_YIELD_S;
+    spin = spin_default (n, ncpu);
+    yield_us = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu
+                   ? 0 : (uint32_t)(DDPI_WAIT_YIELD_S * 1e6);
+    if ((rc = tune_var ("DDP_SPIN", getenv ("DDP_SPIN"), 0, 10000000,
+                        &spin)) < 0
+        || (rc = tune_var ("DDP_YIELD", getenv ("DDP_YIELD"), 0, 10000000,
+                           &yield_us)) < 0)
+        return rc;
+    h->spin_us = spin;
+    h->yield_s = yield_us * 1e-6;
+    h->post_fence = spin == 0;
+    return 0;
 }
 
 static int open_pidfds (struct host *h)
@@ -458,9 +469,9 @@ static int connect_all (struct host *h, struct bootstrap *b,
     if ((rc = read_node (h, b, mine, &first)) < 0
         || (rc = read_tuning (h, b, &first)) < 0
         || (h->nnodes > 1 && (rc = setup_partners (h, b)) < 0)
-        || (rc = open_pidfds (h)) < 0)
+        || (rc = open_pidfds (h)) < 0
+        || (rc = set_spin (h)) < 0)
         return rc;
-    set_spin (h);
     if (h->lrank != 0
         && (rc = host_shm_attach (h, h->lpids[0], first.memfd)) < 0)
         return rc;

@@ -532,6 +532,27 @@ int main (void)
     rc = run (rank_ring, NULL, st);
     is_int (rc, 0, "the same on 2 nodes (no ring)%s%s", rc ? ": " : "",
             rc ? err : "");
+    /* Every wait asleep on its flag at once (no spinning, no yielding):
+     * the posts must wake the sleepers (wake.t checks the wake itself; a
+     * lost one costs a wait 2 ms here, not a wrong result). */
+    setenv ("DDP_SPIN", "0", 1);
+    setenv ("DDP_YIELD", "0", 1);
+    rc = run_on (1, rank_ring, NULL, st);
+    is_int (rc, 0, "the rings with every wait asleep on its flag "
+            "(DDP_SPIN=0 DDP_YIELD=0)%s%s", rc ? ": " : "", rc ? err : "");
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "every collective on 2 nodes, every wait asleep%s%s",
+            rc ? ": " : "", rc ? err : "");
+    setenv ("DDP_YIELD", "20ms", 1);
+    rc = run (rank_bad_var, "DDP_YIELD='20ms'", st);
+    is_int (rc, 0, "DDP_YIELD=20ms: set-up fails, naming it%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_YIELD");
+    setenv ("DDP_SPIN", "-1", 1);
+    rc = run (rank_bad_var, "DDP_SPIN='-1'", st);
+    is_int (rc, 0, "DDP_SPIN=-1: set-up fails, naming it%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_SPIN");
     faults ();
     killed_outside ();
     done_testing ();
