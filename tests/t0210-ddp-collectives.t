@@ -34,12 +34,13 @@ test_expect_success '-N2 -n3: uneven nodes' '
 test_expect_success 'small segment slots force many chunks per call' '
 	run_check slot 3 "-q -l 50000" -N2 -n3 --export=ALL,DDP_SHM_SLOT=4096
 '
-# On one node a bcast of 16 KiB to 2 MiB and a gather or allgather of 8
+# On one node a bcast of 16 KiB to 32 MiB and a gather or allgather of 8
 # KiB a rank and more read the other ranks' buffers straight from their
 # memory (process_vm_readv), once the node voted every rank can; the full
-# size list (40000 and 300001 elements) is in both ranges.
+# size list (40000 and 300001 elements) is in both ranges, and the large
+# run's moves (2000003 floats, 8 MB) in the bcast's above 2 MiB.
 test_expect_success '-N1 -n3: single copy between local ranks' '
-	run_check cma 3 "-l 0" -N1 -n3 --export=ALL,DDP_DEBUG=1 &&
+	run_check cma 3 "-l 6000000" -N1 -n3 --export=ALL,DDP_DEBUG=1 &&
 	test "$(grep -c "single copy between local ranks: on" cma.err)" = 3
 '
 # One rank that votes no (DDP_CMA=0 there only) turns it off for the whole

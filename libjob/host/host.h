@@ -61,7 +61,7 @@
  * the one rank it waited for: a rank reads its node-mates' flags only
  * when that does not answer (in the ring: when its lead is used up).
  *
- * Single copy (one node only): a bcast of 16 KiB to 2 MiB and a gather
+ * Single copy (one node only): a bcast of 16 KiB to 32 MiB and a gather
  * or allgather of 8 KiB a rank or more go in one step without the banks:
  * each rank posts the address of its buffer (flags' addr) with seq; a
  * rank that wants another's data reads it from that process

@@ -342,12 +342,18 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
  * (2 cores): a gather or allgather gains from 8 KiB a rank (allgather of
  * 8 KiB a rank 1.65 against 2.64-2.90 us; 512 KiB 41 against 95 us), a
  * bcast from 16 KiB (32 KiB: 2.0 against 2.9 us; 1 MiB 44-48 against
- * 56-58) up to 1 MiB: from 2 MiB the segment's copies, pipelined in
- * slots, keep both the root and the reader busy where a single copy
- * leaves the root idle (2 MiB 143-146 against 170-176 us). */
+ * 56-58).  Above 1 MiB the machines disagree: on the Intel one the
+ * segment's copies, pipelined in its banks, kept the root and the reader
+ * both busy and won at 2 MiB (143-146 against 170-176 us); on the AMD one
+ * (2026-11-27) single copy wins 3-4x at 2-8 MiB (2 MiB 74-80 against
+ * 240-287 us, 8 MiB 404-431 against 1211; Open MPI, single copy too, 86
+ * and 434) and by a quarter at 16 MiB, and they are even at 64 MiB.  At
+ * 1 x 4 on 2 CPUs the two are within the spread up to 4 MiB and the
+ * segment is ahead at 16 MiB (3.4 against 4.2-4.6 ms; Open MPI 6.7).
+ * Single copy up to 32 MiB, as Open MPI does at every size. */
 #define CMA_GATHER_MIN 8192
 #define CMA_BCAST_MIN 16384
-#define CMA_BCAST_MAX (2u << 20)
+#define CMA_BCAST_MAX (32u << 20)
 
 /* The node's vote on single copy, once, in a step of its own (every
  * local rank is in the same call: the choice depends on the call alone). */
