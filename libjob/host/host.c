@@ -89,6 +89,29 @@ static int read_cma_var (struct host *h)
     return rc;
 }
 
+/* DDP_SPIN and DDP_YIELD (microseconds; set_spin), read before the node's
+ * ranks meet, so that a bad value fails every rank the same way. */
+static int read_wait_vars (struct host *h)
+{
+    uint32_t v;
+    int rc;
+
+    h->spin_env = h->yield_env = -1;
+    v = UINT32_MAX;
+    if ((rc = tune_var ("DDP_SPIN", getenv ("DDP_SPIN"), 0, 10000000,
+                        &v)) < 0)
+        return rc;
+    if (v != UINT32_MAX)
+        h->spin_env = v;
+    v = UINT32_MAX;
+    if ((rc = tune_var ("DDP_YIELD", getenv ("DDP_YIELD"), 0, 10000000,
+                        &v)) < 0)
+        return rc;
+    if (v != UINT32_MAX)
+        h->yield_env = v;
+    return 0;
+}
+
 /* The defaults were picked by measurement (doc/benchmarks.md). */
 static int read_tune (struct host_tune *t)
 {
@@ -312,13 +335,12 @@ static int setup_partners (struct host *h, struct bootstrap *b)
  * machine: all of them on a real cluster, a lower bound where simulated
  * nodes share a machine), or the whole job's when every partner node is
  * on this machine (simulated nodes: the others are too, as a rule).
- * DDP_SPIN and DDP_YIELD (microseconds) override; a bad value is an
- * error. */
-static int set_spin (struct host *h)
+ * DDP_SPIN and DDP_YIELD (read_wait_vars) override. */
+static void set_spin (struct host *h)
 {
-    int n = h->lsize, same = 0, rc;
+    int n = h->lsize, same = 0;
     long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
-    uint32_t spin, yield_us;
+    long spin, yield_us;
 
     for (int i = 0; i < h->npart; i++)
         if (h->part[i].machine == h->machine) {
@@ -327,18 +349,13 @@ static int set_spin (struct host *h)
         }
     if (h->npart > 0 && same == h->npart)
         n = h->size;
-    spin = spin_default (n, ncpu);
-    yield_us = ncpu > 0 && n > YIELD_MAX_LOAD * ncpu
-                   ? 0 : (uint32_t)(DDPI_WAIT_YIELD_S * 1e6);
-    if ((rc = tune_var ("DDP_SPIN", getenv ("DDP_SPIN"), 0, 10000000,
-                        &spin)) < 0
-        || (rc = tune_var ("DDP_YIELD", getenv ("DDP_YIELD"), 0, 10000000,
-                           &yield_us)) < 0)
-        return rc;
-    h->spin_us = spin;
-    h->yield_s = yield_us * 1e-6;
+    spin = h->spin_env >= 0 ? h->spin_env : (long)spin_default (n, ncpu);
+    yield_us = h->yield_env >= 0 ? h->yield_env
+               : ncpu > 0 && n > YIELD_MAX_LOAD * ncpu
+                   ? 0 : (long)(DDPI_WAIT_YIELD_S * 1e6);
+    h->spin_us = (unsigned)spin;
+    h->yield_s = (double)yield_us * 1e-6;
     h->post_fence = spin == 0;
-    return 0;
 }
 
 static int open_pidfds (struct host *h)
@@ -426,7 +443,8 @@ static int make_blob (struct host *h, struct host_blob *blob)
     blob->lsize = h->lsize;
     blob->memfd = -1;
     blob->host = h->machine = machine_id ();
-    if ((rc = read_tune (&blob->tune)) < 0 || (rc = read_cma_var (h)) < 0)
+    if ((rc = read_tune (&blob->tune)) < 0 || (rc = read_cma_var (h)) < 0
+        || (rc = read_wait_vars (h)) < 0)
         return rc;
     h->tune = blob->tune;
     if (h->lrank == 0) {
@@ -469,9 +487,9 @@ static int connect_all (struct host *h, struct bootstrap *b,
     if ((rc = read_node (h, b, mine, &first)) < 0
         || (rc = read_tuning (h, b, &first)) < 0
         || (h->nnodes > 1 && (rc = setup_partners (h, b)) < 0)
-        || (rc = open_pidfds (h)) < 0
-        || (rc = set_spin (h)) < 0)
+        || (rc = open_pidfds (h)) < 0)
         return rc;
+    set_spin (h);
     if (h->lrank != 0
         && (rc = host_shm_attach (h, h->lpids[0], first.memfd)) < 0)
         return rc;

@@ -292,6 +292,7 @@ struct host {
     int cma;                    /* single copy on this node: 0 not yet
                                    decided, 1 on, 2 off (node.c) */
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
+    long spin_env, yield_env;   /* DDP_SPIN, DDP_YIELD (us); -1: unset */
     uint64_t call;              /* collectives called: frames carry it */
     unsigned spin_us;
     double yield_s;             /* node waits: yielding before naps */
