@@ -599,7 +599,8 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
     if (h->nnodes > 1)
         return root < 0 ? allreduce_nodes (h, send, recv, count, dtype, op)
                         : reduce_nodes (h, send, recv, count, dtype, op, root);
-    return node_reduce_run (h, send, want ? recv : NULL, count, dtype, op);
+    return node_reduce_run (h, send, want ? recv : NULL, count, dtype, op,
+                            root < 0);
 }
 
 int host_barrier (void *ctx)

@@ -66,7 +66,11 @@
  * each rank posts the address of its buffer (flags' addr) with seq; a
  * rank that wants another's data reads it from that process
  * (process_vm_readv) and posts red; a rank returns when every rank that
- * reads from it has.  The node votes once, at its first such call, in a
+ * reads from it has.  An all-reduce of 256 KiB or more posts its recv
+ * too (addr2): each rank reduces its share of the elements from the
+ * others' sends into its recv (red), then reads the others' shares from
+ * their recvs (fin), and returns when every rank has.  The node votes
+ * once, at its first such call, in a
  * step of its own: each rank probes every node-mate's memory at an
  * address offered at set-up and votes (flags' cma); one no (or
  * DDP_CMA=0) turns it off for the node.

@@ -146,15 +146,15 @@ struct shm_flags {
     /* Single copy (shm.c): the address of this rank's buffer in the step
      * it posted last (at set-up: of a known value, for the probe), and
      * its vote on whether it can read every node-mate's memory (0 not
-     * yet, 1 yes, 2 no). */
+     * yet, 1 yes, 2 no).  addr2: a second buffer of the step (an
+     * all-reduce's receive buffer). */
     _Atomic uint64_t addr;
     _Atomic uint32_t cma;
     /* How many node-mates sleep on this rank's seq, red and fin (a futex
      * on the flag's low half, shm.c), so that a post wakes only when some
      * do: written by sleepers, read by this rank at every post. */
     _Atomic uint32_t sleepers[3];
-    char pad2[576 - (3 + HOST_ARRIVE_SLOTS) * sizeof (uint64_t)
-              - 4 * sizeof (uint32_t)];
+    _Atomic uint64_t addr2;
 };
 
 _Static_assert (sizeof (struct shm_flags) == 640,

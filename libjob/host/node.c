@@ -354,6 +354,21 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
 #define CMA_GATHER_MIN 8192
 #define CMA_BCAST_MIN 16384
 #define CMA_BCAST_MAX (32u << 20)
+/* An all-reduce by single copy (node_allreduce_cma) from 256 KiB: 1 x 2
+ * on the AMD machine (2026-11-27), against the segment: 256 KiB even
+ * (28-37 against 32-34 us), 1 MiB 107-142 against 190-206, 4 MiB 470-617
+ * against 814-887, 16 MiB 2813-3844 against 3586-3893 (Open MPI 139-147,
+ * 568-589, 2991-3628).  Pieces of 256 KiB beat 64 KiB, 1 and 4 MiB (4
+ * MiB: 530-536 against 556-728 us).  Where the node's ranks outnumber its
+ * CPUs the segment was ahead: 1 x 4 on 2 CPUs, 256 KiB 105 against
+ * 130-193 us, 4 MiB 1559 against 1859, 16 MiB 7203 against 9491 (Open MPI
+ * 172, 2784, 12265: both ahead).  Kept for every node all the same: a
+ * real node has a CPU for each rank, and one choice keeps the tests on
+ * this path. */
+#define CMA_REDUCE_MIN (256u << 10)
+#define CMA_REDUCE_MAX SIZE_MAX
+#define CMA_REDUCE_PIECE (256u << 10)
+#define CMA_REDUCE_SCRATCH (4u << 20)
 
 /* The node's vote on single copy, once, in a step of its own (every
  * local rank is in the same call: the choice depends on the call alone). */
@@ -398,16 +413,97 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     if (h->rank == root)
-        host_cma_post (h, buf);
+        host_cma_post (h, buf, NULL);
     host_post (h, 0, s);
     if (h->rank == root)
         return node_wait_all (h, 1, s);
     if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
-        || (rc = host_fault_rc (h, host_cma_read (h, rlr, buf, bytes)))
+        || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, 0, buf, bytes)))
            < 0)
         return rc;
     host_post (h, 1, s);
     return 0;
+}
+
+/* This rank's share of an all-reduce by single copy (node_allreduce_cma):
+ * elements [lo, hi) of every local rank's send, reduced in local rank
+ * order (as in the segment: the same result to the bit) into recv, a
+ * piece at a time (CMA_REDUCE_PIECE of accumulation; the node-mates'
+ * pieces together at most CMA_REDUCE_SCRATCH): the node-mates' pieces read
+ * into scratch, reduced into an accumulation piece (never into recv
+ * itself: it may be send), then finished and narrowed into recv. */
+static int reduce_share_cma (struct host *h, const char *send, char *recv,
+                             size_t lo, size_t hi, ddp_dtype_t dtype,
+                             ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at);
+    size_t pe = CMA_REDUCE_PIECE / aes, m;
+    size_t cap = CMA_REDUCE_SCRATCH / ((size_t)h->lsize * es);
+    char *acc, *tmp;
+    const void *src[h->lsize];
+    int rc;
+
+    pe = pe < cap ? pe : cap;
+    acc = host_scratch (h, 0, pe * aes);
+    tmp = host_scratch (h, 2, (size_t)h->lsize * pe * es);
+    if (!acc || !tmp)
+        return DDP_ENOMEM;
+    for (size_t off = lo; off < hi; off += m) {
+        m = hi - off < pe ? hi - off : pe;
+        for (int lr = 0; lr < h->lsize; lr++) {
+            char *t = tmp + (size_t)lr * pe * es;
+            if (lr == h->lrank)
+                src[lr] = send + off * es;
+            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, 0,
+                                                            off * es, t,
+                                                            m * es))) < 0)
+                return rc;
+            else
+                src[lr] = t;
+        }
+        ddpi_reduce_many_acc (acc, src, h->lsize, m, dtype, op);
+        ddpi_reduce_finish (acc, m, at, op, h->size);
+        ddpi_narrow (recv + off * es, acc, m, dtype, op);
+    }
+    return 0;
+}
+
+/* An all-reduce on one node by single copy, in one step: every rank posts
+ * its send and recv buffers; each reduces its share into its recv from
+ * the others' sends (reduce_share_cma) and says so (red); then reads the
+ * others' shares from their recvs and says so (fin); it returns when all
+ * have, so that no one still reads its buffers.  With recv == send a rank
+ * writes only its own share of it, which no one else reads. */
+static int node_allreduce_cma (struct host *h, const char *send, char *recv,
+                               size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), lo, hi;
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_post (h, send, recv);
+    host_post (h, 0, s);
+    share (h, count, &lo, &hi);
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = reduce_share_cma (h, send, recv, lo, hi, dtype, op)) < 0)
+        return rc;
+    host_post (h, 1, s);
+    if ((rc = node_wait_all (h, 1, s)) < 0)
+        return rc;
+    for (int lr = 0; lr < h->lsize; lr++) {
+        size_t a = count * (size_t)lr / (size_t)h->lsize;
+        size_t b = count * (size_t)(lr + 1) / (size_t)h->lsize;
+        if (lr != h->lrank && b > a
+            && (rc = host_fault_rc (h, host_cma_read (h, lr, 1, a * es,
+                                                      recv + a * es,
+                                                      (b - a) * es))) < 0)
+            return rc;
+    }
+    host_post (h, 2, s);
+    return node_wait_all (h, 2, s);
 }
 
 /* A gather (recv: the root's, NULL elsewhere; all: an allgather) on one
@@ -422,7 +518,7 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
 
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
-    host_cma_post (h, send);
+    host_cma_post (h, send, NULL);
     host_post (h, 0, s);
     if (recv) {
         if ((rc = node_wait_all (h, 0, s)) < 0)
@@ -433,8 +529,9 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
                 if (dst != send)
                     memmove (dst, send, bytes);
             }
-            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, dst,
-                                                            bytes))) < 0)
+            else if ((rc = host_fault_rc (h, host_cma_read (h, lr, 0, 0, dst,
+                                                            bytes)))
+                     < 0)
                 return rc;
         }
         host_post (h, 1, s);
@@ -523,11 +620,15 @@ static int node_allgather_inline (struct host *h, const char *send,
 /* ------------------------------------------------------------ the calls */
 
 int node_reduce_run (struct host *h, const char *send, char *recv,
-                     size_t count, ddp_dtype_t dtype, ddp_op_t op)
+                     size_t count, ddp_dtype_t dtype, ddp_op_t op, bool all)
 {
     size_t es = ddp_dtype_size (dtype), chunk = node_chunk (h, dtype, op), n;
     int rc;
 
+    if (all && (rc = cma_use (h, count * es, CMA_REDUCE_MIN,
+                              CMA_REDUCE_MAX)) != 0)
+        return rc < 0 ? rc : node_allreduce_cma (h, send, recv, count, dtype,
+                                                 op);
     for (size_t off = 0; off < count; off += n) {
         n = count - off < chunk ? count - off : chunk;
         if ((rc = node_reduce_step (h, send + off * es,

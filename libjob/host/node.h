@@ -37,9 +37,11 @@ void node_reduce (struct host *h, int bank, void *dst, size_t lo,
 /* ---- a whole call on a job of one node (N == 1, more than one rank) ---- */
 
 /* count elements of send reduced over the node into recv (NULL: not
- * wanted on this rank, a reduce off its root). */
+ * wanted on this rank, a reduce off its root); all: an all-reduce (every
+ * rank has a recv, the same on every rank), which from 256 KiB goes by
+ * single copy where the node allows it. */
 int node_reduce_run (struct host *h, const char *send, char *recv,
-                     size_t count, ddp_dtype_t dtype, ddp_op_t op);
+                     size_t count, ddp_dtype_t dtype, ddp_op_t op, bool all);
 
 /* bytes of rank root's buf into every other rank's. */
 int node_bcast_run (struct host *h, char *buf, size_t bytes, int root);

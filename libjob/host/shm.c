@@ -441,18 +441,22 @@ bool host_cma_agreed (struct host *h)
     return true;
 }
 
-void host_cma_post (struct host *h, const void *p)
+void host_cma_post (struct host *h, const void *p, const void *q)
 {
     atomic_store_explicit (&h->flags[h->lrank].addr, (uint64_t)(uintptr_t)p,
                            memory_order_relaxed);
+    atomic_store_explicit (&h->flags[h->lrank].addr2, (uint64_t)(uintptr_t)q,
+                           memory_order_relaxed);
 }
 
-int host_cma_read (struct host *h, int lr, void *dst, size_t len)
+int host_cma_read (struct host *h, int lr, int which, size_t off, void *dst,
+                   size_t len)
 {
-    uint64_t addr = atomic_load_explicit (&h->flags[lr].addr,
+    uint64_t addr = atomic_load_explicit (which ? &h->flags[lr].addr2
+                                                : &h->flags[lr].addr,
                                           memory_order_relaxed);
 
-    if (vm_read (h->lpids[lr], addr, dst, len) == 0)
+    if (vm_read (h->lpids[lr], addr + off, dst, len) == 0)
         return 0;
     if (errno == ESRCH)
         return host_event (h, HOST_EV_PEER_GONE, h->local_ranks[lr]);

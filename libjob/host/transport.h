@@ -74,13 +74,15 @@ void host_cma_vote (struct host *h);
 /* Whether every local rank voted yes (read after a step all posted). */
 bool host_cma_agreed (struct host *h);
 
-/* Post p as this rank's buffer of the step it is about to post. */
-void host_cma_post (struct host *h, const void *p);
+/* Post p (and q: a second buffer, or NULL) as this rank's buffers of the
+ * step it is about to post. */
+void host_cma_post (struct host *h, const void *p, const void *q);
 
-/* Copy the first len bytes of local rank lr's buffer of its last posted
- * step into dst.  Returns 0, HOST_EVENT (lr gone: HOST_EV_PEER_GONE), or
- * DDP_ETRANSPORT after ddpi_error(). */
-int host_cma_read (struct host *h, int lr, void *dst, size_t len);
+/* Copy len bytes at offset off of local rank lr's buffer (which: 0 its p,
+ * 1 its q) of its last posted step into dst.  Returns 0, HOST_EVENT (lr
+ * gone: HOST_EV_PEER_GONE), or DDP_ETRANSPORT after ddpi_error(). */
+int host_cma_read (struct host *h, int lr, int which, size_t off, void *dst,
+                   size_t len);
 
 /* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
 

@@ -298,6 +298,8 @@ struct fault {
                            all-reduces until killed from outside;
                            "gather": raise SIGKILL after 50 allgathers of
                            256 KiB a rank (one node: single copy);
+                           "reduce": raise SIGKILL after 50 all-reduces
+                           of 1 MiB (one node: single copy);
                            "ring": raise SIGKILL after 50 bcasts of 8
                            bytes from rank 0 (one node: the ring, the
                            root runs ahead); "ring-absent": sleep before
@@ -337,9 +339,10 @@ static int rank_fault (int rank, void *arg)
             t0 = ddpi_now ();
         if (i == 50 && rank == f->victim
             && (strcmp (f->how, "gather") == 0
+                || strcmp (f->how, "reduce") == 0
                 || strcmp (f->how, "ring") == 0))
             raise (SIGKILL);
-        if (strcmp (f->how, "wait") == 0)
+        if (strcmp (f->how, "wait") == 0 || strcmp (f->how, "reduce") == 0)
             rc = be->allreduce (ctx, a, a, n, DDP_FLOAT32, DDP_SUM);
         else if (strcmp (f->how, "gather") == 0)
             rc = be->allgather (ctx, a, g, n / SIZE, DDP_FLOAT32);
@@ -435,6 +438,12 @@ static void faults (void)
         "allgathers (one node)");
     survivors_ok (st, 1, "killed rank 1 (single copy)");
 
+    f = (struct fault){ 3, "reduce", DDP_EPEER, 30 };
+    run_on (1, rank_fault, &f, st);
+    ok (WIFSIGNALED (st[3]), "rank 3 killed in a loop of single-copy "
+        "all-reduces of 1 MiB (one node)");
+    survivors_ok (st, 3, "killed rank 3 (single-copy all-reduce)");
+
     f = (struct fault){ 1, "ring", DDP_EPEER, 30 };
     run_on (1, rank_fault, &f, st);
     ok (WIFSIGNALED (st[1]), "rank 1 killed in a loop of 8-byte bcasts "
@@ -452,11 +461,14 @@ static int rank_killed (int rank, void *arg)
     return rank_fault (rank, arg);
 }
 
-/* Killed from outside (the test) during large all-reduces. */
-static void killed_outside (void)
+/* Killed from outside (the test) during large all-reduces, on nodes
+ * simulated nodes (one: by single copy, a read may meet the death), the
+ * victim's local rank lr 0 (a leader on 2 nodes) or another. */
+static void killed_outside (int nodes, int victim)
 {
-    struct fault f = { 0, "wait", DDP_EPEER, 30 };
-    struct ddpi_ljob_opts o = { SIZE, NODES, NULL, 120, "collectives.t" };
+    struct fault f = { victim, "wait", DDP_EPEER, 30 };
+    struct ddpi_ljob_opts o = { SIZE, nodes, NULL, 120, "collectives.t" };
+    char what[64];
     struct ddpi_ljob *j = ddpi_ljob_start (&o, rank_killed, &f, err,
                                            sizeof (err));
     int st[SIZE];
@@ -466,11 +478,15 @@ static void killed_outside (void)
         return;
     }
     sleep (2);
-    ok (ddpi_ljob_kill (j, 0, SIGKILL) == 0, "kill rank 0 (a leader) during "
-        "all-reduces");
+    ok (ddpi_ljob_kill (j, victim, SIGKILL) == 0, "kill rank %d during "
+        "all-reduces of 1 MiB on %d node%s", victim, nodes,
+        nodes > 1 ? "s" : " (single copy)");
     ddpi_ljob_wait (j, st, err, sizeof (err));
-    ok (WIFSIGNALED (st[0]) && WTERMSIG (st[0]) == SIGKILL, "rank 0 killed");
-    survivors_ok (st, 0, "killed rank 0 from outside");
+    ok (WIFSIGNALED (st[victim]) && WTERMSIG (st[victim]) == SIGKILL,
+        "rank %d killed", victim);
+    snprintf (what, sizeof (what), "killed rank %d from outside (%d node%s)",
+              victim, nodes, nodes > 1 ? "s" : "");
+    survivors_ok (st, victim, what);
 }
 
 int main (void)
@@ -554,7 +570,8 @@ int main (void)
             rc ? ": " : "", rc ? err : "");
     unsetenv ("DDP_SPIN");
     faults ();
-    killed_outside ();
+    killed_outside (NODES, 0);
+    killed_outside (1, 2);
     done_testing ();
     return 0;
 }
