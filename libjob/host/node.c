@@ -180,11 +180,12 @@ static int ring_claim (struct host *h, uint64_t s, size_t off, size_t bytes)
 
 /* ------------------------------------------------- one node: in the segment */
 
-/* This rank's share [lo, hi) of n elements when the node splits a step. */
-static void share (struct host *h, size_t n, size_t *lo, size_t *hi)
+/* Local rank lr's share [lo, hi) of n elements when the node splits a
+ * step. */
+static void share (struct host *h, int lr, size_t n, size_t *lo, size_t *hi)
 {
-    *lo = n * (size_t)h->lrank / (size_t)h->lsize;
-    *hi = n * (size_t)(h->lrank + 1) / (size_t)h->lsize;
+    *lo = n * (size_t)lr / (size_t)h->lsize;
+    *hi = n * (size_t)(lr + 1) / (size_t)h->lsize;
 }
 
 /* Reduce elements lo..lo+n-1 of every local rank's step in bank into dst
@@ -272,7 +273,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
         ddpi_narrow (out, w, n, dtype, op);
         return 0;
     }
-    share (h, n, &lo, &hi);
+    share (h, h->lrank, n, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0)
         return rc;
     node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
@@ -486,7 +487,7 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
         return rc;
     host_cma_post (h, send, recv);
     host_post (h, 0, s);
-    share (h, count, &lo, &hi);
+    share (h, h->lrank, count, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0
         || (rc = reduce_share_cma (h, send, recv, lo, hi, dtype, op)) < 0)
         return rc;
@@ -494,8 +495,8 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_wait_all (h, 1, s)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++) {
-        size_t a = count * (size_t)lr / (size_t)h->lsize;
-        size_t b = count * (size_t)(lr + 1) / (size_t)h->lsize;
+        size_t a, b;
+        share (h, lr, count, &a, &b);
         if (lr != h->lrank && b > a
             && (rc = host_fault_rc (h, host_cma_read (h, lr, 1, a * es,
                                                       recv + a * es,
