@@ -89,27 +89,24 @@ static int read_cma_var (struct host *h)
     return rc;
 }
 
-/* DDP_SPIN and DDP_YIELD (microseconds; set_spin), read before the node's
- * ranks meet, so that a bad value fails every rank the same way. */
+/* One wait variable name (microseconds, at most 10 s) into *us: -1 when
+ * unset or empty; a bad value is an error. */
+static int wait_var (const char *name, long *us)
+{
+    uint32_t v = UINT32_MAX;    /* above the bound: no value given */
+    int rc = tune_var (name, getenv (name), 0, 10000000, &v);
+
+    *us = v == UINT32_MAX ? -1 : (long)v;
+    return rc;
+}
+
+/* DDP_SPIN and DDP_YIELD (set_spin), read before the node's ranks meet,
+ * so that a bad value fails every rank the same way. */
 static int read_wait_vars (struct host *h)
 {
-    uint32_t v;
-    int rc;
+    int rc = wait_var ("DDP_SPIN", &h->spin_env);
 
-    h->spin_env = h->yield_env = -1;
-    v = UINT32_MAX;
-    if ((rc = tune_var ("DDP_SPIN", getenv ("DDP_SPIN"), 0, 10000000,
-                        &v)) < 0)
-        return rc;
-    if (v != UINT32_MAX)
-        h->spin_env = v;
-    v = UINT32_MAX;
-    if ((rc = tune_var ("DDP_YIELD", getenv ("DDP_YIELD"), 0, 10000000,
-                        &v)) < 0)
-        return rc;
-    if (v != UINT32_MAX)
-        h->yield_env = v;
-    return 0;
+    return rc < 0 ? rc : wait_var ("DDP_YIELD", &h->yield_env);
 }
 
 /* The defaults were picked by measurement (doc/benchmarks.md). */
