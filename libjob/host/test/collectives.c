@@ -410,6 +410,21 @@ static int run (ddpi_ljob_fn fn, void *arg, int *st)
     return run_on (NODES, fn, arg, st);
 }
 
+/* name=value fails the set-up on nodes simulated nodes, naming it; then
+ * name is unset. */
+static void bad_var (const char *name, const char *value, int nodes)
+{
+    char want[96];
+    int st[SIZE], rc;
+
+    snprintf (want, sizeof (want), "%s='%s'", name, value);
+    setenv (name, value, 1);
+    rc = run_on (nodes, rank_bad_var, want, st);
+    is_int (rc, 0, "%s=%s: set-up fails, naming it%s%s", name, value,
+            rc ? ": " : "", rc ? err : "");
+    unsetenv (name);
+}
+
 static void survivors_ok (const int *st, int victim, const char *what)
 {
     for (int r = 0; r < SIZE; r++)
@@ -509,11 +524,7 @@ int main (void)
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "the same with sends in pieces of at most 1000 bytes%s%s",
             rc ? ": " : "", rc ? err : "");
-    setenv ("DDP_TCP_PIECE", "-1", 1);
-    rc = run (rank_bad_var, "DDP_TCP_PIECE='-1'", st);
-    is_int (rc, 0, "DDP_TCP_PIECE=-1: set-up fails, naming it%s%s",
-            rc ? ": " : "", rc ? err : "");
-    unsetenv ("DDP_TCP_PIECE");
+    bad_var ("DDP_TCP_PIECE", "-1", NODES);
     /* Reads that take frames ahead through a 40-byte buffer: headers,
      * payloads and FAULT lists cut at every place; and none at all. */
     setenv ("DDP_TCP_READAHEAD", "40", 1);
@@ -524,11 +535,7 @@ int main (void)
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "the same with no reads ahead%s%s", rc ? ": " : "",
             rc ? err : "");
-    setenv ("DDP_TCP_READAHEAD", "32k", 1);
-    rc = run (rank_bad_var, "DDP_TCP_READAHEAD='32k'", st);
-    is_int (rc, 0, "DDP_TCP_READAHEAD=32k: set-up fails, naming it%s%s",
-            rc ? ": " : "", rc ? err : "");
-    unsetenv ("DDP_TCP_READAHEAD");
+    bad_var ("DDP_TCP_READAHEAD", "32k", NODES);
     rc = run_on (1, rank_collectives, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node (single copy from 8 KiB): every "
             "collective right%s%s", rc ? ": " : "", rc ? err : "");
@@ -536,11 +543,7 @@ int main (void)
     rc = run_on (1, rank_collectives, NULL, st);
     is_int (rc, 0, "the same with DDP_CMA=0 (through the segment)%s%s",
             rc ? ": " : "", rc ? err : "");
-    setenv ("DDP_CMA", "yes", 1);
-    rc = run_on (1, rank_bad_var, "DDP_CMA='yes'", st);
-    is_int (rc, 0, "DDP_CMA=yes: set-up fails, naming it%s%s",
-            rc ? ": " : "", rc ? err : "");
-    unsetenv ("DDP_CMA");
+    bad_var ("DDP_CMA", "yes", 1);
     rc = run_on (1, rank_ring, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node: 400 rounds of small bcasts and "
             "gathers through the rings, roots rotating, ranks held back at "
@@ -559,16 +562,8 @@ int main (void)
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "every collective on 2 nodes, every wait asleep%s%s",
             rc ? ": " : "", rc ? err : "");
-    setenv ("DDP_YIELD", "20ms", 1);
-    rc = run (rank_bad_var, "DDP_YIELD='20ms'", st);
-    is_int (rc, 0, "DDP_YIELD=20ms: set-up fails, naming it%s%s",
-            rc ? ": " : "", rc ? err : "");
-    unsetenv ("DDP_YIELD");
-    setenv ("DDP_SPIN", "-1", 1);
-    rc = run (rank_bad_var, "DDP_SPIN='-1'", st);
-    is_int (rc, 0, "DDP_SPIN=-1: set-up fails, naming it%s%s",
-            rc ? ": " : "", rc ? err : "");
-    unsetenv ("DDP_SPIN");
+    bad_var ("DDP_YIELD", "20ms", NODES);
+    bad_var ("DDP_SPIN", "-1", NODES);
     faults ();
     killed_outside (NODES, 0);
     killed_outside (1, 2);
