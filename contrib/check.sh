@@ -30,6 +30,8 @@
 #              pkg-config user program against an installed copy; the
 #              test programs are built, not run (contrib/ci-packaging.sh
 #              --deb --no-tests; the suite ran them, from the same commit)
+#   t0530      the suite's configure test (tests/t0530-configure-versions.t,
+#              configure four times: no cluster, nothing timed), with prove
 #   variants   configure --without-nccl, and as on a machine without CUDA
 #              (--with-cuda pointing nowhere): both must build warning-free
 #              with the host backend only
@@ -51,6 +53,11 @@ quick=no
 bg_log=$top/build-background.log
 bg_status=$top/build-background.status
 
+# tap_summary LOG: prove's closing lines (the counts and the verdict).
+tap_summary () {
+    grep -E '^(Files=|Result:|Failed [0-9]+/)' "$1" | tr '\n' ' '
+}
+
 # background: the stages that run beside the others (see above), each
 # reported as "== check: NAME PASS|FAIL, took N s" and, in
 # build-background.status, as NAME:PASS|FAIL.
@@ -69,6 +76,20 @@ background () {
     touch "$top/build-debian13.done"
     echo "== check: debian13 build $r, took $(( $(date +%s) - start )) s (log: build-debian13-build.log)"
     [ $r = PASS ] || { echo "debian13-build:FAIL" >>"$bg_status"; tail -n 40 "$top/build-debian13-build.log"; }
+
+    # configure's version checks (t0530), the suite's longest test (150 s
+    # beside the rest) and one that needs no cluster: here, off the
+    # suite's time, with prove as the suite runs it, its scratch in a build
+    # directory of its own (the suite's is recreated meanwhile).
+    start=$(date +%s)
+    rm -rf "$top/build-t0530"
+    if (cd "$top" && DDP_SRC_DIR=$top DDP_BUILD_DIR=$top/build-t0530 \
+            prove -v --timer tests/t0530-configure-versions.t :: -v) \
+           >"$top/build-t0530.log" 2>&1; then r=PASS; else r=FAIL; fi
+    echo "== check: t0530-configure-versions.t $r, took $(( $(date +%s) - start )) s: $(tap_summary "$top/build-t0530.log")"
+    echo "t0530:$r" >>"$bg_status"
+    [ $r = PASS ] || cat "$top/build-t0530.log"
+    rm -rf "$top/build-t0530"
 
     start=$(date +%s)
     r=PASS
@@ -135,8 +156,8 @@ on_exit () {
 trap on_exit EXIT
 
 if [ $quick = no ]; then
-    rm -f "$bg_log" "$bg_status" "$top/build-debian13.done" "$top/build-debian13/.built"
-    echo "== check: background stages (Debian 13 root, variants, packaging, static analysis, fuzzing) at idle priority; log: $bg_log"
+    rm -f "$bg_log" "$bg_status" "$top/build-t0530.log" "$top/build-debian13.done" "$top/build-debian13/.built"
+    echo "== check: background stages (Debian 13 root and build, t0530, variants, packaging, static analysis, fuzzing) at idle priority; log: $bg_log"
     setsid nice -n 19 ionice -c 3 chrt --idle 0 "$top/contrib/check.sh" --background \
         </dev/null >"$bg_log" 2>&1 &
     bg_pid=$!
@@ -163,16 +184,14 @@ versions () {
         "$(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null)"
 }
 
-# tap_summary LOG: prove's closing lines (the counts and the verdict).
-tap_summary () {
-    grep -E '^(Files=|Result:|Failed [0-9]+/)' "$1" | tr '\n' ' '
-}
-
 echo "== check: tests ($(versions))"
 cd "$top"
 start=$(date +%s)
 status=0
+# t0530 runs in the background stages (above) unless --quick.
+[ $quick = yes ] || export DDP_PROVE_SKIP=t0530-configure-versions.t
 ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
+unset DDP_PROVE_SKIP
 stop_cluster
 echo "== check: suite took $(( $(date +%s) - start )) s"
 echo "== check: suite ($(versions)): $(tap_summary "$build/suite.log")"
@@ -233,6 +252,8 @@ t0600-bench.t t0720-python.t t0730-python-torch.t"
         case $r in *:PASS) ;; *) status=1 ;; esac
     done
     grep -q '^extra:' "$bg_status" 2>/dev/null || { summary="$summary background:FAIL"; status=1; }
+    grep -q '^t0530:' "$bg_status" 2>/dev/null || { summary="$summary t0530:FAIL"; status=1; }
+    digest_logs="$digest_logs $top/build-t0530.log"
 fi
 # What failed, last, where a CI page that shows only the end of the output
 # still has it (the suites' own output scrolls away: issue ci of 7167191).
