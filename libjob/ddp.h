@@ -32,7 +32,7 @@
  * SLURM_RESTART_COUNT (ddp_restart_count()).
  * Failures are always logged to stderr when they concern the job rather than
  * the call (DDP_ENOLAUNCH, DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
- * DDP_EPEER, and any ddp_init() failure).
+ * DDP_EPEER, DDP_EMISMATCH, and any ddp_init() failure).
  */
 #ifndef DDP_H
 #define DDP_H

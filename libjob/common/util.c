@@ -54,7 +54,7 @@ static void log_line (const char *msg)
 static bool always_logged (int code)
 {
     return code == DDP_ENOLAUNCH || code == DDP_EPMIX || code == DDP_ETRANSPORT
-        || code == DDP_ETIMEDOUT || code == DDP_EPEER;
+        || code == DDP_ETIMEDOUT || code == DDP_EPEER || code == DDP_EMISMATCH;
 }
 
 int ddpi_error_quiet (int code, const char *fmt, ...)

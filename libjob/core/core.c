@@ -330,10 +330,12 @@ static int check_root (const char *fn, int root)
     return 0;
 }
 
-/* After a backend call: a fault is sticky. */
+/* After a backend call: a fault is sticky (a mismatch too: the host
+ * backend's node-mates are out of step after one). */
 static int done (int rc)
 {
-    if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT)
+    if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT
+        || rc == DDP_EMISMATCH)
         g.broken = rc;
     return rc;
 }

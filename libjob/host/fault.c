@@ -19,7 +19,8 @@
 int host_fault_code (int kind)
 {
     return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
-         : kind == FAULT_LINK ? DDP_ETRANSPORT : DDP_EPEER;
+         : kind == FAULT_LINK ? DDP_ETRANSPORT
+         : kind == FAULT_MISMATCH ? DDP_EMISMATCH : DDP_EPEER;
 }
 
 static const char *kind_str (int kind)
@@ -29,6 +30,7 @@ static const char *kind_str (int kind)
     case FAULT_ABORTED: return "called ddp_abort";
     case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
     case FAULT_LINK: return "lost its node's link";
+    case FAULT_MISMATCH: return "passed different counts to one collective";
     }
     return "failed";
 }
@@ -157,7 +159,7 @@ static const char *const call_names[HOST_KINDS] = {
     "ddp_allgather", "a collective",
 };
 
-static const char *call_name (int kind)
+const char *host_call_name (int kind)
 {
     return kind >= 0 && kind < HOST_KINDS ? call_names[kind]
                                           : call_names[KIND_OTHER];
@@ -190,13 +192,14 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
     else if (FAULT_STATE_IN (st))
         snprintf (buf, len, "%s in %s #%llu",
                   c == h->call ? "is still" : "is",
-                  call_name (FAULT_STATE_KIND (st)), c);
+                  host_call_name (FAULT_STATE_KIND (st)), c);
     else if (c < h->call)
-        snprintf (buf, len, "never entered %s #%llu", call_name (h->kind),
+        snprintf (buf, len, "never entered %s #%llu",
+                  host_call_name (h->kind),
                   (unsigned long long)h->call);
     else
         snprintf (buf, len, "left %s #%llu",
-                  call_name (FAULT_STATE_KIND (st)), c);
+                  host_call_name (FAULT_STATE_KIND (st)), c);
 }
 
 #define GROUPS_MAX 4

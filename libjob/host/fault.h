@@ -34,6 +34,10 @@
 /* The DDP_E* code of a fault kind. */
 int host_fault_code (int kind);
 
+/* The API name of a collective kind (enum host_kind), e.g. "ddp_bcast";
+ * "a collective" for KIND_OTHER or a kind out of range. */
+const char *host_call_name (int kind);
+
 /* Record a fault (rank at fault, kind) in the segment and the sticky state
  * (unless one is recorded already), log it; the node also tells the other
  * nodes (relay).  Returns the DDP_E* code of the fault now in force. */

@@ -41,11 +41,13 @@
  *
  * The rings (one node only): a bcast or gather of at most HOST_RING_BYTES
  * (512) a rank goes through the writer's own ring (16 KiB a local rank)
- * instead of a bank: each call's entry follows the one before, rounded up
- * to 16 bytes, so that small entries share cache lines (a reader takes
- * one miss for four 8-byte calls) and larger ones are read in sequence.
- * Every rank moves a cursor per ring through the same calls, so all agree
- * where an entry is.  Before writing a line its entry opens, a writer
+ * instead of a bank: each call's entry (an 8-byte tag, its step and size,
+ * then the data) follows the one before, rounded up to 16 bytes, so that
+ * small entries share cache lines (a reader takes one miss for four 8-byte
+ * calls), and entries over 64 bytes take whole lines.  Every rank moves a
+ * cursor per ring through the same calls, so all agree where an entry is;
+ * ranks that pass different counts move theirs apart, and the reader that
+ * finds another tag than it expects fails the call with DDP_EMISMATCH.  Before writing a line its entry opens, a writer
  * waits until every local rank has left the line (entered the step after
  * the last one that wrote it in the lap before), and no rank runs more
  * than HOST_RING_KMAX - 1 (63) steps ahead of another.  A bcast's root

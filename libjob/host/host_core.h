@@ -35,6 +35,8 @@ enum host_fault_kind {
     FAULT_ABORTED = 2,  /* it called ddp_abort() */
     FAULT_TIMEOUT = 3,  /* it did not arrive within DDP_TIMEOUT */
     FAULT_LINK = 4,     /* its node's link failed */
+    FAULT_MISMATCH = 5, /* it passed another count than a node-mate to a
+                           call (node.c's ring tags) */
 };
 
 /* What fault.c needs from the links between nodes: the transport's relay
@@ -111,8 +113,11 @@ struct host_event {
  * are read in sequence.  A writer may run up to HOST_RING_KMAX - 1 steps
  * ahead of its readers (the banks allow one), and never writes a line its
  * readers have still to leave.  1 x 2 on 2 cores (2026-11-27): bcast of 8
- * B 0.25 us with 8 entries of 512 B, 0.05 packed. */
+ * B 0.25 us with 8 entries of 512 B, 0.05 packed.  An entry opens with a
+ * tag of HOST_RING_TAG bytes: its step and its size (node.c's ring_tag),
+ * checked by its readers; one of over 64 bytes takes whole lines. */
 #define HOST_RING_BYTES 512
+#define HOST_RING_TAG 8
 #define HOST_RING_ALIGN 16
 #define HOST_RING_KMAX 64
 #define HOST_RING_RANK_BYTES 16384

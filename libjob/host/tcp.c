@@ -112,7 +112,7 @@ static void fault_take (struct host *h, int fd, struct link *l, int peer,
     int reporter = f->len < (uint64_t)h->size ? (int)f->len : peer;
     bool whole;
 
-    if (kind < FAULT_DIED || kind > FAULT_LINK)
+    if (kind < FAULT_DIED || kind > FAULT_MISMATCH)
         kind = FAULT_DIED;
     nlist = host_frame_list (h, fd, l, peer, f, list, states, &whole);
     fallback = f->arg >= 0 && f->arg < h->size ? f->arg : peer;

@@ -36,10 +36,10 @@
 
 static const struct ddp_backend *be = &ddpi_backend_host;
 
-/* A rank's set-up: bootstrap (local method) and the backend, then the
- * first barrier, as ddp_init() does.  Returns the context or NULL. */
-static void *setup (struct bootstrap **bp, struct ddp_config *cfg,
-                    double timeout)
+/* A rank's set-up without the first barrier: bootstrap (local method)
+ * and the backend.  Returns the context or NULL. */
+static void *create (struct bootstrap **bp, struct ddp_config *cfg,
+                     double timeout)
 {
     char err[512];
     void *ctx = NULL;
@@ -59,7 +59,18 @@ static void *setup (struct bootstrap **bp, struct ddp_config *cfg,
         bootstrap_destroy (*bp);
         return NULL;
     }
-    if ((rc = be->barrier (ctx)) < 0) {
+    return ctx;
+}
+
+/* A rank's set-up: create(), then the first barrier, as ddp_init() does.
+ * Returns the context or NULL. */
+static void *setup (struct bootstrap **bp, struct ddp_config *cfg,
+                    double timeout)
+{
+    void *ctx = create (bp, cfg, timeout);
+    int rc;
+
+    if (ctx && (rc = be->barrier (ctx)) < 0) {
         fprintf (stderr, "rank %s: first barrier: %d %s\n", getenv ("RANK"),
                  rc, ddpi_last_error ());
         be->destroy (ctx);
@@ -390,6 +401,58 @@ static int rank_bad_var (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
+/* A rank passing another count to a small one-node call than the others
+ * (the ring: its tag, node.c), at the 50th of a loop of them. */
+struct mismatch {
+    const char *how;    /* "bcast": from rank 0; "gather": to rank 0 */
+    int victim;         /* passes 4 floats (bcast) or 1 (gather), not 2 */
+    const char *pair;   /* the two ranks every error names, "0,2" */
+    const char *says;   /* what the reader that sees it says */
+};
+
+/* Loop until a call fails: every rank's must, with DDP_EMISMATCH; the
+ * reader that saw it names what each of the two passed, the others the
+ * pair (the fault record). */
+static int rank_mismatch (int rank, void *arg)
+{
+    const struct mismatch *m = arg;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = create (&b, &cfg, 30);
+    float a[4] = { 0 }, g[4 * SIZE];
+    const char *e;
+    int i, rc;
+
+    if (!ctx)
+        return 2;
+    /* The first barrier in the loop: a rank late out of it meets there
+     * the record of a mismatch the others already saw. */
+    rc = be->barrier (ctx);
+    for (i = 0; i < 100000 && rc == 0; i++) {
+        size_t n = 2;
+        if (i == 50 && rank == m->victim)
+            n = strcmp (m->how, "bcast") == 0 ? 4 : 1;
+        if (strcmp (m->how, "bcast") == 0)
+            rc = be->bcast (ctx, a, n, DDP_FLOAT32, 0);
+        else
+            rc = be->gather (ctx, a, rank == 0 ? g : NULL, n, DDP_FLOAT32, 0);
+    }
+    e = ddpi_last_error ();
+    RANK_CHECK (rc == DDP_EMISMATCH, "failed with %d, not DDP_EMISMATCH: %s",
+                rc, e);
+    /* The reader that saw it fails at the 50th call; the others at any
+     * (a rank that starts late meets the record at its first). */
+    if (strstr (e, m->says))
+        RANK_CHECK (i == 51, "saw it at loop call %d, not 51", i);
+    else
+        RANK_CHECK (strstr (e, m->pair) != NULL,
+                    "the error names neither \"%s\" nor the pair (%s): %s",
+                    m->says, m->pair, e);
+    fprintf (stderr, "rank %d: %d at call %d: %s\n", rank, rc, i, e);
+    teardown (ctx, b, false);
+    return tap_rank_fails ? 1 : 0;
+}
+
 static char err[512];
 
 /* Run fn on SIZE ranks on nodes simulated nodes. */
@@ -431,6 +494,27 @@ static void survivors_ok (const int *st, int victim, const char *what)
         if (r != victim)
             ok (WIFEXITED (st[r]) && WEXITSTATUS (st[r]) == 0,
                 "%s: rank %d saw it, named it, in time", what, r);
+}
+
+/* The mismatches on one node: every rank fails, none hangs; the reader
+ * that saw it says what each passed. */
+static void mismatches (void)
+{
+    static const struct mismatch ms[] = {
+        { "bcast", 2, "ranks 0,2 passed different counts",
+          "ddp_bcast #52: rank 0 passed 8 bytes, rank 2 16" },
+        { "gather", 3, "ranks 0,3 passed different counts",
+          "ddp_gather #52: rank 3 passed 4 bytes, rank 0 8" },
+    };
+    int st[SIZE], rc;
+
+    for (size_t k = 0; k < sizeof (ms) / sizeof (ms[0]); k++) {
+        rc = run_on (1, rank_mismatch, (void *)&ms[k], st);
+        is_int (rc, 0, "rank %d passes another count to the 50th small "
+                "%s (one node: the ring): every rank fails with "
+                "DDP_EMISMATCH naming both%s%s", ms[k].victim, ms[k].how,
+                rc ? ": " : "", rc ? err : "");
+    }
 }
 
 static void faults (void)
@@ -565,6 +649,7 @@ int main (void)
     bad_var ("DDP_YIELD", "20ms", NODES);
     bad_var ("DDP_SPIN", "-1", NODES);
     faults ();
+    mismatches ();
     killed_outside (NODES, 0);
     killed_outside (1, 2);
     done_testing ();
