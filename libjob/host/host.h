@@ -47,10 +47,11 @@
  * calls), and entries over 64 bytes take whole lines.  Every rank moves a
  * cursor per ring through the same calls, so all agree where an entry is;
  * ranks that pass different counts move theirs apart, and the reader that
- * finds another tag than it expects fails the call with DDP_EMISMATCH.  Before writing a line its entry opens, a writer
- * waits until every local rank has left the line (entered the step after
- * the last one that wrote it in the lap before), and no rank runs more
- * than HOST_RING_KMAX - 1 (63) steps ahead of another.  A bcast's root
+ * finds another tag than it expects fails the call with DDP_EMISMATCH.
+ * Before writing a line its entry opens, a writer waits until every local
+ * rank has left the line (entered the step after the last one that wrote
+ * it in the lap before), and no rank runs more than HOST_RING_KMAX - 1
+ * (63) steps ahead of another.  A bcast's root
  * and a gather's senders so return many calls ahead of their readers, as
  * an MPI library's eager sends do (with the banks a rank is never more
  * than one step ahead: every back-to-back call cost a round trip of

@@ -200,6 +200,30 @@ static int ring_bad (struct host *h, int lr, uint64_t s, uint64_t got,
                        h->rank);
 }
 
+/* Write step s's entry at e of a ring (HOST_RING_TAG + bytes, placed by
+ * ring_place and claimed): the tag, then the bytes of src. */
+static void ring_write (char *e, uint64_t s, const void *src, size_t bytes)
+{
+    uint64_t tag = ring_tag (s, bytes);
+
+    memcpy (e, &tag, sizeof (tag));
+    memcpy (e + HOST_RING_TAG, src, bytes);
+}
+
+/* Read step s's entry at e of local rank lr's ring into dst, its tag
+ * checked first: 0, or ring_bad()'s code. */
+static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
+                      void *dst, size_t bytes)
+{
+    uint64_t tag;
+
+    memcpy (&tag, e, sizeof (tag));
+    if (tag != ring_tag (s, bytes))
+        return ring_bad (h, lr, s, tag, bytes);
+    memcpy (dst, e + HOST_RING_TAG, bytes);
+    return 0;
+}
+
 /* Claim bytes at off of this rank's own ring for step s (ring_place):
  * wait until every local rank has left each line the entry opens (every
  * line it touches, less the first when off is inside it), i.e.
@@ -359,7 +383,7 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
                             int root)
 {
     int rlr = h->rank_lrank[root], rc;
-    uint64_t s = 0, tag;
+    uint64_t s = 0;
     size_t off = ring_place (h, rlr, HOST_RING_TAG + bytes);
     char *e = host_ring (h, rlr) + off;
 
@@ -368,20 +392,14 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
     if (h->rank == root) {
         if ((rc = ring_claim (h, s, off, HOST_RING_TAG + bytes)) < 0)
             return rc;
-        tag = ring_tag (s, bytes);
-        memcpy (e, &tag, sizeof (tag));
-        memcpy (e + HOST_RING_TAG, buf, bytes);
+        ring_write (e, s, buf, bytes);
     }
     host_post (h, 0, s);
     if (h->rank == root)
         return 0;
     if ((rc = wait_flag_lead (h, rlr, s)) < 0)
         return rc;
-    memcpy (&tag, e, sizeof (tag));
-    if (tag != ring_tag (s, bytes))
-        return ring_bad (h, rlr, s, tag, bytes);
-    memcpy (buf, e + HOST_RING_TAG, bytes);
-    return 0;
+    return ring_read (h, rlr, e, s, buf, bytes);
 }
 
 /* ----------------------------------------- one node: single copy (CMA) */
@@ -620,9 +638,8 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
 static int node_gather_ring (struct host *h, const char *send, char *recv,
                              size_t bytes)
 {
-    uint64_t s = 0, tag;
+    uint64_t s = 0;
     size_t off, len = HOST_RING_TAG + bytes;
-    char *e;
     int rc;
 
     /* Every cursor moves by the same length: the entries of one step are
@@ -634,23 +651,17 @@ static int node_gather_ring (struct host *h, const char *send, char *recv,
     if ((rc = ring_step_begin (h, &s)) < 0
         || (rc = ring_claim (h, s, off, len)) < 0)
         return rc;
-    e = host_ring (h, h->lrank) + off;
-    tag = ring_tag (s, bytes);
-    memcpy (e, &tag, sizeof (tag));
-    memcpy (e + HOST_RING_TAG, send, bytes);
+    ring_write (host_ring (h, h->lrank) + off, s, send, bytes);
     host_post (h, 0, s);
     if (!recv)
         return 0;
     if ((rc = wait_all_lead (h, s)) < 0)
         return rc;
-    for (int lr = 0; lr < h->lsize; lr++) {
-        e = host_ring (h, lr) + h->ring_off[lr];
-        memcpy (&tag, e, sizeof (tag));
-        if (tag != ring_tag (s, bytes))
-            return ring_bad (h, lr, s, tag, bytes);
-        memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
-                e + HOST_RING_TAG, bytes);
-    }
+    for (int lr = 0; lr < h->lsize; lr++)
+        if ((rc = ring_read (h, lr, host_ring (h, lr) + h->ring_off[lr], s,
+                             recv + (size_t)h->local_ranks[lr] * bytes,
+                             bytes)) < 0)
+            return rc;
     return 0;
 }
 
