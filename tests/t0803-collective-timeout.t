@@ -4,10 +4,11 @@ test_description='a collective some ranks never enter fails after DDP_TIMEOUT na
 ddp_cluster_require
 . "$DDP_SRC_DIR/tests/reliability-lib.sh"
 
-# The absent ranks sleep 2 x DDP_TIMEOUT + 1 s, then exit 0 by themselves.
-# The others must give up after about DDP_TIMEOUT (not wait for them), with
-# DDP_ETIMEDOUT (-7) and an error naming the absent ranks; the step then
-# ends (at the latest when the sleepers exit) with a non-zero status.
+# The absent ranks stay away until the others ended (at most 2 x
+# DDP_TIMEOUT + 1 s), then exit 0 by themselves.  The others must give up
+# after about DDP_TIMEOUT (not wait for them), with DDP_ETIMEDOUT (-7) and
+# an error naming the absent ranks, while those are still alive; the step
+# then ends with a non-zero status.
 REL_BOUND=20
 
 # skip_run NAME ABSENT PRESENT MIN MAX [SRUN ARGS...]: the run (srun

@@ -4,8 +4,9 @@ test_description='a collective timeout says, on every rank, which collective num
 ddp_cluster_require
 . "$DDP_SRC_DIR/tests/reliability-lib.sh"
 
-# ddp_victim late: the late ranks sleep (2 x DDP_TIMEOUT + 1 s) before the
-# 5th barrier of a loop; the others time out in it.  Collectives are
+# ddp_victim late: the late ranks stay away before the 5th barrier of a
+# loop (until the others ended, at most 2 x DDP_TIMEOUT + 1 s); the others
+# time out in it.  Collectives are
 # numbered per rank from 1 (ddp_init's own barrier is #1), so every error
 # must say the late rank "never entered ddp_barrier #N", with one N on all
 # ranks, and name its node.

@@ -13,15 +13,14 @@
  *   preinit    the ranks in DDP_VICTIM_RANKS (default "1") write their pid
  *              file and sleep before ddp_init(); the others init at once
  *   skip       init and one barrier; then the ranks in DDP_VICTIM_RANKS do
- *              not enter the next barrier (they sleep DDP_VICTIM_SKIP_SLEEP
- *              seconds, default 2 x DDP_TIMEOUT + 1, then exit 0); the
- *              others do
+ *              not enter the next barrier (they stay away until every
+ *              other rank ended, at most DDP_VICTIM_SKIP_SLEEP seconds,
+ *              default 2 x DDP_TIMEOUT + 1, then exit 0); the others do
  *   abort      init and one barrier; the ranks in DDP_VICTIM_RANKS call
  *              ddp_abort(3, ...), the others loop on ddp_barrier()
  *   late       init, then ddp_barrier() in a loop; the ranks in
- *              DDP_VICTIM_RANKS sleep DDP_VICTIM_SKIP_SLEEP seconds (default
- *              2 x DDP_TIMEOUT + 1) before the DDP_VICTIM_AT-th barrier of
- *              the loop (default 5), then exit 0
+ *              DDP_VICTIM_RANKS stay away (as in skip) before the
+ *              DDP_VICTIM_AT-th barrier of the loop (default 5), then exit 0
  *   slow       init, then DDP_VICTIM_AT (default 50) allreduces of one
  *              float, the ranks in DDP_VICTIM_RANKS sleeping 20 ms before
  *              each; then ddp_finalize() and exit 0 (the straggler
@@ -208,6 +207,32 @@ static void loop_allreduce (double secs)
     finish (4, "not noticed");
 }
 
+/* Stay away (an absent or late rank) for up to SECS seconds, but no longer
+ * than it takes every other rank to end (its DIR/exit.RANK is written just
+ * before it exits): the test then does not wait out the whole absence
+ * after the others gave up, and they gave up while this rank was still
+ * alive, as the scenario needs.  Polls every 50 ms. */
+static void stay_away (double secs)
+{
+    double end = now () + secs;
+    int n = ddp_world_size ();
+
+    while (now () < end) {
+        int r;
+        for (r = 0; r < n; r++) {
+            char path[4096];
+            if (is_victim (r))
+                continue;
+            snprintf (path, sizeof (path), "%s/exit.%d", dir, r);
+            if (access (path, F_OK) != 0)
+                break;
+        }
+        if (r == n)
+            return;
+        usleep (50000);
+    }
+}
+
 static void loop_late (double secs, double timeout)
 {
     int at = (int)env_double ("DDP_VICTIM_AT", 5), rc;
@@ -216,8 +241,7 @@ static void loop_late (double secs, double timeout)
     ready ();
     for (int i = 1; (call_start = now ()) < end; i++) {
         if (i == at && is_victim (my_rank)) {
-            sleep ((unsigned)env_double ("DDP_VICTIM_SKIP_SLEEP",
-                                         2 * timeout + 1));
+            stay_away (env_double ("DDP_VICTIM_SKIP_SLEEP", 2 * timeout + 1));
             finish (0, "late");
         }
         if ((rc = ddp_barrier ()) < 0)
@@ -319,8 +343,7 @@ int main (int argc, char **argv)
     ready ();
     if (strcmp (mode, "skip") == 0) {
         if (is_victim (my_rank)) {
-            sleep ((unsigned)env_double ("DDP_VICTIM_SKIP_SLEEP",
-                                         2 * timeout + 1));
+            stay_away (env_double ("DDP_VICTIM_SKIP_SLEEP", 2 * timeout + 1));
             finish (0, "skipped");
         }
         call_start = now ();
