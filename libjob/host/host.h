@@ -48,6 +48,10 @@
  * cursor per ring through the same calls, so all agree where an entry is;
  * ranks that pass different counts move theirs apart, and the reader that
  * finds another tag than it expects fails the call with DDP_EMISMATCH.
+ * The other one-node bcast and gather paths tag their data too (node.c:
+ * a bank step's area opens with the tag, single copy and the inline
+ * allgather post it in the writer's polled flags, tag[s & 1]), so that
+ * counts which put ranks on different paths fail the same way.
  * Before writing a line its entry opens, a writer waits until every local
  * rank has left the line (entered the step after the last one that wrote
  * it in the lap before), and no rank runs more than HOST_RING_KMAX - 1

@@ -102,7 +102,7 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3038ULL  /* "ddpshm08" */
+#define SHM_MAGIC 0x64647073686d3039ULL  /* "ddpshm09" */
 
 /* The rings (node.c): on one node a bcast or gather of at most
  * HOST_RING_BYTES a rank goes through the writer's ring, HOST_RING_RANK_BYTES
@@ -133,16 +133,21 @@ struct host_event {
 #define HOST_INLINE_BYTES 16
 
 /* One local rank's flags: ten cache lines.  The first holds what the
- * node-mates poll (seq, red, fin: written once per step; inl with seq);
- * the others what this rank writes often or at every call and the others
- * read rarely (beat, state, arrive), so that those writes do not pull the
- * polled line away from its readers. */
+ * node-mates poll (seq, red, fin: written once per step; inl and tag with
+ * seq); the others what this rank writes often or at every call and the
+ * others read rarely (beat, state, arrive), so that those writes do not
+ * pull the polled line away from its readers. */
 struct shm_flags {
     _Atomic uint64_t seq;
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
     unsigned char inl[2][HOST_INLINE_BYTES];
-    char pad1[64 - 3 * sizeof (uint64_t) - 2 * HOST_INLINE_BYTES];
+    /* The step and size of the bcast or gather data this rank posted
+     * outside the rings in its last two steps (tag[s & 1], node.c's
+     * step_tag, written before seq): its readers check it, so that ranks
+     * which passed different counts fail instead of reading stale data,
+     * also where the counts put them on different paths. */
+    _Atomic uint32_t tag[2];
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
     /* With the straggler report on: when this rank entered collective c,
@@ -162,6 +167,8 @@ struct shm_flags {
     _Atomic uint64_t addr2;
 };
 
+_Static_assert (offsetof (struct shm_flags, beat) == 64,
+                "the polled flags are one cache line");
 _Static_assert (sizeof (struct shm_flags) == 640,
                 "a rank's flags are ten cache lines");
 

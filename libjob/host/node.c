@@ -224,6 +224,89 @@ static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
     return 0;
 }
 
+/* Outside the rings a bcast's root and a gather's senders post step s's
+ * data (of a call of bytes, a rank's for a gather) with a tag in their
+ * polled flag line, tag[s & 1], written before the step's seq: the low 8
+ * bits of the step, then 24 bits of size: the size itself below 8 MiB,
+ * else a hash of it with the top bit set.  A writer cannot post step s +
+ * 2 before every node-mate entered s + 1, so tag[s & 1] holds step s's
+ * while a reader of step s checks it. */
+#define STEP_TAG_EXACT (1u << 23)
+
+static uint32_t step_tag (uint64_t s, size_t bytes)
+{
+    uint32_t size = bytes < STEP_TAG_EXACT
+        ? (uint32_t)bytes
+        : STEP_TAG_EXACT | ((uint32_t)(((uint64_t)bytes
+                                        * 0x9e3779b97f4a7c15ULL) >> 41)
+                            & (STEP_TAG_EXACT - 1));
+
+    return (uint32_t)(s & 0xff) << 24 | size;
+}
+
+static void step_tag_post (struct host *h, uint64_t s, size_t bytes)
+{
+    atomic_store_explicit (&h->flags[h->lrank].tag[s & 1], step_tag (s, bytes),
+                           memory_order_relaxed);
+}
+
+/* Local rank lr posted step s (its seq was seen): did it post this
+ * step's data of bytes, outside the rings?  A rank that passed another
+ * count may have taken another path (a ring entry, single copy, the
+ * banks: each has its own size range), which leaves an earlier step's
+ * tag, or the same path with another size.  Returns 0, or ring_bad()'s
+ * code (with the size lr passed where the tag tells it). */
+static int step_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
+{
+    uint32_t got = atomic_load_explicit (&h->flags[lr].tag[s & 1],
+                                         memory_order_relaxed);
+    uint32_t size = got & 0xffffff;
+
+    if (got == step_tag (s, bytes))
+        return 0;
+    if (got >> 24 != (uint32_t)(s & 0xff) || size >= STEP_TAG_EXACT
+        || bytes >= STEP_TAG_EXACT)
+        return ring_bad (h, lr, s, ring_tag (s + 1, 0), bytes);   /* not s's */
+    return ring_bad (h, lr, s, ring_tag (s, size), bytes);
+}
+
+/* step_tag_check() of every other local rank (a gather's root). */
+static int tags_check (struct host *h, uint64_t s, size_t bytes)
+{
+    int rc;
+
+    for (int lr = 0; lr < h->lsize; lr++)
+        if (lr != h->lrank && (rc = step_tag_check (h, lr, s, bytes)) < 0)
+            return rc;
+    return 0;
+}
+
+/* A bank step's data (the bcast's result area, a gather's slot) opens
+ * with its tag, ring_tag (s, bytes of the call), on a line of its own:
+ * the reader reads it with the data (its own bank, s & 1, so that a
+ * writer's next step does not touch it; in the polled flag line it cost
+ * 1 x 2 gathers of 2 KiB 0.31-0.34 -> 0.32-0.57 us, the writer taking
+ * the line back for its next step while its reader checked). */
+#define STEP_HDR 64
+
+static void bank_tag_post (char *area, uint64_t s, size_t bytes)
+{
+    uint64_t tag = ring_tag (s, bytes);
+
+    memcpy (area, &tag, sizeof (tag));
+}
+
+/* Local rank lr's bank area of step s holds that step's data of a call
+ * of bytes?  0, or ring_bad()'s code. */
+static int bank_tag_check (struct host *h, int lr, const char *area,
+                           uint64_t s, size_t bytes)
+{
+    uint64_t tag;
+
+    memcpy (&tag, area, sizeof (tag));
+    return tag == ring_tag (s, bytes) ? 0 : ring_bad (h, lr, s, tag, bytes);
+}
+
 /* Claim bytes at off of this rank's own ring for step s (ring_place):
  * wait until every local rank has left each line the entry opens (every
  * line it touches, less the first when off is inside it), i.e.
@@ -355,24 +438,29 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
     return 0;
 }
 
-/* One bcast step on one node: bytes of root's buf to the others. */
-static int node_bcast_step (struct host *h, char *buf, size_t bytes, int root)
+/* One bcast step on one node: bytes of root's buf to the others (a piece
+ * of a call of total bytes). */
+static int node_bcast_step (struct host *h, char *buf, size_t bytes,
+                            size_t total, int root)
 {
+    int rlr = h->rank_lrank[root], rc;
     uint64_t s = 0;
-    int rc;
     char *res;
 
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     res = host_result (h, (int)(s & 1));
-    if (h->rank == root)
-        memcpy (res, buf, bytes);
+    if (h->rank == root) {
+        bank_tag_post (res, s, total);
+        memcpy (res + STEP_HDR, buf, bytes);
+    }
     host_post (h, 0, s);
     if (h->rank == root)
         return 0;
-    if ((rc = node_wait_flag (h, h->rank_lrank[root], 0, s)) < 0)
+    if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
+        || (rc = bank_tag_check (h, rlr, res, s, total)) < 0)
         return rc;
-    memcpy (buf, res, bytes);
+    memcpy (buf, res + STEP_HDR, bytes);
     return 0;
 }
 
@@ -480,12 +568,15 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
 
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
-    if (h->rank == root)
+    if (h->rank == root) {
         host_cma_post (h, buf, NULL);
+        step_tag_post (h, s, bytes);
+    }
     host_post (h, 0, s);
     if (h->rank == root)
         return node_wait_all (h, 1, s);
     if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
+        || (rc = step_tag_check (h, rlr, s, bytes)) < 0
         || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, 0, buf, bytes)))
            < 0)
         return rc;
@@ -587,9 +678,11 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_post (h, send, NULL);
+    step_tag_post (h, s, bytes);
     host_post (h, 0, s);
     if (recv) {
-        if ((rc = node_wait_all (h, 0, s)) < 0)
+        if ((rc = node_wait_all (h, 0, s)) < 0
+            || (rc = tags_check (h, s, bytes)) < 0)
             return rc;
         for (int lr = 0; lr < h->lsize; lr++) {
             char *dst = recv + (size_t)h->local_ranks[lr] * bytes;
@@ -610,7 +703,8 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
 }
 
 /* One gather step on one node: bytes of every rank's send into recv at
- * rank x stride (recv NULL: not wanted here). */
+ * rank x stride (recv NULL: not wanted here), a piece of a call of
+ * stride bytes a rank. */
 static int node_gather_step (struct host *h, const char *send, char *recv,
                              size_t bytes, size_t stride)
 {
@@ -620,15 +714,20 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     bank = (int)(s & 1);
-    memcpy (host_slot (h, bank, h->lrank), send, bytes);
+    bank_tag_post (host_slot (h, bank, h->lrank), s, stride);
+    memcpy (host_slot (h, bank, h->lrank) + STEP_HDR, send, bytes);
     host_post (h, 0, s);
     if (!recv)
         return 0;
     if ((rc = node_wait_all (h, 0, s)) < 0)
         return rc;
-    for (int lr = 0; lr < h->lsize; lr++)
-        memcpy (recv + (size_t)h->local_ranks[lr] * stride,
-                host_slot (h, bank, lr), bytes);
+    for (int lr = 0; lr < h->lsize; lr++) {
+        const char *slot = host_slot (h, bank, lr);
+        if (lr != h->lrank && (rc = bank_tag_check (h, lr, slot, s, stride)) < 0)
+            return rc;
+        memcpy (recv + (size_t)h->local_ranks[lr] * stride, slot + STEP_HDR,
+                bytes);
+    }
     return 0;
 }
 
@@ -678,8 +777,10 @@ static int node_allgather_inline (struct host *h, const char *send,
         return rc;
     bank = (int)(s & 1);
     memcpy (host_inline (h, h->lrank, bank), send, bytes);
+    step_tag_post (h, s, bytes);
     host_post (h, 0, s);
-    if ((rc = node_wait_all (h, 0, s)) < 0)
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = tags_check (h, s, bytes)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++)
         memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
@@ -719,8 +820,9 @@ int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
     if ((rc = cma_use (h, bytes, CMA_BCAST_MIN, CMA_BCAST_MAX)) != 0)
         return rc < 0 ? rc : node_bcast_cma (h, buf, bytes, root);
     for (size_t off = 0; off < bytes; off += n) {
-        n = bytes - off < h->res_bytes ? bytes - off : h->res_bytes;
-        if ((rc = node_bcast_step (h, buf + off, n, root)) < 0)
+        n = bytes - off < h->res_bytes - STEP_HDR ? bytes - off
+                                                  : h->res_bytes - STEP_HDR;
+        if ((rc = node_bcast_step (h, buf + off, n, bytes, root)) < 0)
             return rc;
     }
     return 0;
@@ -729,7 +831,7 @@ int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
 int node_gather_run (struct host *h, const char *send, char *recv,
                      size_t bytes, size_t es, int root)
 {
-    size_t chunk = h->slot_bytes - h->slot_bytes % es, n;
+    size_t room = h->slot_bytes - STEP_HDR, chunk = room - room % es, n;
     int rc;
 
     if (root < 0 && bytes <= HOST_INLINE_BYTES)

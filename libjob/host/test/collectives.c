@@ -401,11 +401,15 @@ static int rank_bad_var (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
-/* A rank passing another count to a small one-node call than the others
- * (the ring: its tag, node.c), at the 50th of a loop of them. */
+/* A rank passing another count to a one-node call than the others, at
+ * the 50th of a loop of them: on the same path (the ring's tag, or the
+ * step tag of the banks and single copy, node.c) or on different ones
+ * (the counts fall in different paths' ranges). */
 struct mismatch {
     const char *how;    /* "bcast": from rank 0; "gather": to rank 0 */
-    int victim;         /* passes 4 floats (bcast) or 1 (gather), not 2 */
+    size_t n, vn;       /* floats the ranks pass (a rank's, to a gather),
+                           and the victim at the 50th call */
+    int victim;
     const char *pair;   /* the two ranks every error names, "0,2" */
     const char *says;   /* what the reader that sees it says */
 };
@@ -419,19 +423,19 @@ static int rank_mismatch (int rank, void *arg)
     struct bootstrap *b = NULL;
     struct ddp_config cfg;
     void *ctx = create (&b, &cfg, 30);
-    float a[4] = { 0 }, g[4 * SIZE];
+    size_t max = m->n > m->vn ? m->n : m->vn;
+    float *a = calloc (max, sizeof (float));
+    float *g = calloc (max * SIZE, sizeof (float));
     const char *e;
     int i, rc;
 
-    if (!ctx)
+    if (!ctx || !a || !g)
         return 2;
     /* The first barrier in the loop: a rank late out of it meets there
      * the record of a mismatch the others already saw. */
     rc = be->barrier (ctx);
     for (i = 0; i < 100000 && rc == 0; i++) {
-        size_t n = 2;
-        if (i == 50 && rank == m->victim)
-            n = strcmp (m->how, "bcast") == 0 ? 4 : 1;
+        size_t n = i == 50 && rank == m->victim ? m->vn : m->n;
         if (strcmp (m->how, "bcast") == 0)
             rc = be->bcast (ctx, a, n, DDP_FLOAT32, 0);
         else
@@ -450,6 +454,8 @@ static int rank_mismatch (int rank, void *arg)
                     m->says, m->pair, e);
     fprintf (stderr, "rank %d: %d at call %d: %s\n", rank, rc, i, e);
     teardown (ctx, b, false);
+    free (a);
+    free (g);
     return tap_rank_fails ? 1 : 0;
 }
 
@@ -500,19 +506,34 @@ static void survivors_ok (const int *st, int victim, const char *what)
  * that saw it says what each passed. */
 static void mismatches (void)
 {
+    /* Paths by bytes (node.c): the ring up to 512 (a rank's, for a
+     * gather), then single copy from 16 KiB (bcast) and 8 KiB (gather)
+     * where the node votes for it, the banks otherwise. */
     static const struct mismatch ms[] = {
-        { "bcast", 2, "ranks 0,2 passed different counts",
+        { "bcast", 2, 4, 2, "ranks 0,2 passed different counts",
           "ddp_bcast #52: rank 0 passed 8 bytes, rank 2 16" },
-        { "gather", 3, "ranks 0,3 passed different counts",
+        { "gather", 2, 1, 3, "ranks 0,3 passed different counts",
           "ddp_gather #52: rank 3 passed 4 bytes, rank 0 8" },
+        { "bcast", 128, 256, 2, "ranks 0,2 passed different counts",
+          "ddp_bcast #52: rank 0's data is not where rank 2 expects it" },
+        { "bcast", 256, 128, 2, "ranks 0,2 passed different counts",
+          "ddp_bcast #52: rank 0's data is not where rank 2 expects it" },
+        { "bcast", 512, 1024, 2, "ranks 0,2 passed different counts",
+          "ddp_bcast #52: rank 0 passed 2048 bytes, rank 2 4096" },
+        { "bcast", 1024, 8192, 1, "ranks 0-1 passed different counts",
+          "ddp_bcast #52: rank 0 passed 4096 bytes, rank 1 32768" },
+        { "gather", 128, 256, 3, "ranks 0,3 passed different counts",
+          "ddp_gather #52: rank 3's data is not where rank 0 expects it" },
+        { "gather", 512, 4096, 1, "ranks 0-1 passed different counts",
+          "ddp_gather #52: rank 1's data is not where rank 0 expects it" },
     };
     int st[SIZE], rc;
 
     for (size_t k = 0; k < sizeof (ms) / sizeof (ms[0]); k++) {
         rc = run_on (1, rank_mismatch, (void *)&ms[k], st);
-        is_int (rc, 0, "rank %d passes another count to the 50th small "
-                "%s (one node: the ring): every rank fails with "
-                "DDP_EMISMATCH naming both%s%s", ms[k].victim, ms[k].how,
+        is_int (rc, 0, "rank %d passes %zu floats to the 50th %s of %zu "
+                "(one node): every rank fails with DDP_EMISMATCH naming "
+                "both%s%s", ms[k].victim, ms[k].vn, ms[k].how, ms[k].n,
                 rc ? ": " : "", rc ? err : "");
     }
 }
