@@ -175,12 +175,12 @@ static uint64_t ring_tag (uint64_t s, size_t bytes)
     return (s & 0xffffffffu) | (uint64_t)bytes << 32;
 }
 
-/* A reader found tag got where it expects local rank lr's entry of bytes
- * for step s: fail the call (and, through the fault record, every rank's
- * next one), naming lr's rank and this one; this rank's error says what
- * each passed where the tag shows it. */
-static int ring_bad (struct host *h, int lr, uint64_t s, uint64_t got,
-                     size_t bytes)
+/* A reader found another tag than that of local rank lr's data of bytes
+ * for this step: fail the call (and, through the fault record, every
+ * rank's next one), naming lr's rank and this one; this rank's error says
+ * what each passed where the tag was of this step (theirs: lr's size, or
+ * SIZE_MAX when the tag is of another step and tells none). */
+static int tag_bad (struct host *h, int lr, size_t theirs, size_t bytes)
 {
     int them = h->local_ranks[lr], ranks[2], rc;
     const char *call = host_call_name (h->kind);
@@ -189,39 +189,57 @@ static int ring_bad (struct host *h, int lr, uint64_t s, uint64_t got,
     ranks[0] = them < h->rank ? them : h->rank;
     ranks[1] = them < h->rank ? h->rank : them;
     rc = host_fault_set (h, ranks, 2, FAULT_MISMATCH);
-    if ((got & 0xffffffffu) == (s & 0xffffffffu))
-        return ddpi_error (rc, "%s #%llu: rank %d passed %llu bytes, rank %d "
+    if (theirs != SIZE_MAX)
+        return ddpi_error (rc, "%s #%llu: rank %d passed %zu bytes, rank %d "
                            "%zu: every rank must pass the same count and "
-                           "dtype", call, c, them,
-                           (unsigned long long)(got >> 32), h->rank, bytes);
+                           "dtype", call, c, them, theirs, h->rank, bytes);
     return ddpi_error (rc, "%s #%llu: rank %d's data is not where rank %d "
                        "expects it: the two passed different counts to "
                        "this call or an earlier small one", call, c, them,
                        h->rank);
 }
 
-/* Write step s's entry at e of a ring (HOST_RING_TAG + bytes, placed by
- * ring_place and claimed): the tag, then the bytes of src. */
-static void ring_write (char *e, uint64_t s, const void *src, size_t bytes)
+/* Put the tag of step s's data of bytes at e (a ring entry, a bank
+ * step's area: its first HOST_RING_TAG bytes). */
+static void tag_put (char *e, uint64_t s, size_t bytes)
 {
     uint64_t tag = ring_tag (s, bytes);
 
     memcpy (e, &tag, sizeof (tag));
-    memcpy (e + HOST_RING_TAG, src, bytes);
 }
 
-/* Read step s's entry at e of local rank lr's ring into dst, its tag
- * checked first: 0, or ring_bad()'s code. */
-static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
-                      void *dst, size_t bytes)
+/* Does e hold the tag of local rank lr's step s data of bytes?  0, or
+ * tag_bad()'s code. */
+static int tag_check (struct host *h, int lr, const char *e, uint64_t s,
+                      size_t bytes)
 {
     uint64_t tag;
 
     memcpy (&tag, e, sizeof (tag));
-    if (tag != ring_tag (s, bytes))
-        return ring_bad (h, lr, s, tag, bytes);
-    memcpy (dst, e + HOST_RING_TAG, bytes);
-    return 0;
+    if (tag == ring_tag (s, bytes))
+        return 0;
+    return tag_bad (h, lr, (tag & 0xffffffffu) == (s & 0xffffffffu)
+                               ? (size_t)(tag >> 32) : SIZE_MAX, bytes);
+}
+
+/* Write step s's entry at e of a ring (HOST_RING_TAG + bytes, placed by
+ * ring_place and claimed): the tag, then the bytes of src. */
+static void ring_write (char *e, uint64_t s, const void *src, size_t bytes)
+{
+    tag_put (e, s, bytes);
+    memcpy (e + HOST_RING_TAG, src, bytes);
+}
+
+/* Read step s's entry at e of local rank lr's ring into dst, its tag
+ * checked first: 0, or tag_bad()'s code. */
+static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
+                      void *dst, size_t bytes)
+{
+    int rc = tag_check (h, lr, e, s, bytes);
+
+    if (rc == 0)
+        memcpy (dst, e + HOST_RING_TAG, bytes);
+    return rc;
 }
 
 /* Outside the rings a bcast's root and a gather's senders post step s's
@@ -254,7 +272,7 @@ static void step_tag_post (struct host *h, uint64_t s, size_t bytes)
  * step's data of bytes, outside the rings?  A rank that passed another
  * count may have taken another path (a ring entry, single copy, the
  * banks: each has its own size range), which leaves an earlier step's
- * tag, or the same path with another size.  Returns 0, or ring_bad()'s
+ * tag, or the same path with another size.  Returns 0, or tag_bad()'s
  * code (with the size lr passed where the tag tells it). */
 static int step_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
 {
@@ -266,8 +284,8 @@ static int step_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
         return 0;
     if (got >> 24 != (uint32_t)(s & 0xff) || size >= STEP_TAG_EXACT
         || bytes >= STEP_TAG_EXACT)
-        return ring_bad (h, lr, s, ring_tag (s + 1, 0), bytes);   /* not s's */
-    return ring_bad (h, lr, s, ring_tag (s, size), bytes);
+        return tag_bad (h, lr, SIZE_MAX, bytes);
+    return tag_bad (h, lr, size, bytes);
 }
 
 /* step_tag_check() of every other local rank (a gather's root). */
@@ -282,30 +300,12 @@ static int tags_check (struct host *h, uint64_t s, size_t bytes)
 }
 
 /* A bank step's data (the bcast's result area, a gather's slot) opens
- * with its tag, ring_tag (s, bytes of the call), on a line of its own:
+ * with its tag (tag_put: step and bytes of the call), on a line of its own:
  * the reader reads it with the data (its own bank, s & 1, so that a
  * writer's next step does not touch it; in the polled flag line it cost
  * 1 x 2 gathers of 2 KiB 0.31-0.34 -> 0.32-0.57 us, the writer taking
  * the line back for its next step while its reader checked). */
 #define STEP_HDR 64
-
-static void bank_tag_post (char *area, uint64_t s, size_t bytes)
-{
-    uint64_t tag = ring_tag (s, bytes);
-
-    memcpy (area, &tag, sizeof (tag));
-}
-
-/* Local rank lr's bank area of step s holds that step's data of a call
- * of bytes?  0, or ring_bad()'s code. */
-static int bank_tag_check (struct host *h, int lr, const char *area,
-                           uint64_t s, size_t bytes)
-{
-    uint64_t tag;
-
-    memcpy (&tag, area, sizeof (tag));
-    return tag == ring_tag (s, bytes) ? 0 : ring_bad (h, lr, s, tag, bytes);
-}
 
 /* Claim bytes at off of this rank's own ring for step s (ring_place):
  * wait until every local rank has left each line the entry opens (every
@@ -451,14 +451,14 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes,
         return rc;
     res = host_result (h, (int)(s & 1));
     if (h->rank == root) {
-        bank_tag_post (res, s, total);
+        tag_put (res, s, total);
         memcpy (res + STEP_HDR, buf, bytes);
     }
     host_post (h, 0, s);
     if (h->rank == root)
         return 0;
     if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
-        || (rc = bank_tag_check (h, rlr, res, s, total)) < 0)
+        || (rc = tag_check (h, rlr, res, s, total)) < 0)
         return rc;
     memcpy (buf, res + STEP_HDR, bytes);
     return 0;
@@ -714,7 +714,7 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     bank = (int)(s & 1);
-    bank_tag_post (host_slot (h, bank, h->lrank), s, stride);
+    tag_put (host_slot (h, bank, h->lrank), s, stride);
     memcpy (host_slot (h, bank, h->lrank) + STEP_HDR, send, bytes);
     host_post (h, 0, s);
     if (!recv)
@@ -723,7 +723,7 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
         return rc;
     for (int lr = 0; lr < h->lsize; lr++) {
         const char *slot = host_slot (h, bank, lr);
-        if (lr != h->lrank && (rc = bank_tag_check (h, lr, slot, s, stride)) < 0)
+        if (lr != h->lrank && (rc = tag_check (h, lr, slot, s, stride)) < 0)
             return rc;
         memcpy (recv + (size_t)h->local_ranks[lr] * stride, slot + STEP_HDR,
                 bytes);
@@ -812,7 +812,7 @@ int node_reduce_run (struct host *h, const char *send, char *recv,
 
 int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
 {
-    size_t n;
+    size_t room = h->res_bytes - STEP_HDR, n;
     int rc;
 
     if (bytes <= HOST_RING_BYTES)
@@ -820,8 +820,7 @@ int node_bcast_run (struct host *h, char *buf, size_t bytes, int root)
     if ((rc = cma_use (h, bytes, CMA_BCAST_MIN, CMA_BCAST_MAX)) != 0)
         return rc < 0 ? rc : node_bcast_cma (h, buf, bytes, root);
     for (size_t off = 0; off < bytes; off += n) {
-        n = bytes - off < h->res_bytes - STEP_HDR ? bytes - off
-                                                  : h->res_bytes - STEP_HDR;
+        n = bytes - off < room ? bytes - off : room;
         if ((rc = node_bcast_step (h, buf + off, n, bytes, root)) < 0)
             return rc;
     }
