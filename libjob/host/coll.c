@@ -165,6 +165,12 @@ static int call_agree (struct host *h)
         h->relay->poll (h);
     if (atomic_load (&h->hdr->fault_rank) == 0)
         return 0;
+    /* Noticed by a node-mate in a later call (it ran ahead of this rank
+     * on the rings, or left this call first): this one completed on every
+     * rank; the next one meets the record. */
+    if (atomic_load (&h->hdr->fault_kind) != 0
+        && h->hdr->fault_call > h->call)
+        return 0;
     ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
               "it fails here too", host_kind_names[h->kind],
               (unsigned long long)h->call);
@@ -220,8 +226,9 @@ static size_t phase_steps (size_t count, int La, size_t c)
 }
 
 /* In phase of a reduction: every local rank puts its data through its
- * slot, lane m's piece at m x c elements; lane l (< La; w its block in
- * the accumulation type) reduces its piece over the node's slots. */
+ * slot, lane m's piece at m x c elements, with the call's tag (node.h);
+ * lane l (< La; w its block in the accumulation type) checks the tags and
+ * reduces its piece over the node's slots. */
 static int reduce_in (struct host *h, const char *send, char *w, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op, int La)
 {
@@ -241,11 +248,13 @@ static int reduce_in (struct host *h, const char *send, char *w, size_t count,
             piece (count, La, m, c, j, &lo, &n);
             memcpy (slot + (size_t)m * c * es, send + lo * es, n * es);
         }
+        node_tag_post (h, s, count * es);
         host_post (h, 0, s);
         if (l < 0)
             continue;
         piece (count, La, l, c, j, &lo, &n);
-        if ((rc = node_wait_all (h, 0, s)) < 0)
+        if ((rc = node_wait_all (h, 0, s)) < 0
+            || (rc = node_tags_check (h, h->lsize, s, count * es)) < 0)
             return rc;
         node_reduce (h, (int)(s & 1), w + j * c * aes, (size_t)l * c, n,
                      dtype, op);
@@ -254,12 +263,15 @@ static int reduce_in (struct host *h, const char *send, char *w, size_t count,
 }
 
 /* Out phase: lane l (< La) writes its block of the result (mine, dtype)
- * through the result area, piece by piece; every local rank with a dst
- * copies every lane's pieces into it (not its own block when that is
- * where it already lies).  reuse: the first piece goes in the last step of
- * this call's in phase (nobody reads that bank's result area then). */
+ * through the result area, piece by piece, with the tag of the call
+ * (call: its bytes as the in phase tags them); every local rank with a
+ * dst checks the lanes' tags and copies every lane's pieces into it (not
+ * its own block when that is where it already lies).  reuse: the first
+ * piece goes in the last step of this call's in phase (nobody reads that
+ * bank's result area then). */
 static int result_out (struct host *h, const char *mine, char *dst,
-                       size_t count, size_t es, int La, bool reuse)
+                       size_t count, size_t es, int La, bool reuse,
+                       size_t call)
 {
     size_t c = h->res_bytes / ((size_t)La * es), lo, n;
     size_t steps = phase_steps (count, La, c);
@@ -274,11 +286,13 @@ static int result_out (struct host *h, const char *mine, char *dst,
         if (l >= 0) {
             piece (count, La, l, c, j, &lo, &n);
             memcpy (res + (size_t)l * c * es, mine + j * c * es, n * es);
+            node_tag_post (h, s, call);
             host_post (h, 2, s);
         }
         if (!dst)
             continue;
-        if ((rc = node_wait_first (h, La, 2, s)) < 0)
+        if ((rc = node_wait_first (h, La, 2, s)) < 0
+            || (rc = node_tags_check (h, La, s, call)) < 0)
             return rc;
         for (int m = 0; m < La; m++) {
             piece (count, La, m, c, j, &lo, &n);
@@ -330,7 +344,7 @@ static int allreduce_nodes (struct host *h, const char *send, char *recv,
         if ((rc = algo_allreduce (h, w, out, bhi - blo, dtype, op)) < 0)
             return rc;
     }
-    return result_out (h, out, recv, count, es, La, true);
+    return result_out (h, out, recv, count, es, La, true, count * es);
 }
 
 static int reduce_nodes (struct host *h, const char *send, char *recv,
@@ -358,10 +372,12 @@ static int reduce_nodes (struct host *h, const char *send, char *recv,
     }
     if (h->node != rnode)
         return 0;
-    return result_out (h, out, want ? recv : NULL, count, es, La, true);
+    return result_out (h, out, want ? recv : NULL, count, es, La, true,
+                       count * es);
 }
 
-/* In phase of a bcast: the root (not lane 0) hands buf to lane 0. */
+/* In phase of a bcast: the root (not lane 0) hands buf to lane 0, with
+ * the call's tag (node.h). */
 static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
 {
     uint64_t s = 0;
@@ -373,12 +389,15 @@ static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
         if ((rc = node_step_begin (h, &s)) < 0)
             return rc;
         slot = host_slot (h, (int)(s & 1), root_lr);
-        if (h->lrank == root_lr)
+        if (h->lrank == root_lr) {
             memcpy (slot, buf + off, n);
+            node_tag_post (h, s, bytes);
+        }
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
-        if ((rc = node_wait_flag (h, root_lr, 0, s)) < 0)
+        if ((rc = node_wait_flag (h, root_lr, 0, s)) < 0
+            || (rc = node_tag_check (h, root_lr, s, bytes)) < 0)
             return rc;
         memcpy (buf + off, slot, n);
     }
@@ -398,12 +417,13 @@ static int bcast_nodes (struct host *h, char *buf, size_t bytes, int root)
         return rc;
     return result_out (h, h->lrank == 0 ? buf : NULL,
                        h->rank == root || h->lrank == 0 ? NULL : buf, bytes,
-                       1, 1, in);
+                       1, 1, in, bytes);
 }
 
-/* In phase of a gather: every local rank's bytes through its slot; lane 0
- * puts local rank lr's at dst + lr x bytes (world: at its rank's place)
- * and its own send there first (unless it is there: dst may be send). */
+/* In phase of a gather: every local rank's bytes through its slot, with
+ * the call's tag (node.h); lane 0 checks the tags and puts local rank
+ * lr's at dst + lr x bytes (world: at its rank's place) and its own send
+ * there first (unless it is there: dst may be send). */
 static int gather_in (struct host *h, const char *send, char *dst,
                       size_t bytes, bool world)
 {
@@ -420,10 +440,12 @@ static int gather_in (struct host *h, const char *send, char *dst,
             return rc;
         if (h->lrank != 0)
             memcpy (host_slot (h, (int)(s & 1), h->lrank), send + off, n);
+        node_tag_post (h, s, bytes);
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
-        if ((rc = node_wait_all (h, 0, s)) < 0)
+        if ((rc = node_wait_all (h, 0, s)) < 0
+            || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
             return rc;
         for (int lr = 1; lr < h->lsize; lr++)
             memcpy (dst + (size_t)(world ? h->local_ranks[lr] : lr) * bytes
@@ -458,7 +480,8 @@ static int gather_unpack (struct host *h, const char *tb, size_t bytes,
 }
 
 /* Out phase of a gather on the root's node: lane 0 writes the output
- * (world order) through the result area, the root copies it. */
+ * (world order) through the result area, with the call's tag (bytes), the
+ * root checks it and copies the output. */
 static int gather_out (struct host *h, const char *tb, char *recv,
                        size_t bytes, int rnode)
 {
@@ -476,11 +499,13 @@ static int gather_out (struct host *h, const char *tb, char *recv,
             if ((rc = gather_unpack (h, tb, bytes, rnode, res, off,
                                      off + n)) < 0)
                 return rc;
+            node_tag_post (h, s, bytes);
             host_post (h, 2, s);
         }
         if (!recv)
             continue;
-        if ((rc = node_wait_flag (h, 0, 2, s)) < 0)
+        if ((rc = node_wait_flag (h, 0, 2, s)) < 0
+            || (rc = node_tag_check (h, 0, s, bytes)) < 0)
             return rc;
         memcpy (recv + off, res, n);
     }
@@ -546,7 +571,7 @@ static int allgather_nodes (struct host *h, const char *send, char *recv,
         return 0;
     return result_out (h, h->lrank == 0 ? recv : NULL,
                        h->lrank == 0 ? NULL : recv, (size_t)h->size * bytes,
-                       1, 1, true);
+                       1, 1, true, bytes);
 }
 
 /* ------------------------------------------------------------ the calls */

@@ -30,7 +30,8 @@ static const char *kind_str (int kind)
     case FAULT_ABORTED: return "called ddp_abort";
     case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
     case FAULT_LINK: return "lost its node's link";
-    case FAULT_MISMATCH: return "passed different counts to one collective";
+    case FAULT_MISMATCH: return "disagree on a collective call (count, "
+                                "dtype, root or order)";
     }
     return "failed";
 }
@@ -316,7 +317,7 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind)
     }
     if (kind == FAULT_DIED)
         died_grace (h);
-    host_fault_claim (h, ranks, n, n, kind, h->rank);
+    host_fault_claim (h, ranks, n, n, kind, h->rank, h->call);
     return report (h);
 }
 
@@ -350,8 +351,50 @@ static int absent_fault (struct host *h, int lr, uint64_t s)
     }
     if (n == 0)     /* arrived meanwhile: still a timeout of the waited one */
         return host_fault (h, h->local_ranks[lr], FAULT_TIMEOUT);
-    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank);
+    host_fault_claim (h, list, nlist, n, FAULT_TIMEOUT, h->rank, h->call);
     return host_check_fault (h);
+}
+
+/* A frame came from ev->rank (the lead of node ev->node) that is not the
+ * one awaited.  A data frame of this call with another part or size: the
+ * ranks passed different counts, dtypes or roots to the call (or made
+ * different collectives under one number); of another call: they made
+ * different sequences of calls.  Both fail every rank with DDP_EMISMATCH,
+ * naming the pair; any other frame is a fault of the link. */
+static int link_bad (struct host *h, const struct host_event *ev)
+{
+    const char *call = host_call_name (h->kind);
+    unsigned long long c = (unsigned long long)h->call;
+    int ranks[2], rc;
+
+    if (!ev->got_data) {
+        ddpi_error (DDP_ETRANSPORT, "%s #%llu: node %d (rank %d) sent a "
+                    "frame that is not data where rank %d expected data",
+                    call, c, ev->node, ev->rank, h->rank);
+        return host_fault (h, ev->rank, FAULT_LINK);
+    }
+    ranks[0] = ev->rank < h->rank ? ev->rank : h->rank;
+    ranks[1] = ev->rank < h->rank ? h->rank : ev->rank;
+    rc = host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+    if (ev->got_call != h->call)
+        return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent data of its "
+                           "collective #%llu to rank %d: the ranks made "
+                           "different sequences of collective calls", call,
+                           c, ev->node, ev->rank,
+                           (unsigned long long)ev->got_call, h->rank);
+    if (ev->got_tag == (int32_t)ev->want_tag)
+        return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent a message of "
+                           "%llu bytes where rank %d expected %zu: every "
+                           "rank must pass the same count and dtype", call,
+                           c, ev->node, ev->rank,
+                           (unsigned long long)ev->got_len, h->rank,
+                           ev->want_len);
+    return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent part %d (%llu "
+                       "bytes) where rank %d expected part %u (%zu bytes): "
+                       "every rank must pass the same count, dtype and root "
+                       "to the same collective", call, c, ev->node, ev->rank,
+                       (int)ev->got_tag, (unsigned long long)ev->got_len,
+                       h->rank, ev->want_tag, ev->want_len);
 }
 
 int host_fault_event (struct host *h)
@@ -369,17 +412,12 @@ int host_fault_event (struct host *h)
     case HOST_EV_LATE:
         return host_fault (h, ev.rank, FAULT_TIMEOUT);
     case HOST_EV_LINK_BAD:
-        ddpi_error (DDP_ETRANSPORT, "node %d (rank %d) sent call %llu part "
-                    "%d (%llu bytes), expected call %llu part %u (%zu "
-                    "bytes): collectives called in a different order?",
-                    ev.node, ev.rank, (unsigned long long)ev.got_call,
-                    (int)ev.got_tag, (unsigned long long)ev.got_len,
-                    (unsigned long long)h->call, ev.want_tag, ev.want_len);
-        return host_fault (h, ev.rank, FAULT_LINK);
+        return link_bad (h, &ev);
     case HOST_EV_STALLED:
         /* Claimed with an empty list: the nodes' lists will say who is
          * absent (the partner waited for may itself be waiting). */
-        host_fault_claim (h, &ev.rank, 0, 0, FAULT_TIMEOUT, h->rank);
+        host_fault_claim (h, &ev.rank, 0, 0, FAULT_TIMEOUT, h->rank,
+                          h->call);
         return host_check_fault (h);
     }
     /* HOST_EV_RECORD: the record says it all. */

@@ -79,7 +79,8 @@ static size_t list_msg (struct host *h, struct fault_msg *m)
                                h->hdr->fault_state, nlist,
                                h->hdr->fault_n,
                                atomic_load (&h->hdr->fault_kind),
-                               atomic_load (&h->hdr->fault_reporter));
+                               atomic_load (&h->hdr->fault_reporter),
+                               h->hdr->fault_call);
     m->f.type = FRAME_LIST;
     m->f.arg = h->node;
     return len;
@@ -427,7 +428,7 @@ static void flood_send (struct host *h, const int *ranks,
 {
     struct fault_msg m;
     size_t len = host_fault_msg_fill (&m, ranks, states, nlist, n, kind,
-                                      reporter);
+                                      reporter, h->hdr->fault_call);
     int *side = calloc ((size_t)h->npart + 1, sizeof (int)), any = 0;
 
     if (!side)

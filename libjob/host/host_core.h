@@ -89,8 +89,9 @@ struct host_event {
     int rank;           /* the global rank concerned (-1: none) */
     int lr;             /* HOST_EV_ABSENT: the local rank waited for */
     uint64_t step;      /* HOST_EV_ABSENT: the step it did not reach */
-    /* HOST_EV_LINK_BAD: the frame that came (call, tag, bytes), the op
-     * that waited (tag, bytes), and the partner node. */
+    /* HOST_EV_LINK_BAD: the frame that came (a data frame or not; call,
+     * tag, bytes), the op that waited (tag, bytes), and the partner node. */
+    bool got_data;
     uint64_t got_call, got_len;
     int32_t got_tag;
     uint32_t want_tag;
@@ -102,7 +103,7 @@ struct host_event {
  * the backend: the caller turns it into a DDP_E* code (fault.h). */
 #define HOST_EVENT (-1000)
 
-#define SHM_MAGIC 0x64647073686d3039ULL  /* "ddpshm09" */
+#define SHM_MAGIC 0x64647073686d3130ULL  /* "ddpshm10" */
 
 /* The rings (node.c): on one node a bcast or gather of at most
  * HOST_RING_BYTES a rank goes through the writer's ring, HOST_RING_RANK_BYTES
@@ -142,8 +143,9 @@ struct shm_flags {
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
     unsigned char inl[2][HOST_INLINE_BYTES];
-    /* The step and size of the bcast or gather data this rank posted
-     * outside the rings in its last two steps (tag[s & 1], node.c's
+    /* The step and size of the bcast, gather or reduction data (or
+     * single-copy vote) this rank posted outside the rings in its last
+     * two steps (tag[s & 1], node.c's
      * step_tag, written before seq): its readers check it, so that ranks
      * which passed different counts fail instead of reading stale data,
      * also where the counts put them on different paths. */
@@ -198,7 +200,12 @@ struct shm_hdr {
     _Atomic int32_t fault_version;
     /* What each listed rank was doing (FAULT_STATE; 0: unknown). */
     uint64_t fault_state[FAULT_LIST_MAX];
-    char pad[512 - 3 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
+    /* The call (h->call) in which a rank of this node noticed the fault
+     * and claimed the record, written before fault_kind; 0: unknown (the
+     * record came from another node).  A rank still in an earlier call,
+     * which completed it, does not fail that one (coll.c, call_agree). */
+    uint64_t fault_call;
+    char pad[512 - 4 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
              * sizeof (int32_t) - FAULT_LIST_MAX * sizeof (uint64_t)];
 };
 

@@ -242,12 +242,16 @@ static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
     return rc;
 }
 
-/* Outside the rings a bcast's root and a gather's senders post step s's
- * data (of a call of bytes, a rank's for a gather) with a tag in their
- * polled flag line, tag[s & 1], written before the step's seq: the low 8
- * bits of the step, then 24 bits of size: the size itself below 8 MiB,
- * else a hash of it with the top bit set.  A writer cannot post step s +
- * 2 before every node-mate entered s + 1, so tag[s & 1] holds step s's
+/* Step data that opens with no tag of its own (as ring entries and the
+ * one-node bcast and gather bank areas do): single copy, the inline
+ * allgather, every reduction step (inline or in the slots), the
+ * single-copy vote, and the in and out phases of calls across nodes
+ * (coll.c).  Its writers post a tag of step s's data (of a call of bytes, a rank's
+ * for a gather; the vote: of the call that takes it) in their polled
+ * flag line, tag[s & 1], written before the step's seq: the low 8 bits of
+ * the step, then 24 bits of size: the size itself below 8 MiB, else a
+ * hash of it with the top bit set.  A writer cannot post step s + 2
+ * before every node-mate entered s + 1, so tag[s & 1] holds step s's
  * while a reader of step s checks it. */
 #define STEP_TAG_EXACT (1u << 23)
 
@@ -262,19 +266,18 @@ static uint32_t step_tag (uint64_t s, size_t bytes)
     return (uint32_t)(s & 0xff) << 24 | size;
 }
 
-static void step_tag_post (struct host *h, uint64_t s, size_t bytes)
+/* node.h. */
+void node_tag_post (struct host *h, uint64_t s, size_t bytes)
 {
     atomic_store_explicit (&h->flags[h->lrank].tag[s & 1], step_tag (s, bytes),
                            memory_order_relaxed);
 }
 
-/* Local rank lr posted step s (its seq was seen): did it post this
- * step's data of bytes, outside the rings?  A rank that passed another
- * count may have taken another path (a ring entry, single copy, the
- * banks: each has its own size range), which leaves an earlier step's
- * tag, or the same path with another size.  Returns 0, or tag_bad()'s
- * code (with the size lr passed where the tag tells it). */
-static int step_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
+/* node.h.  A rank that passed another count may have taken another path
+ * (a ring entry, single copy, the banks: each has its own size range),
+ * which leaves an earlier step's tag, or the same path with another
+ * size. */
+int node_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
 {
     uint32_t got = atomic_load_explicit (&h->flags[lr].tag[s & 1],
                                          memory_order_relaxed);
@@ -288,13 +291,13 @@ static int step_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
     return tag_bad (h, lr, size, bytes);
 }
 
-/* step_tag_check() of every other local rank (a gather's root). */
-static int tags_check (struct host *h, uint64_t s, size_t bytes)
+/* node.h. */
+int node_tags_check (struct host *h, int n, uint64_t s, size_t bytes)
 {
     int rc;
 
-    for (int lr = 0; lr < h->lsize; lr++)
-        if (lr != h->lrank && (rc = step_tag_check (h, lr, s, bytes)) < 0)
+    for (int lr = 0; lr < n; lr++)
+        if (lr != h->lrank && (rc = node_tag_check (h, lr, s, bytes)) < 0)
             return rc;
     return 0;
 }
@@ -384,8 +387,9 @@ static size_t acc_offset (size_t n, size_t es)
     return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
 }
 
-/* One step of a reduction on one node: n elements of send; out (NULL: not
- * wanted here) gets the result.  At most HOST_INLINE_BYTES go in the
+/* One step of a reduction on one node: n elements of send (a piece of a
+ * call of total bytes: the step's tag, checked by every rank that waits
+ * for the others); out (NULL: not wanted here) gets the result.  At most HOST_INLINE_BYTES go in the
  * flags' inline areas (a reader takes seq and data in one cache line:
  * 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us), more in the slots.
  * Small steps are reduced by every rank that wants them, from the inline
@@ -393,7 +397,8 @@ static size_t acc_offset (size_t n, size_t es)
  * result in dtype at its start, each share's accumulation after it (apart
  * when the types differ, so no share is narrowed over another's partial). */
 static int node_reduce_step (struct host *h, const char *send, char *out,
-                             size_t n, ddp_dtype_t dtype, ddp_op_t op)
+                             size_t n, size_t total, ddp_dtype_t dtype,
+                             ddp_op_t op)
 {
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
     size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at), lo, hi;
@@ -410,6 +415,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
     inl = n * es <= HOST_INLINE_BYTES;
     memcpy (inl ? (char *)host_inline (h, h->lrank, bank)
                 : host_slot (h, bank, h->lrank), send, n * es);
+    node_tag_post (h, s, total);
     host_post (h, 0, s);
     if (n * es < SPLIT_MIN || h->lsize == 1) {
         void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
@@ -417,7 +423,8 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
             return 0;
         if (!w)
             return DDP_ENOMEM;
-        if ((rc = node_wait_all (h, 0, s)) < 0)
+        if ((rc = node_wait_all (h, 0, s)) < 0
+            || (rc = node_tags_check (h, h->lsize, s, total)) < 0)
             return rc;
         reduce_from (h, bank, inl, w, 0, n, dtype, op);
         ddpi_reduce_finish (w, n, at, op, h->size);
@@ -425,7 +432,8 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
         return 0;
     }
     share (h, h->lrank, n, &lo, &hi);
-    if ((rc = node_wait_all (h, 0, s)) < 0)
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = node_tags_check (h, h->lsize, s, total)) < 0)
         return rc;
     node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
     ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
@@ -527,8 +535,10 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
 #define CMA_REDUCE_SCRATCH (4u << 20)
 
 /* The node's vote on single copy, once, in a step of its own (every
- * local rank is in the same call: the choice depends on the call alone). */
-static int cma_decide (struct host *h)
+ * local rank is in the same call: the choice depends on the call alone),
+ * tagged with the call's bytes: a rank whose count put it on another path
+ * fails here instead of reading a vote from a data step. */
+static int cma_decide (struct host *h, size_t bytes)
 {
     uint64_t s = 0;
     int rc;
@@ -536,8 +546,10 @@ static int cma_decide (struct host *h)
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_vote (h);
+    node_tag_post (h, s, bytes);
     host_post (h, 0, s);
-    if ((rc = node_wait_all (h, 0, s)) < 0)
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
         return rc;
     h->cma = host_cma_agreed (h) ? 1 : 2;
     ddpi_debug ("single copy between local ranks: %s",
@@ -554,7 +566,7 @@ static int cma_use (struct host *h, size_t bytes, size_t lo, size_t hi)
 
     if (h->nnodes != 1 || bytes < lo || bytes >= hi || h->cma == 2)
         return 0;
-    if (h->cma == 0 && (rc = cma_decide (h)) < 0)
+    if (h->cma == 0 && (rc = cma_decide (h, bytes)) < 0)
         return rc;
     return h->cma == 1;
 }
@@ -570,13 +582,13 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
         return rc;
     if (h->rank == root) {
         host_cma_post (h, buf, NULL);
-        step_tag_post (h, s, bytes);
+        node_tag_post (h, s, bytes);
     }
     host_post (h, 0, s);
     if (h->rank == root)
         return node_wait_all (h, 1, s);
     if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
-        || (rc = step_tag_check (h, rlr, s, bytes)) < 0
+        || (rc = node_tag_check (h, rlr, s, bytes)) < 0
         || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, 0, buf, bytes)))
            < 0)
         return rc;
@@ -644,9 +656,11 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_post (h, send, recv);
+    node_tag_post (h, s, count * es);
     host_post (h, 0, s);
     share (h, h->lrank, count, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = node_tags_check (h, h->lsize, s, count * es)) < 0
         || (rc = reduce_share_cma (h, send, recv, lo, hi, dtype, op)) < 0)
         return rc;
     host_post (h, 1, s);
@@ -678,11 +692,11 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_post (h, send, NULL);
-    step_tag_post (h, s, bytes);
+    node_tag_post (h, s, bytes);
     host_post (h, 0, s);
     if (recv) {
         if ((rc = node_wait_all (h, 0, s)) < 0
-            || (rc = tags_check (h, s, bytes)) < 0)
+            || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
             return rc;
         for (int lr = 0; lr < h->lsize; lr++) {
             char *dst = recv + (size_t)h->local_ranks[lr] * bytes;
@@ -777,10 +791,10 @@ static int node_allgather_inline (struct host *h, const char *send,
         return rc;
     bank = (int)(s & 1);
     memcpy (host_inline (h, h->lrank, bank), send, bytes);
-    step_tag_post (h, s, bytes);
+    node_tag_post (h, s, bytes);
     host_post (h, 0, s);
     if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = tags_check (h, s, bytes)) < 0)
+        || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++)
         memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
@@ -803,8 +817,8 @@ int node_reduce_run (struct host *h, const char *send, char *recv,
     for (size_t off = 0; off < count; off += n) {
         n = count - off < chunk ? count - off : chunk;
         if ((rc = node_reduce_step (h, send + off * es,
-                                    recv ? recv + off * es : NULL, n, dtype,
-                                    op)) < 0)
+                                    recv ? recv + off * es : NULL, n,
+                                    count * es, dtype, op)) < 0)
             return rc;
     }
     return 0;

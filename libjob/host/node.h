@@ -29,6 +29,21 @@ int node_step_begin (struct host *h, uint64_t *sp);
  * nothing of its own in it (flag 0). */
 int node_step_enter (struct host *h, uint64_t *sp);
 
+/* Post the tag of this rank's step s data, of a call of bytes (a rank's,
+ * for a gather), in its polled flag line, before the step's flag: its
+ * readers check it (node_tag_check), so that ranks that passed different
+ * counts fail the call with DDP_EMISMATCH instead of reading stale or
+ * short data.  For steps whose data carries no tag of its own (node.c). */
+void node_tag_post (struct host *h, uint64_t s, size_t bytes);
+
+/* Local rank lr's flag for step s was seen: did it post the tag of step
+ * s data of bytes (node_tag_post)?  0, or DDP_EMISMATCH after the fault
+ * was recorded, naming lr's rank and this one, and what each passed
+ * where the tag tells it.  node_tags_check: of local ranks 0..n-1 other
+ * than this one. */
+int node_tag_check (struct host *h, int lr, uint64_t s, size_t bytes);
+int node_tags_check (struct host *h, int n, uint64_t s, size_t bytes);
+
 /* Reduce every local rank's slot of bank, elements [lo, lo+n) of dtype,
  * into dst in the accumulation type of dtype/op (not finished). */
 void node_reduce (struct host *h, int bank, void *dst, size_t lo,

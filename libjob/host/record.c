@@ -10,7 +10,7 @@
 #include "record.h"
 
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter)
+                      int kind, int reporter, uint64_t call)
 {
     int32_t zero = 0;
     int i;
@@ -25,6 +25,7 @@ int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
     ddpi_sort_ranks (h->hdr->fault_list, nlist);
     h->hdr->fault_nlist = nlist;
     h->hdr->fault_n = n > nlist ? n : nlist;
+    h->hdr->fault_call = call;
     atomic_store (&h->hdr->fault_reporter, reporter);
     atomic_store (&h->hdr->fault_kind, kind);   /* last: the record is whole */
     return 1;

@@ -12,13 +12,14 @@
 #include "host_core.h"
 
 /* Claim the segment's fault record for ranks (nlist listed of n in all, in
- * any order: the record keeps them sorted), noticed by rank reporter.
+ * any order: the record keeps them sorted), noticed by rank reporter in
+ * its collective call (h->call's numbering; 0: unknown).
  * nlist may be 0 (a timeout between nodes, to be filled by the lists):
  * ranks[0] is then the rank named if nothing fills it.  Returns 1, or 0
  * when a record was already there (the first claim stands).  Does not log
  * or relay. */
 int host_fault_claim (struct host *h, const int *ranks, int nlist, int n,
-                      int kind, int reporter);
+                      int kind, int reporter, uint64_t call);
 
 /* Add ranks (nlist listed of n in all, any order; states: what each was
  * doing, NULL: unknown) to the segment's fault record (after the record

@@ -109,7 +109,9 @@ static void fault_take (struct host *h, int fd, struct link *l, int peer,
     int32_t list[FAULT_LIST_MAX];
     uint64_t states[FAULT_LIST_MAX];
     int kind = FAULT_SEQ_KIND (f->seq), nlist, fallback;
-    int reporter = f->len < (uint64_t)h->size ? (int)f->len : peer;
+    uint64_t lo = f->len & 0xffffffffu;
+    int reporter = lo < (uint64_t)h->size ? (int)lo : peer;
+    uint64_t call = host_fault_call_near (h->call, (uint32_t)(f->len >> 32));
     bool whole;
 
     if (kind < FAULT_DIED || kind > FAULT_MISMATCH)
@@ -118,11 +120,11 @@ static void fault_take (struct host *h, int fd, struct link *l, int peer,
     fallback = f->arg >= 0 && f->arg < h->size ? f->arg : peer;
     if (nlist > 0) {
         if (host_fault_claim (h, list, nlist, FAULT_SEQ_N (f->seq), kind,
-                              reporter))
+                              reporter, call))
             host_fault_merge (h, list, states, nlist, FAULT_SEQ_N (f->seq));
     }
     else
-        host_fault_claim (h, &fallback, 0, 0, kind, reporter);
+        host_fault_claim (h, &fallback, 0, 0, kind, reporter, call);
 }
 
 /* A FAULT frame arrived on link i (its header in l->in). */
@@ -339,9 +341,18 @@ void host_tcp_cut (struct host *h, int i)
         shutdown (h->lk->l[i].fd, SHUT_RDWR);
 }
 
+uint64_t host_fault_call_near (uint64_t here, uint32_t wire)
+{
+    int64_t d = (int32_t)(wire - (uint32_t)here);
+
+    if (wire == 0 || (d < 0 && (uint64_t)-d >= here))
+        return 0;
+    return here + (uint64_t)d;
+}
+
 size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
                             const uint64_t *states, int nlist, int n,
-                            int kind, int reporter)
+                            int kind, int reporter, uint64_t call)
 {
     size_t nb;
 
@@ -351,7 +362,8 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
         nlist = 0;
     nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
-                           (uint64_t)reporter };
+                           (uint64_t)(uint32_t)reporter
+                           | (uint64_t)(uint32_t)call << 32 };
     for (int i = 0; i < nlist; i++) {
         int32_t r = ranks[i];
         uint64_t st = states ? states[i] : 0;
@@ -464,8 +476,9 @@ static int pump_send (struct host *h, struct host_op *o)
 }
 
 /* The header of link i's frame is in: is it the one op o waits for?
- * Returns 0, or the fault's code (a FAULT frame, or a mismatch: the
- * collectives were called in a different order). */
+ * Returns 0, or HOST_EVENT: a FAULT frame, or another frame than o's (the
+ * ranks passed different arguments to the call or made different calls:
+ * fault.c's link_bad says which). */
 static int check_header (struct host *h, struct host_op *o)
 {
     struct link *l = &h->lk->l[o->link];
@@ -478,6 +491,7 @@ static int check_header (struct host *h, struct host_op *o)
     }
     if (f->type != FRAME_DATA || f->seq != h->call
         || f->arg != (int32_t)o->tag || f->len != o->len) {
+        h->ev.got_data = f->type == FRAME_DATA;
         h->ev.got_call = f->seq;
         h->ev.got_tag = f->arg;
         h->ev.got_len = f->len;

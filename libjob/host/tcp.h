@@ -59,10 +59,18 @@ struct fault_msg {
 
 /* Fill m as a FAULT frame for ranks (nlist listed, 0..FAULT_LIST_MAX, of
  * n; ranks[0] is read even when nlist is 0: the fallback) and their states
- * (NULL: unknown).  Returns the bytes to send. */
+ * (NULL: unknown), noticed by rank reporter in its collective call (0:
+ * unknown).  The frame's len carries the reporter (low half) and the
+ * call's low half (high half).  Returns the bytes to send. */
 size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
                             const uint64_t *states, int nlist, int n,
-                            int kind, int reporter);
+                            int kind, int reporter, uint64_t call);
+
+/* The call a FAULT frame names (the low half wire, 0: unknown), as the
+ * call nearest to here (this rank's h->call) with that low half: ranks
+ * are far fewer than 2^31 calls apart.  0 for 0, or where it would come
+ * before the first call. */
+uint64_t host_fault_call_near (uint64_t here, uint32_t wire);
 
 /* The ranks a FAULT or LIST frame f names, read from fd (after what link
  * l read ahead of it; l NULL: a connection of its own) into list and

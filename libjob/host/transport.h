@@ -140,7 +140,8 @@ int host_tcp_peer (struct host *h, int i);
  * progressing together; two ops on one link in one direction run in
  * order) to completion.  Frames carry h->call and each op's tag; a frame
  * from another call or tag, or of another length, fails the call
- * (collectives called in a different order).  Counts messages and bytes
+ * (HOST_EV_LINK_BAD: the ranks passed different arguments to the call,
+ * or made different calls; fault.c).  Counts messages and bytes
  * in h->stats[h->kind], and bumps this rank's beat.  Watches the fault
  * record and every link (a FAULT frame on any of them is taken into the
  * record).  Waits at most DDP_TIMEOUT + 2 graces without progress.

@@ -401,25 +401,53 @@ static int rank_bad_var (int rank, void *arg)
     return tap_rank_fails ? 1 : 0;
 }
 
-/* A rank passing another count to a one-node call than the others, at
- * the 50th of a loop of them: on the same path (the ring's tag, or the
- * step tag of the banks and single copy, node.c) or on different ones
- * (the counts fall in different paths' ranges). */
+/* A rank passing another count to a call than the others, at the 50th
+ * of a loop of them: on the same path (the ring's tag, or the step tag of
+ * the banks, single copy and the phases across nodes, node.c) or on
+ * different ones (the counts fall in different paths' ranges), on one
+ * node or across two (then also the frames' sizes, fault.c). */
 struct mismatch {
-    const char *how;    /* "bcast": from rank 0; "gather": to rank 0 */
+    const char *how;    /* "bcast": from rank 0; "gather", "reduce": to
+                           rank 0; "allreduce" */
+    int nodes;          /* simulated nodes */
     size_t n, vn;       /* floats the ranks pass (a rank's, to a gather),
                            and the victim at the 50th call */
     int victim;
-    const char *pair;   /* the two ranks every error names, "0,2" */
-    const char *says;   /* what the reader that sees it says */
+    /* What errors may say, alternatives apart by '|': the pair the
+     * record names ("ranks 0,2"; where several ranks see it, each claims
+     * with itself, and the first claim stands), and what a rank that saw
+     * it says (what each passed, or the frame that came). */
+    const char *pair;
+    const char *says;
+    /* A rank that sleeps 0.2 s before the 49th call (0: none; never the
+     * root), so that the others see the mismatch while it is still in
+     * the 49th: that call must succeed there (it completed everywhere),
+     * the 50th fail. */
+    int late;
 };
 
-/* Loop until a call fails: every rank's must, with DDP_EMISMATCH; the
- * reader that saw it names what each of the two passed, the others the
- * pair (the fault record). */
+/* Does s contain one of alts (apart by '|')? */
+static bool has_one (const char *s, const char *alts)
+{
+    char one[160];
+
+    while (*alts) {
+        size_t n = strcspn (alts, "|");
+        snprintf (one, sizeof (one), "%.*s", (int)n, alts);
+        if (strstr (s, one))
+            return true;
+        alts += n + (alts[n] == '|');
+    }
+    return false;
+}
+
+/* Loop until a call fails: every rank's must, with DDP_EMISMATCH; a rank
+ * that saw it names what each of the two passed, or the frame, the others
+ * the pair (the fault record). */
 static int rank_mismatch (int rank, void *arg)
 {
     const struct mismatch *m = arg;
+    bool late = m->late > 0 && rank == m->late;
     struct bootstrap *b = NULL;
     struct ddp_config cfg;
     void *ctx = create (&b, &cfg, 30);
@@ -436,20 +464,29 @@ static int rank_mismatch (int rank, void *arg)
     rc = be->barrier (ctx);
     for (i = 0; i < 100000 && rc == 0; i++) {
         size_t n = i == 50 && rank == m->victim ? m->vn : m->n;
+        if (i == 49 && late)
+            usleep (200000);
         if (strcmp (m->how, "bcast") == 0)
             rc = be->bcast (ctx, a, n, DDP_FLOAT32, 0);
-        else
+        else if (strcmp (m->how, "gather") == 0)
             rc = be->gather (ctx, a, rank == 0 ? g : NULL, n, DDP_FLOAT32, 0);
+        else if (strcmp (m->how, "reduce") == 0)
+            rc = be->reduce (ctx, a, rank == 0 ? g : NULL, n, DDP_FLOAT32,
+                             DDP_SUM, 0);
+        else
+            rc = be->allreduce (ctx, a, g, n, DDP_FLOAT32, DDP_SUM);
     }
     e = ddpi_last_error ();
     RANK_CHECK (rc == DDP_EMISMATCH, "failed with %d, not DDP_EMISMATCH: %s",
                 rc, e);
-    /* The reader that saw it fails at the 50th call; the others at any
-     * (a rank that starts late meets the record at its first). */
-    if (strstr (e, m->says))
-        RANK_CHECK (i == 51, "saw it at loop call %d, not 51", i);
+    /* A rank that saw it fails at the 50th call; the others at any (a
+     * rank that starts late meets the record at its first). */
+    if (has_one (e, m->says) || late)
+        RANK_CHECK (i == 51, "%s at loop call %d, not 51",
+                    late ? "failed" : "saw it", i);
     else
-        RANK_CHECK (strstr (e, m->pair) != NULL,
+        RANK_CHECK (has_one (e, m->pair)
+                    && strstr (e, "disagree on a collective call"),
                     "the error names neither \"%s\" nor the pair (%s): %s",
                     m->says, m->pair, e);
     fprintf (stderr, "rank %d: %d at call %d: %s\n", rank, rc, i, e);
@@ -502,39 +539,82 @@ static void survivors_ok (const int *st, int victim, const char *what)
                 "%s: rank %d saw it, named it, in time", what, r);
 }
 
-/* The mismatches on one node: every rank fails, none hangs; the reader
- * that saw it says what each passed. */
+/* The mismatches: every rank fails, none hangs; a rank that saw it says
+ * what each passed, or what came. */
 static void mismatches (void)
 {
-    /* Paths by bytes (node.c): the ring up to 512 (a rank's, for a
-     * gather), then single copy from 16 KiB (bcast) and 8 KiB (gather)
-     * where the node votes for it, the banks otherwise. */
+    /* Paths by bytes on one node (node.c): the ring up to 512 (a rank's,
+     * for a gather), then single copy from 16 KiB (bcast), 8 KiB (gather)
+     * and 256 KiB (all-reduce) where the node votes for it, the banks
+     * otherwise; reductions inline up to 16 bytes, then the slots, split
+     * from 32 KiB.  Ranks 0-1 are node 0, 2-3 node 1 on two. */
     static const struct mismatch ms[] = {
-        { "bcast", 2, 4, 2, "ranks 0,2 passed different counts",
-          "ddp_bcast #52: rank 0 passed 8 bytes, rank 2 16" },
-        { "gather", 2, 1, 3, "ranks 0,3 passed different counts",
-          "ddp_gather #52: rank 3 passed 4 bytes, rank 0 8" },
-        { "bcast", 128, 256, 2, "ranks 0,2 passed different counts",
-          "ddp_bcast #52: rank 0's data is not where rank 2 expects it" },
-        { "bcast", 256, 128, 2, "ranks 0,2 passed different counts",
-          "ddp_bcast #52: rank 0's data is not where rank 2 expects it" },
-        { "bcast", 512, 1024, 2, "ranks 0,2 passed different counts",
-          "ddp_bcast #52: rank 0 passed 2048 bytes, rank 2 4096" },
-        { "bcast", 1024, 8192, 1, "ranks 0-1 passed different counts",
-          "ddp_bcast #52: rank 0 passed 4096 bytes, rank 1 32768" },
-        { "gather", 128, 256, 3, "ranks 0,3 passed different counts",
-          "ddp_gather #52: rank 3's data is not where rank 0 expects it" },
-        { "gather", 512, 4096, 1, "ranks 0-1 passed different counts",
-          "ddp_gather #52: rank 1's data is not where rank 0 expects it" },
+        { "bcast", 1, 2, 4, 2, "ranks 0,2",
+          "ddp_bcast #52: rank 0 passed 8 bytes, rank 2 16", 0 },
+        { "gather", 1, 2, 1, 3, "ranks 0,3",
+          "ddp_gather #52: rank 3 passed 4 bytes, rank 0 8", 0 },
+        { "bcast", 1, 128, 256, 2, "ranks 0,2",
+          "ddp_bcast #52: rank 0's data is not where rank 2 expects it", 0 },
+        { "bcast", 1, 256, 128, 2, "ranks 0,2",
+          "ddp_bcast #52: rank 0's data is not where rank 2 expects it", 0 },
+        { "bcast", 1, 512, 1024, 2, "ranks 0,2",
+          "ddp_bcast #52: rank 0 passed 2048 bytes, rank 2 4096", 0 },
+        /* The victim's count takes it to single copy: where the node has
+         * not voted yet, the vote's step meets the root's bank step (a
+         * bank step's tag is in its area: the vote tells no size). */
+        { "bcast", 1, 1024, 8192, 1, "ranks 0-1",
+          "ddp_bcast #52: rank 0 passed 4096 bytes, rank 1 32768|"
+          "ddp_bcast #52: rank 0's data is not where rank 1 expects it", 0 },
+        { "gather", 1, 128, 256, 3, "ranks 0,3",
+          "ddp_gather #52: rank 3's data is not where rank 0 expects it", 0 },
+        { "gather", 1, 512, 4096, 1, "ranks 0-1",
+          "ddp_gather #52: rank 1's data is not where rank 0 expects it|"
+          "ddp_gather #52: rank 0's data is not where rank 1 expects it", 0 },
+        /* Every rank reduces a small step: each that sees it claims. */
+        { "allreduce", 1, 2, 8, 1, "ranks 0-1|ranks 1-2|ranks 1,3",
+          "ddp_allreduce #52: rank 1 passed 32 bytes|"
+          "ddp_allreduce #52: rank 0 passed 8 bytes, rank 1 32", 0 },
+        /* The slots against single copy (or split steps): the vote's tag. */
+        { "allreduce", 1, 4096, 65536, 2, "ranks 0,2|ranks 1-2|ranks 2-3",
+          "ddp_allreduce #52: rank 2 passed 262144 bytes|"
+          "ddp_allreduce #52: rank 0 passed 16384 bytes, rank 2 262144", 0 },
+        { "reduce", 1, 2, 4, 3, "ranks 0,3",
+          "ddp_reduce #52: rank 3 passed 16 bytes, rank 0 8", 0 },
+        /* The root runs ahead on the ring; the others see it while rank 3
+         * is still in the call before. */
+        { "bcast", 1, 2, 4, 0, "ranks 0-1|ranks 0,2|ranks 0,3",
+          "ddp_bcast #52: rank 0 passed 16 bytes", 3 },
+        /* Two nodes: in the node's phases (lane 0 checks its node-mates)
+         * or between nodes (a frame of another size). */
+        { "allreduce", 2, 2, 4, 1, "ranks 0-1",
+          "ddp_allreduce #52: rank 1 passed 16 bytes, rank 0 8", 0 },
+        { "allreduce", 2, 2, 4, 2, "ranks 2-3|ranks 0,2",
+          "ddp_allreduce #52: rank 3 passed 8 bytes, rank 2 16|"
+          "ddp_allreduce #52: node 1 (rank 2) sent a message of 16 bytes|"
+          "ddp_allreduce #52: node 0 (rank 0) sent a message of 8 bytes", 0 },
+        { "bcast", 2, 2, 4, 3, "ranks 2-3|ranks 0,3",
+          "ddp_bcast #52: rank 2 passed 8 bytes, rank 3 16|"
+          "ddp_bcast #52: node 0 (rank 0) sent a message of 8 bytes", 0 },
+        /* Seen while rank 3 is in the call before; on node 0 the FAULT
+         * frame carries the call it was seen in. */
+        { "bcast", 2, 2, 4, 0, "ranks 0-1|ranks 0,2|ranks 0,3",
+          "ddp_bcast #52: rank 0 passed 16 bytes|"
+          "ddp_bcast #52: node 0 (rank 0) sent a message of 16 bytes", 3 },
+        { "gather", 2, 128, 256, 1, "ranks 0-1",
+          "ddp_gather #52: rank 1 passed 1024 bytes, rank 0 512", 0 },
+        { "reduce", 2, 8192, 16384, 3, "ranks 2-3|ranks 0,3|ranks 0,2",
+          "ddp_reduce #52: rank 3 passed 65536 bytes, rank 2 32768|"
+          "ddp_reduce #52: node 1 (rank ", 0 },
     };
     int st[SIZE], rc;
 
     for (size_t k = 0; k < sizeof (ms) / sizeof (ms[0]); k++) {
-        rc = run_on (1, rank_mismatch, (void *)&ms[k], st);
+        rc = run_on (ms[k].nodes, rank_mismatch, (void *)&ms[k], st);
         is_int (rc, 0, "rank %d passes %zu floats to the 50th %s of %zu "
-                "(one node): every rank fails with DDP_EMISMATCH naming "
+                "(%d node%s): every rank fails with DDP_EMISMATCH naming "
                 "both%s%s", ms[k].victim, ms[k].vn, ms[k].how, ms[k].n,
-                rc ? ": " : "", rc ? err : "");
+                ms[k].nodes, ms[k].nodes > 1 ? "s" : "", rc ? ": " : "",
+                rc ? err : "");
     }
 }
 

@@ -36,20 +36,43 @@ static void test_claim (void)
     struct host *h = new_host (100);
     int a[3] = { 7, 3, 5 }, b[1] = { 9 }, fallback = 42;
 
-    ok (host_fault_claim (h, a, 3, 3, FAULT_TIMEOUT, 1) == 1, "first claim");
-    ok (host_fault_claim (h, b, 1, 1, FAULT_DIED, 2) == 0,
+    ok (host_fault_claim (h, a, 3, 3, FAULT_TIMEOUT, 1, 12) == 1, "first claim");
+    ok (host_fault_claim (h, b, 1, 1, FAULT_DIED, 2, 13) == 0,
         "a second claim does not replace it");
     ok (h->hdr->fault_nlist == 3 && h->hdr->fault_list[0] == 3
         && h->hdr->fault_list[2] == 7, "the list is kept sorted");
     ok (atomic_load (&h->hdr->fault_kind) == FAULT_TIMEOUT
-        && atomic_load (&h->hdr->fault_reporter) == 1, "kind and reporter");
+        && atomic_load (&h->hdr->fault_reporter) == 1
+        && h->hdr->fault_call == 12, "kind, reporter and call");
     free_host (h);
     h = new_host (100);
-    ok (host_fault_claim (h, &fallback, 0, 0, FAULT_TIMEOUT, 3) == 1
+    ok (host_fault_claim (h, &fallback, 0, 0, FAULT_TIMEOUT, 3, 0) == 1
         && h->hdr->fault_nlist == 0 && h->hdr->fault_n == 0
         && atomic_load (&h->hdr->fault_rank) == 43,
         "an empty claim keeps its fallback rank");
     free_host (h);
+}
+
+/* A FAULT frame carries its reporter and the low half of its call in
+ * len; the receiver takes the call nearest its own with that low half. */
+static void test_call_wire (void)
+{
+    struct fault_msg m;
+    int r = 70000;
+    uint64_t big = (5ull << 32) + 3;
+
+    host_fault_msg_fill (&m, &r, NULL, 1, 1, FAULT_MISMATCH, 99999, big);
+    ok ((m.f.len & 0xffffffffu) == 99999 && m.f.len >> 32 == 3,
+        "the frame carries the reporter and the call's low half");
+    ok (host_fault_call_near (big - 2, (uint32_t)(m.f.len >> 32)) == big,
+        "a call 2 ahead of the receiver's, across a wrap of the low half");
+    ok (host_fault_call_near (big + 5, 3) == big,
+        "a call 5 behind the receiver's");
+    ok (host_fault_call_near (10, 10) == 10, "the receiver's own call");
+    ok (host_fault_call_near (10, 0) == 0, "0: unknown stays unknown");
+    ok (host_fault_call_near (2, 0xffffffffu) == 0,
+        "a call before the first is unknown");
+    ok (host_fault_call_near (0, 4) == 4, "a receiver before its first call");
 }
 
 static void test_merge (void)
@@ -58,7 +81,7 @@ static void test_merge (void)
     int32_t a[2] = { 10, 4 }, b[3] = { 4, 12, 10 }, big[FAULT_LIST_MAX];
     int first = 4, v;
 
-    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0);
+    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0, 0);
     v = atomic_load (&h->hdr->fault_version);
     host_fault_merge (h, a, NULL, 2, 2);
     ok (h->hdr->fault_nlist == 2 && h->hdr->fault_n == 2
@@ -103,7 +126,7 @@ static void test_states (void)
                        FAULT_STATE (11, KIND_ALLREDUCE, 1) };
     int first = 4, v;
 
-    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0);
+    host_fault_claim (h, &first, 0, 0, FAULT_TIMEOUT, 0, 0);
     host_fault_merge (h, a, sa, 2, 2);
     ok (h->hdr->fault_list[0] == 4 && h->hdr->fault_state[0] == 0
         && h->hdr->fault_list[1] == 9
@@ -150,7 +173,8 @@ static void frame_list_ahead (size_t ahead, size_t extra, const char *what)
     uint64_t st[3] = { 11, 22, 33 }, got_st[FAULT_LIST_MAX];
     int32_t got[FAULT_LIST_MAX];
     struct fault_msg m;
-    size_t len = host_fault_msg_fill (&m, ranks, st, 3, 3, FAULT_DIED, 1);
+    size_t len = host_fault_msg_fill (&m, ranks, st, 3, 3, FAULT_DIED, 1,
+                                      7);
     size_t body = len - sizeof (m.f);
     char rb[256];
     struct link l = { .rb = rb, .rb_off = 0, .rb_len = ahead + extra };
@@ -189,6 +213,7 @@ int main (void)
 {
     plan (NO_PLAN);
     test_claim ();
+    test_call_wire ();
     test_merge ();
     test_states ();
     test_addrs ();
