@@ -321,6 +321,15 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind)
     return report (h);
 }
 
+int host_fault_mismatch (struct host *h, int other)
+{
+    int ranks[2];
+
+    ranks[0] = other < h->rank ? other : h->rank;
+    ranks[1] = other < h->rank ? h->rank : other;
+    return host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+}
+
 int host_fault (struct host *h, int bad_rank, int kind)
 {
     return host_fault_set (h, &bad_rank, 1, kind);
@@ -365,7 +374,7 @@ static int link_bad (struct host *h, const struct host_event *ev)
 {
     const char *call = host_call_name (h->kind);
     unsigned long long c = (unsigned long long)h->call;
-    int ranks[2], rc;
+    int rc;
 
     if (!ev->got_data) {
         ddpi_error (DDP_ETRANSPORT, "%s #%llu: node %d (rank %d) sent a "
@@ -373,9 +382,7 @@ static int link_bad (struct host *h, const struct host_event *ev)
                     call, c, ev->node, ev->rank, h->rank);
         return host_fault (h, ev->rank, FAULT_LINK);
     }
-    ranks[0] = ev->rank < h->rank ? ev->rank : h->rank;
-    ranks[1] = ev->rank < h->rank ? h->rank : ev->rank;
-    rc = host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+    rc = host_fault_mismatch (h, ev->rank);
     if (ev->got_call != h->call)
         return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent data of its "
                            "collective #%llu to rank %d: the ranks made "

@@ -47,6 +47,10 @@ int host_fault (struct host *h, int bad_rank, int kind);
  * node relays the whole list, so every rank names all of them). */
 int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 
+/* A FAULT_MISMATCH between rank other and this one (host_fault_set of the
+ * pair, ascending): they passed different arguments to one call. */
+int host_fault_mismatch (struct host *h, int other);
+
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record
  * unless one is claimed already, tell the other nodes and the user.

@@ -145,10 +145,10 @@ struct shm_flags {
     unsigned char inl[2][HOST_INLINE_BYTES];
     /* The step and size of the bcast, gather or reduction data (or
      * single-copy vote) this rank posted outside the rings in its last
-     * two steps (tag[s & 1], node.c's
-     * step_tag, written before seq): its readers check it, so that ranks
-     * which passed different counts fail instead of reading stale data,
-     * also where the counts put them on different paths. */
+     * two steps (tag[s & 1], node.c's step_tag, written before seq): its
+     * readers check it, so that ranks which passed different counts fail
+     * instead of reading stale data, also where the counts put them on
+     * different paths. */
     _Atomic uint32_t tag[2];
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */

@@ -182,13 +182,10 @@ static uint64_t ring_tag (uint64_t s, size_t bytes)
  * SIZE_MAX when the tag is of another step and tells none). */
 static int tag_bad (struct host *h, int lr, size_t theirs, size_t bytes)
 {
-    int them = h->local_ranks[lr], ranks[2], rc;
+    int them = h->local_ranks[lr], rc = host_fault_mismatch (h, them);
     const char *call = host_call_name (h->kind);
     unsigned long long c = (unsigned long long)h->call;
 
-    ranks[0] = them < h->rank ? them : h->rank;
-    ranks[1] = them < h->rank ? h->rank : them;
-    rc = host_fault_set (h, ranks, 2, FAULT_MISMATCH);
     if (theirs != SIZE_MAX)
         return ddpi_error (rc, "%s #%llu: rank %d passed %zu bytes, rank %d "
                            "%zu: every rank must pass the same count and "
@@ -244,15 +241,15 @@ static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
 
 /* Step data that opens with no tag of its own (as ring entries and the
  * one-node bcast and gather bank areas do): single copy, the inline
- * allgather, every reduction step (inline or in the slots), the
- * single-copy vote, and the in and out phases of calls across nodes
- * (coll.c).  Its writers post a tag of step s's data (of a call of bytes, a rank's
- * for a gather; the vote: of the call that takes it) in their polled
- * flag line, tag[s & 1], written before the step's seq: the low 8 bits of
- * the step, then 24 bits of size: the size itself below 8 MiB, else a
- * hash of it with the top bit set.  A writer cannot post step s + 2
- * before every node-mate entered s + 1, so tag[s & 1] holds step s's
- * while a reader of step s checks it. */
+ * allgather, every reduction step (inline or in the slots), the single-copy
+ * vote, and the in and out phases of calls across nodes (coll.c).  Its
+ * writers post a tag of step s's data (of a call of bytes, a rank's for a
+ * gather; the vote: of the call that takes it) in their polled flag line,
+ * tag[s & 1], written before the step's seq: the low 8 bits of the step, then
+ * 24 bits of size: the size itself below 8 MiB, else a hash of it with the
+ * top bit set.  A writer cannot post step s + 2 before every node-mate
+ * entered s + 1, so tag[s & 1] holds step s's while a reader of step s checks
+ * it. */
 #define STEP_TAG_EXACT (1u << 23)
 
 static uint32_t step_tag (uint64_t s, size_t bytes)
@@ -387,15 +384,16 @@ static size_t acc_offset (size_t n, size_t es)
     return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
 }
 
-/* One step of a reduction on one node: n elements of send (a piece of a
- * call of total bytes: the step's tag, checked by every rank that waits
- * for the others); out (NULL: not wanted here) gets the result.  At most HOST_INLINE_BYTES go in the
- * flags' inline areas (a reader takes seq and data in one cache line:
- * 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us), more in the slots.
- * Small steps are reduced by every rank that wants them, from the inline
- * areas or the slots; larger ones in shares, into the result area: the
- * result in dtype at its start, each share's accumulation after it (apart
- * when the types differ, so no share is narrowed over another's partial). */
+/* One step of a reduction on one node: n elements of send (a piece of a call
+ * of total bytes: the step's tag, checked by every rank that waits for the
+ * others); out (NULL: not wanted here) gets the result.  At most
+ * HOST_INLINE_BYTES go in the flags' inline areas (a reader takes seq and
+ * data in one cache line: 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us),
+ * more in the slots.  Small steps are reduced by every rank that wants them,
+ * from the inline areas or the slots; larger ones in shares, into the result
+ * area: the result in dtype at its start, each share's accumulation after it
+ * (apart when the types differ, so no share is narrowed over another's
+ * partial). */
 static int node_reduce_step (struct host *h, const char *send, char *out,
                              size_t n, size_t total, ddp_dtype_t dtype,
                              ddp_op_t op)
