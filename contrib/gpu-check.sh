@@ -56,7 +56,7 @@
 #                    new directory under ${TMPDIR:-/tmp})
 #   --lib-path DIRS  colon-separated folders of the shared libraries the
 #                    machine lacks (libpmix...), put on LD_LIBRARY_PATH
-#   --budget SECONDS the whole run's bound (default 470)
+#   --budget SECONDS the whole run's bound (default 470; at least 20)
 #   --quick          the 1-rank checks with --quick, a smaller bench
 #   --stand-in       no GPU needed: every program runs against the build's
 #                    stand-in for libcudart and libnccl
@@ -188,8 +188,9 @@ parse_args () {
         *) usage >&2; usage_error "unknown argument '$1'" ;;
         esac
     done
-    if ! [[ $BUDGET =~ ^[0-9]+$ ]] || (( BUDGET < 30 )); then
-        usage_error "--budget '$BUDGET': give a number of seconds, 30 or more"
+    # 20 s: the probe and one step bounded at 10 s or more (limit_for).
+    if ! [[ $BUDGET =~ ^[0-9]+$ ]] || (( BUDGET < 20 )); then
+        usage_error "--budget '$BUDGET': give a number of seconds, 20 or more"
     fi
     if [ -z "$BUILD" ]; then
         if [ -d build/tests/progs ]; then BUILD=build; else BUILD=.; fi

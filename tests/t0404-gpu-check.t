@@ -68,20 +68,20 @@ test_expect_success 'bad command lines and build trees: exit 2, saying what is w
 	test_expect_code 2 "$script" --build /nonexistent 2>bad2.err &&
 	grep "no build tree at ./nonexistent." bad2.err &&
 	test_expect_code 2 "$script" --budget 5 2>bad3.err &&
-	grep "budget .5.: give a number of seconds, 30 or more" bad3.err
+	grep "budget .5.: give a number of seconds, 20 or more" bad3.err
 '
 test_expect_success 'a hanging step is cut at its limit and the budget stops the rest' '
 	start=$(date +%s) &&
 	test_expect_code 1 env MOCK_NCCL_INIT=hang DDP_INIT_TIMEOUT=300 \
-		"$script" --build "$DDP_BUILD_DIR" --stand-in --quick --budget 30 \
+		"$script" --build "$DDP_BUILD_DIR" --stand-in --quick --budget 20 \
 		--out hang.md --work hang 2>hang.err &&
 	elapsed=$(( $(date +%s) - start )) &&
 	ddp_show hang.err &&
-	test $elapsed -le 40 &&
+	test $elapsed -le 30 &&
 	test "$(verdict hang.md probe)" = PASS &&
 	grep "^| check-1 | FAIL | .*cut at its time limit" hang.md &&
 	test "$(verdict hang.md train)" = "NOT RUN" &&
-	grep "^| train | NOT RUN | [0-9.]* | the time budget (--budget 30 s) is spent" hang.md &&
+	grep "^| train | NOT RUN | [0-9.]* | the time budget (--budget 20 s) is spent" hang.md &&
 	! pgrep -f "$DDP_BUILD_DIR/tests/progs/nccl_check"
 '
 test_expect_success '--pack: the programs, libddp and the libraries to carry' '
