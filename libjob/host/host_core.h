@@ -378,6 +378,24 @@ static inline bool host_record_set (struct host *h)
                                  memory_order_relaxed) != 0;
 }
 
+/* Does the node's fault record end the call under way?  Every record does
+ * but a mismatch seen in a later call: the ranks that saw it finished
+ * this call, so what this rank waits for was sent (or comes through a
+ * node-mate that goes on too); it completes this call, as they did, and
+ * fails the next (the ranks agree on which call failed).  A record being
+ * written (its kind not yet set) is looked at again on the next round. */
+static inline bool host_record_stops (struct host *h)
+{
+    int kind;
+
+    if (!host_record_set (h))
+        return false;
+    kind = atomic_load_explicit (&h->hdr->fault_kind, memory_order_acquire);
+    if (kind == 0)
+        return false;
+    return kind != FAULT_MISMATCH || h->hdr->fault_call <= h->call;
+}
+
 /* Extra time a wait that depends on another rank's wait gets (seconds). */
 static inline double host_grace (const struct host *h)
 {

@@ -317,7 +317,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
     ddpi_wait_yield (&w, h->yield_s);
     ddpi_wait_nap (&w, nap_on_flag, &nap);
     while (load_flag (h, lr, which) < s) {
-        if (host_record_set (h))
+        if (host_record_stops (h))
             return host_event (h, HOST_EV_RECORD, -1);
         rc = ddpi_wait_step (&w);
         if (rc < 0 && (which == 0 || load_flag (h, lr, 0) < s)) {

@@ -476,7 +476,9 @@ static int pump_send (struct host *h, struct host_op *o)
 }
 
 /* The header of link i's frame is in: is it the one op o waits for?
- * Returns 0, or HOST_EVENT: a FAULT frame, or another frame than o's (the
+ * Returns 0; 1: a FAULT frame that does not end this call (a later
+ * call's mismatch, host_record_stops) was taken, o's header is still to
+ * come; or HOST_EVENT: a FAULT frame, or another frame than o's (the
  * ranks passed different arguments to the call or made different calls:
  * fault.c's link_bad says which). */
 static int check_header (struct host *h, struct host_op *o)
@@ -487,7 +489,9 @@ static int check_header (struct host *h, struct host_op *o)
     l->parked = false;
     if (f->type == FRAME_FAULT) {
         fault_in (h, o->link);
-        return host_event (h, HOST_EV_RECORD, -1);
+        /* A later call's mismatch: o's data follows (host_record_stops) */
+        return host_record_stops (h) ? host_event (h, HOST_EV_RECORD, -1)
+                                     : 1;
     }
     if (f->type != FRAME_DATA || f->seq != h->call
         || f->arg != (int32_t)o->tag || f->len != o->len) {
@@ -547,8 +551,8 @@ static int pump_recv (struct host *h, struct host_op *o)
             return link_lost (h, o->link, "closed");
         if (rc == 0)
             return 0;
-        if ((rc = check_header (h, o)) < 0)
-            return rc;
+        if ((rc = check_header (h, o)) != 0)
+            return rc;      /* <0, or 1: a FAULT frame taken, read on */
         if (o->len == 0) {
             op_finish (h, o);
             return 1;
@@ -716,7 +720,7 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
             last = t;
             continue;
         }
-        if (host_record_set (h)) {
+        if (host_record_stops (h)) {
             rc = host_event (h, HOST_EV_RECORD, -1);
             break;
         }

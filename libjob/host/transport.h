@@ -38,9 +38,10 @@ void host_shm_destroy (struct host *h);
  * watching the fault record, peer liveness, the links (host_tcp_poll())
  * and the deadline; a wait on red or fin goes on while lr's beat moves.
  * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
- * (HOST_EV_RECORD), a local rank gone (HOST_EV_PEER_GONE), lr absent at
- * the deadline (HOST_EV_ABSENT, with lr and s) or its result late past
- * three more graces (HOST_EV_LATE). */
+ * (HOST_EV_RECORD; not a later call's mismatch: host_record_stops), a
+ * local rank gone (HOST_EV_PEER_GONE), lr absent at the deadline
+ * (HOST_EV_ABSENT, with lr and s) or its result late past three more
+ * graces (HOST_EV_LATE). */
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s);
 
 /* host_wait_flag() for every local rank but this one. */
@@ -146,9 +147,10 @@ int host_tcp_peer (struct host *h, int i);
  * record and every link (a FAULT frame on any of them is taken into the
  * record).  Waits at most DDP_TIMEOUT + 2 graces without progress.
  * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
- * (HOST_EV_RECORD), a link lost (HOST_EV_LINK_LOST: after 0.1 s for a
- * FAULT frame that would explain it), a frame not the one awaited
- * (HOST_EV_LINK_BAD), no progress (HOST_EV_STALLED).  A receive on a link
+ * (HOST_EV_RECORD; not a later call's mismatch), a link lost
+ * (HOST_EV_LINK_LOST: after 0.1 s for a FAULT frame that would explain
+ * it), a frame not the one awaited (HOST_EV_LINK_BAD), no progress
+ * (HOST_EV_STALLED).  A receive on a link
  * the round also sends on may read frames ahead (DDP_TCP_READAHEAD); they
  * wait in the link's buffer, taken before its socket by every later read
  * (FAULT frames among them by host_tcp_poll too). */
