@@ -22,7 +22,8 @@
 # writes a markdown report (our time / peer time for every row, every target
 # with its result) to FILE, which is printed, and plot.gp draws the sweep.
 #
-#   --short        few sizes, iterations and repetitions (CI: about a minute)
+#   --short        few sizes, iterations and repetitions, MPI_Init timed up
+#                  to 8 ranks only (CI: about a minute)
 #   --out DIR      raw results (TSV and text per run; default
 #                  $DDP_BUILD_DIR/contrib/bench/results); not under /tmp
 #                  unless inside the build tree
