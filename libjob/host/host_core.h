@@ -382,8 +382,8 @@ static inline bool host_record_set (struct host *h)
  * but a mismatch seen in a later call: the ranks that saw it finished
  * this call, so what this rank waits for was sent (or comes through a
  * node-mate that goes on too); it completes this call, as they did, and
- * fails the next (the ranks agree on which call failed).  A record being
- * written (its kind not yet set) is looked at again on the next round. */
+ * fails a later one.  A record being written (its kind not yet set) is
+ * looked at again on the next round. */
 static inline bool host_record_stops (struct host *h)
 {
     int kind;

@@ -150,10 +150,10 @@ int host_tcp_peer (struct host *h, int i);
  * (HOST_EV_RECORD; not a later call's mismatch), a link lost
  * (HOST_EV_LINK_LOST: after 0.1 s for a FAULT frame that would explain
  * it), a frame not the one awaited (HOST_EV_LINK_BAD), no progress
- * (HOST_EV_STALLED).  A receive on a link
- * the round also sends on may read frames ahead (DDP_TCP_READAHEAD); they
- * wait in the link's buffer, taken before its socket by every later read
- * (FAULT frames among them by host_tcp_poll too). */
+ * (HOST_EV_STALLED).  A receive on a link the round also sends on may
+ * read frames ahead (DDP_TCP_READAHEAD); they wait in the link's buffer,
+ * taken before its socket by every later read (FAULT frames among them by
+ * host_tcp_poll too). */
 int host_tcp_run (struct host *h, struct host_op *ops, int nops);
 
 /* Without blocking, read frame headers that arrived (or were read ahead)
