@@ -19,7 +19,8 @@ struct wire_head {
     int32_t status;
     uint8_t want;
     uint8_t gpu;
-    uint8_t pad[2];
+    uint8_t check;
+    uint8_t pad;
 };
 
 static const char *const want_names[] = {
@@ -57,6 +58,20 @@ void choice_local (struct choice_vote *v, const char *backend,
         v->gpu = probe (v->reason, sizeof (v->reason)) == 0;
 }
 
+void choice_local_check (struct choice_vote *v, const char *value)
+{
+    if (!value || !*value || strcmp (value, "0") == 0)
+        v->check = false;
+    else if (strcmp (value, "1") == 0)
+        v->check = true;
+    else if (v->status == 0) {
+        v->status = DDP_EINVAL;
+        snprintf (v->reason, sizeof (v->reason), "DDP_CHECK='%.32s' is not 0"
+                  " or 1: set 1 to compare every collective's arguments"
+                  " across the ranks, 0 or nothing to leave it off", value);
+    }
+}
+
 /* Write src (at most size - 1 characters of it) and a NUL at p.  Returns
  * the bytes written. */
 static size_t put_str (char *p, const char *src, size_t size)
@@ -71,7 +86,8 @@ static size_t put_str (char *p, const char *src, size_t size)
 size_t choice_encode (const struct choice_vote *v, void *buf)
 {
     struct wire_head h = {.magic = VOTE_MAGIC, .status = v->status,
-                          .want = (uint8_t)v->want, .gpu = v->gpu};
+                          .want = (uint8_t)v->want, .gpu = v->gpu,
+                          .check = v->check};
     char *p = buf;
     size_t off = sizeof (h);
 
@@ -111,6 +127,7 @@ int choice_decode (const void *p, size_t len, struct choice_vote *v,
     s = (const char *)p + sizeof (h);
     end = (const char *)p + len;
     if (h.magic != VOTE_MAGIC || h.want > CHOICE_NCCL || h.gpu > 1
+        || h.check > 1
         || get_str (&s, end, v->host, sizeof (v->host)) < 0
         || get_str (&s, end, v->reason, sizeof (v->reason)) < 0 || s != end) {
         snprintf (err, errlen, "its backend vote is malformed (different"
@@ -120,6 +137,7 @@ int choice_decode (const void *p, size_t len, struct choice_vote *v,
     v->status = h.status;
     v->want = (enum choice_want)h.want;
     v->gpu = h.gpu;
+    v->check = h.check;
     return 0;
 }
 
@@ -216,6 +234,27 @@ static void decide_mismatch (const struct votes *vs, int *ranks,
                   " one for the whole step)");
 }
 
+/* DDP_CHECK is 1 on m ranks of the n, 0 or unset on the others: name
+ * the smaller group. */
+static void decide_check_mismatch (const struct votes *vs, int *ranks,
+                                   int m, struct choice *out)
+{
+    struct choice_vote v;
+    char list[128], err[8];
+    bool on = m <= vs->n - m;
+    int k = 0;
+
+    for (int r = 0; r < vs->n; r++)
+        if (vote_of (vs, r, &v, err, sizeof (err)) == 0 && v.check == on)
+            ranks[k++] = r;
+    out->code = DDP_EMISMATCH;
+    snprintf (out->msg, sizeof (out->msg), "DDP_CHECK differs between ranks:"
+              " %s on %s %s of %d, %s on the others; give every rank the same"
+              " value (export it before srun)", on ? "1" : "0 or unset",
+              ranks_word (k), ddpi_format_ranks (list, sizeof (list), ranks,
+              k), vs->n, on ? "0 or unset" : "1");
+}
+
 /* Every rank said auto: nccl only if every rank can use it. */
 static void decide_auto (const struct votes *vs, int *ranks,
                          const struct choice_vote *mine, struct choice *out)
@@ -242,7 +281,7 @@ static void decide_auto (const struct votes *vs, int *ranks,
 
 /* Read every vote once: count the failures and the values asked for. */
 static int tally (const struct votes *vs, int me, struct choice_vote *mine,
-                  int *nfail, int *nwant, struct choice *out)
+                  int *nfail, int *nwant, int *ncheck, struct choice *out)
 {
     struct choice_vote v;
     char err[128];
@@ -257,8 +296,10 @@ static int tally (const struct votes *vs, int me, struct choice_vote *mine,
             *mine = v;
         if (v.status != 0)
             (*nfail)++;
-        else
+        else {
             nwant[v.want]++;
+            *ncheck += v.check;
+        }
     }
     return 0;
 }
@@ -268,11 +309,11 @@ int choice_decide (const void *raw, const size_t *off, const size_t *len,
 {
     struct votes vs = {.raw = raw, .off = off, .len = len, .n = n};
     struct choice_vote mine;
-    int nwant[CHOICE_NCCL + 1] = {0}, nfail = 0, kinds = 0;
+    int nwant[CHOICE_NCCL + 1] = {0}, nfail = 0, kinds = 0, ncheck = 0;
     int *ranks = NULL;
 
     memset (out, 0, sizeof (*out));
-    if (tally (&vs, me, &mine, &nfail, nwant, out) < 0)
+    if (tally (&vs, me, &mine, &nfail, nwant, &ncheck, out) < 0)
         return out->code;
     if (mine.status != 0) {
         out->code = mine.status;
@@ -291,10 +332,13 @@ int choice_decide (const void *raw, const size_t *off, const size_t *len,
         decide_failed (&vs, ranks, out);
     else if (kinds > 1)
         decide_mismatch (&vs, ranks, out);
+    else if (ncheck > 0 && ncheck < n)
+        decide_check_mismatch (&vs, ranks, ncheck, out);
     else if (mine.want == CHOICE_AUTO)
         decide_auto (&vs, ranks, &mine, out);
     else
         out->nccl = mine.want == CHOICE_NCCL;
+    out->check = out->code == 0 && mine.check;
     free (ranks);
     return out->code;
 }

@@ -13,6 +13,10 @@
  *   3. host or nccl on every rank: that backend; auto on every rank: nccl
  *      when every rank can use a GPU, otherwise host on every rank (with a
  *      warning when some ranks could have used NCCL).
+ * The vote also carries DDP_CHECK (check.h): a value other than unset,
+ * empty, 0 or 1 fails the rank as in 1; values that differ fail every rank
+ * with DDP_EMISMATCH as in 2 (a rank that checks its calls would pair its
+ * checks with another's calls).
  * Pure code: nothing here calls CUDA or the bootstrap.
  */
 #ifndef DDP_CHOICE_H
@@ -32,6 +36,7 @@ struct choice_vote {
     int status;            /* 0, or the DDP_E* code this rank failed with */
     enum choice_want want; /* DDP_BACKEND as this rank read it */
     bool gpu;              /* auto only: this rank can use the NCCL backend */
+    bool check;            /* DDP_CHECK=1 */
     char host[64];         /* gethostname(), for messages */
     char reason[160];      /* why status != 0; for auto without gpu, why not */
 };
@@ -46,6 +51,11 @@ struct choice_vote {
 void choice_local (struct choice_vote *v, const char *backend,
                    const char *host, int (*probe) (char *why, size_t len));
 
+/* Add DDP_CHECK's value (NULL if unset) to *v, filled by choice_local():
+ * v->check, or, for a value other than empty, 0 or 1 (and v->status 0 so
+ * far), v->status DDP_EINVAL and the reason. */
+void choice_local_check (struct choice_vote *v, const char *value);
+
 /* Encode v into buf (CHOICE_WIRE_MAX bytes).  Returns the length used. */
 size_t choice_encode (const struct choice_vote *v, void *buf);
 
@@ -58,6 +68,7 @@ int choice_decode (const void *p, size_t len, struct choice_vote *v,
 struct choice {
     int code;      /* 0, or the DDP_E* code ddp_init returns */
     bool nccl;     /* code == 0: the NCCL backend, else the host backend */
+    bool check;    /* code == 0: DDP_CHECK is on (on every rank) */
     bool warn;     /* code == 0: msg is a warning for rank 0 to log */
     char msg[512]; /* the error; with code == 0 a note (debug) or warning */
 };

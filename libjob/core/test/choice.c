@@ -245,9 +245,61 @@ static void test_scale (void)
         "4096 ranks, the last one says nccl: %s", c.msg);
 }
 
+/* DDP_CHECK in the vote: parsed, carried, agreed on. */
+static void test_check (void)
+{
+    struct choice_vote v[4], w;
+    struct choice c;
+    char buf[CHOICE_WIRE_MAX], err[128];
+    size_t n;
+
+    v[0] = vote ("host", "n1", probe_ok);
+    choice_local_check (&v[0], NULL);
+    ok (v[0].status == 0 && !v[0].check, "DDP_CHECK unset: off");
+    choice_local_check (&v[0], "0");
+    ok (v[0].status == 0 && !v[0].check, "DDP_CHECK=0: off");
+    choice_local_check (&v[0], "1");
+    ok (v[0].status == 0 && v[0].check, "DDP_CHECK=1: on");
+    n = choice_encode (&v[0], buf);
+    ok (choice_decode (buf, n, &w, err, sizeof (err)) == 0 && w.check,
+        "DDP_CHECK=1 survives the wire");
+    v[1] = vote ("host", "n1", probe_ok);
+    choice_local_check (&v[1], "yes");
+    ok (v[1].status == DDP_EINVAL
+            && strstr (v[1].reason, "DDP_CHECK='yes' is not 0 or 1"),
+        "DDP_CHECK=yes fails the rank: %s", v[1].reason);
+    v[2] = vote ("bogus", "n1", probe_ok);
+    choice_local_check (&v[2], "yes");
+    ok (v[2].status == DDP_EINVAL && strstr (v[2].reason, "DDP_BACKEND"),
+        "the first mistake is the one named: %s", v[2].reason);
+    for (int r = 0; r < 4; r++) {
+        v[r] = vote ("host", "n1", probe_ok);
+        choice_local_check (&v[r], "1");
+    }
+    c = decide (v, 4, 2);
+    ok (c.code == 0 && c.check && !c.nccl, "DDP_CHECK=1 everywhere: on");
+    choice_local_check (&v[3], NULL);
+    for (int r = 0; r < 4; r++) {
+        c = decide (v, 4, r);
+        ok (c.code == DDP_EMISMATCH
+                && strstr (c.msg, "DDP_CHECK differs between ranks: 0 or"
+                           " unset on rank 3 of 4, 1 on the others"),
+            "rank %d: DDP_CHECK=1 on 3 of 4: %s", r, c.msg);
+    }
+    choice_local_check (&v[0], NULL);
+    choice_local_check (&v[1], NULL);
+    c = decide (v, 4, 0);
+    ok (c.code == DDP_EMISMATCH && strstr (c.msg, "1 on rank 2 of 4"),
+        "DDP_CHECK=1 on 1 of 4: %s", c.msg);
+    choice_local_check (&v[2], NULL);
+    c = decide (v, 4, 0);
+    ok (c.code == 0 && !c.check, "DDP_CHECK unset everywhere: off");
+}
+
 int main (void)
 {
     plan (NO_PLAN);
+    test_check ();
     test_local ();
     test_wire ();
     test_agree ();
