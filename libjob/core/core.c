@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "bootstrap.h"
+#include "check.h"
 #include "choice.h"
 #include "ddp_internal.h"
 #include "wait.h"
@@ -37,6 +38,9 @@ static struct {
     struct ddp_config cfg;
     int rank, size, lrank, lsize, node, nnodes;
     int broken;     /* sticky failure code, 0 if healthy */
+    bool check;     /* DDP_CHECK=1 on every rank (check.h) */
+    uint64_t calls; /* collectives this rank entered, ddp_init's barrier
+                       the first (DDP_CHECK counts them) */
 } g = { .size = 1, .lsize = 1, .nnodes = 1 };
 
 /* A timeout variable: unset leaves *out alone.  Returns 0 or DDP_EINVAL
@@ -111,6 +115,7 @@ static void local_vote (struct choice_vote *v)
 #else
     choice_local (v, getenv ("DDP_BACKEND"), host, NULL);
 #endif
+    choice_local_check (v, getenv ("DDP_CHECK"));
 }
 
 /* One exchange of votes: every rank ends on the same backend, or fails
@@ -139,6 +144,7 @@ static int agree_backend (const struct choice_vote *mine,
     free (lens);
     if (rc < 0)
         return rc;
+    g.check = ch.check;
     if (ch.warn && g.rank == 0)
         ddpi_log ("warning: %s", ch.msg);
     else if (ch.msg[0])
@@ -209,6 +215,7 @@ int ddp_init (void)
     }
     t3 = ddpi_now ();
     g.init = true;
+    g.calls = 1; /* that barrier: numbered as the backends number calls */
     set_coll_timeout (&g.cfg, g.boot);
     ddpi_debug ("init: libddp %s, bootstrap %s (job %s), rank %d/%d, local "
                 "%d/%d, node %d/%d, backend %s, timeout %g s (init %g s)",
@@ -229,10 +236,67 @@ error:
     return init_failed (rc);
 }
 
+/* Run k on the backend, its arguments valid (backend.h). */
+static int run_each (const struct ddp_coll *k);
+
+static int run_backend (const struct ddp_coll *k)
+{
+    return g.be->coll ? g.be->coll (g.ctx, k) : run_each (k);
+}
+
+/* DDP_CHECK (check.h): does every rank enter the call this one is about
+ * to run (kind; k: its arguments, NULL for a barrier or ddp_finalize)?
+ * Counts the call.  0; DDP_EMISMATCH naming each rank's call, logged the
+ * same on every rank; or the code of the check's own collectives, which
+ * the backend names as an all-reduce or all-gather. */
+static int check_call (const char *fn, int kind, const struct ddp_coll *k)
+{
+    struct check_sig me = check_sig_make (kind, k ? k->count : 0,
+                                          k ? k->dtype : DDP_INT8,
+                                          k ? k->op : DDP_SUM,
+                                          k ? k->root : 0, ++g.calls);
+    uint64_t v[2 * CHECK_CMP], m[2 * CHECK_CMP] = { 0 };
+    struct ddp_coll x = {.kind = DDP_COLL_ALLREDUCE, .sendbuf = v,
+                         .recvbuf = m, .count = 2 * CHECK_CMP,
+                         .dtype = DDP_UINT64, .op = DDP_MAX};
+    struct check_sig *all;
+    char list[360]; /* with the words around it, within a message's 512 */
+    int rc, i;
+
+    /* The maximum of each word and of its complement: the maximum and the
+     * minimum, equal where every rank has the same word. */
+    for (i = 0; i < CHECK_CMP; i++) {
+        v[i] = me.w[i];
+        v[CHECK_CMP + i] = ~me.w[i];
+    }
+    if ((rc = run_backend (&x)) < 0)
+        return rc;
+    for (i = 0; i < CHECK_CMP && m[i] == ~m[CHECK_CMP + i]; i++)
+        ;
+    if (i == CHECK_CMP)
+        return 0;
+    if (!(all = malloc ((size_t)g.size * sizeof (*all))))
+        return ddpi_error (DDP_ENOMEM, "%s: the ranks' calls differ "
+                           "(DDP_CHECK); no memory to tell how", fn);
+    x = (struct ddp_coll){.kind = DDP_COLL_ALLGATHER, .sendbuf = me.w,
+                          .recvbuf = all, .count = CHECK_CMP + 1,
+                          .dtype = DDP_UINT64};
+    if ((rc = run_backend (&x)) == 0) {
+        check_report (list, sizeof (list), all, g.size);
+        rc = ddpi_error (DDP_EMISMATCH, "%s: the ranks' calls differ "
+                         "(DDP_CHECK): %s; every rank must make the same "
+                         "calls (count, dtype, op, root)", fn, list);
+    }
+    free (all);
+    return rc;
+}
+
 int ddp_finalize (void)
 {
     if (!g.init)
         return DDP_ENOINIT;
+    if (!g.broken && g.check)
+        g.broken = check_call ("ddp_finalize", CHECK_FINALIZE, NULL);
     if (!g.broken)
         (void)(g.be->finalize ? g.be->finalize (g.ctx)
                               : g.be->barrier (g.ctx));
@@ -346,6 +410,8 @@ int ddp_barrier (void)
 
     if ((rc = check_common ("ddp_barrier")) < 0)
         return rc;
+    if (g.check && (rc = check_call ("ddp_barrier", CHECK_BARRIER, NULL)) < 0)
+        return done (rc);
     return done (g.be->barrier (g.ctx));
 }
 
@@ -434,11 +500,14 @@ static int run (const char *fn, struct ddp_coll *k)
     if ((rc = k->on_stream ? check_gpu (fn) : check_common (fn)) < 0
         || (rc = check_args (fn, k)) < 0)
         return rc;
+    /* A call of count 0 too: it is one of the calls every rank makes. */
+    if (g.check && (rc = check_call (fn, (int)k->kind, k)) < 0)
+        return done (rc);
     if (k->count == 0)
         return 0;
     if (root_receives (k->kind) && g.rank != k->root)
         k->recvbuf = NULL;
-    return done (g.be->coll ? g.be->coll (g.ctx, k) : run_each (k));
+    return done (run_backend (k));
 }
 
 /* The public collectives describe their call; stream is NULL for the core
