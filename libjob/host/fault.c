@@ -208,17 +208,23 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
 /* The detail of a timeout: for each listed rank what it was doing,
  * grouped by what (GROUPS_MAX at most, the rest counted), e.g. "rank 5
  * (node 1) is still in ddp_barrier #811; ranks 3,17 never entered
- * ddp_allreduce #812". */
+ * ddp_allreduce #812".  A rank still in this very call that this one
+ * waited for is waiting itself: for a third rank, or, where the ranks
+ * disagree on the call's root, for this one (each waits for the root it
+ * named); the detail then points at DDP_CHECK, which tells. */
 static void describe (struct host *h, char *out, size_t len)
 {
     char what[GROUPS_MAX][64], cur[64], ranks[96];
     int grp[GROUPS_MAX][FAULT_LIST_MAX], ng[GROUPS_MAX] = { 0 }, ngroups = 0;
     int nlist = h->hdr->fault_nlist, more = h->hdr->fault_n, g;
+    bool still = false;
     size_t at = 0;
 
     out[0] = '\0';
     for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++) {
-        doing (h, h->hdr->fault_state[i], cur, sizeof (cur));
+        uint64_t st = h->hdr->fault_state[i];
+        doing (h, st, cur, sizeof (cur));
+        still |= st && FAULT_STATE_IN (st) && FAULT_STATE_CALL (st) == h->call;
         for (g = 0; g < ngroups && strcmp (what[g], cur) != 0; g++)
             ;
         if (g == ngroups && ngroups < GROUPS_MAX && cur[0])
@@ -240,8 +246,12 @@ static void describe (struct host *h, char *out, size_t len)
                                 node, what[g]);
     }
     if (ngroups > 0 && more > 0 && at < len)
-        snprintf (out + at, len - at, "; %d more rank%s", more,
-                  more > 1 ? "s" : "");
+        at += (size_t)snprintf (out + at, len - at, "; %d more rank%s", more,
+                                more > 1 ? "s" : "");
+    if (still && at < len)
+        snprintf (out + at, len - at, " (waiting itself: for another rank, "
+                  "or, if the ranks disagree on this call's root, for this "
+                  "one; DDP_CHECK=1 compares every call)");
 }
 
 /* Log and keep the fault now in the segment; returns its code. */
@@ -386,8 +396,9 @@ static int link_bad (struct host *h, const struct host_event *ev)
     if (ev->got_call != h->call)
         return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent data of its "
                            "collective #%llu to rank %d: the ranks made "
-                           "different sequences of collective calls", call,
-                           c, ev->node, ev->rank,
+                           "different sequences of collective calls, or "
+                           "disagreed on a root (DDP_CHECK=1 compares every "
+                           "call)", call, c, ev->node, ev->rank,
                            (unsigned long long)ev->got_call, h->rank);
     if (ev->got_tag == (int32_t)ev->want_tag)
         return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent a message of "

@@ -191,9 +191,10 @@ static int tag_bad (struct host *h, int lr, size_t theirs, size_t bytes)
                            "%zu: every rank must pass the same count and "
                            "dtype", call, c, them, theirs, h->rank, bytes);
     return ddpi_error (rc, "%s #%llu: rank %d's data is not where rank %d "
-                       "expects it: the two passed different counts to "
-                       "this call or an earlier small one", call, c, them,
-                       h->rank);
+                       "expects it: the two passed different counts or "
+                       "roots to this call, or different counts to an "
+                       "earlier small one (DDP_CHECK=1 compares every call)",
+                       call, c, them, h->rank);
 }
 
 /* Put the tag of step s's data of bytes at e (a ring entry, a bank
