@@ -25,7 +25,8 @@
  * answers, even PMIX_IMMEDIATE, and holds up every later get).  The rank
  * lines are rank R's own PMIX_NODEID, PMIX_LOCAL_RANK and PMIX_HOSTNAME.
  * STATUS is PMIx's status name, or NO-ANSWER after 3 s.  A last line
- * "ref RANK done" ends a complete run.  Exits 0 when every refresh get of
+ * "ref RANK done" ends a complete run, after a fence that keeps every
+ * rank until all have asked.  Exits 0 when every refresh get of
  * a peer (libddp's way) came back right, 1 if not, 2 when PMIx could not
  * start. */
 #include "config.h"
@@ -296,6 +297,17 @@ int main (int argc, char **argv)
      * fetched once from what it fetched then. */
     status = !size || exchange (size, collect, 0)
              || exchange (size, collect, 1);
+    /* No rank leaves while another may still ask for its data: under
+     * Slurm 22.05 a node whose tasks have all exited answers no more
+     * direct-modex requests (in a clean-clone CI of 2026-11-28 rank 3,
+     * alone on n2, finished first and the three others' round-1 refresh
+     * gets of it went unanswered, "pmixp_read_buf: Connection reset by
+     * peer").  libddp's ddp_finalize ends with a barrier for the same
+     * reason. */
+    if ((rc = PMIx_Fence (NULL, 0, NULL, 0)) != PMIX_SUCCESS) {
+        printf ("ref %u final fence %s\n", me.rank, PMIx_Error_string (rc));
+        status = 1;
+    }
     printf ("ref %u done\n", me.rank);
     fflush (stdout);
     PMIx_Finalize (NULL, 0);
