@@ -55,6 +55,19 @@ enum ddp_coll_kind {
     DDP_COLL_ALLGATHER,
 };
 
+/* Does a collective of kind take a root (bcast, reduce, gather)? */
+static inline bool ddp_coll_has_root (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_BCAST || kind == DDP_COLL_REDUCE
+           || kind == DDP_COLL_GATHER;
+}
+
+/* Does it take an op (reduce, all-reduce)? */
+static inline bool ddp_coll_has_op (enum ddp_coll_kind kind)
+{
+    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_ALLREDUCE;
+}
+
 struct ddp_coll {
     enum ddp_coll_kind kind;
     const void *sendbuf; /* bcast: the buffer (as recvbuf) */

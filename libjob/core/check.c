@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +42,21 @@ static const char *const op_names[DDP_NUM_OPS] = {
 #define W0_DTYPE(w) ((int)((w) >> 8 & 0xff) - 1)
 #define W0_OP(w) ((int)((w) >> 16 & 0xff) - 1)
 
-static int has_data (int kind)
+/* A kind of check.h's is a collective of enum ddp_coll_kind below
+ * CHECK_BARRIER; only those take data, an op or a root. */
+static bool has_data (int kind)
 {
     return kind >= 0 && kind < CHECK_BARRIER;
 }
 
-static int has_op (int kind)
+static bool has_op (int kind)
 {
-    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_ALLREDUCE;
+    return has_data (kind) && ddp_coll_has_op ((enum ddp_coll_kind)kind);
 }
 
-static int has_root (int kind)
+static bool has_root (int kind)
 {
-    return kind == DDP_COLL_BCAST || kind == DDP_COLL_REDUCE
-           || kind == DDP_COLL_GATHER;
+    return has_data (kind) && ddp_coll_has_root ((enum ddp_coll_kind)kind);
 }
 
 /* check.h. */
@@ -62,7 +64,7 @@ struct check_sig check_sig_make (int kind, size_t count, ddp_dtype_t dtype,
                                  ddp_op_t op, int root, uint64_t ordinal)
 {
     struct check_sig s = { { 0 } };
-    int data = has_data (kind);
+    bool data = has_data (kind);
 
     s.w[0] = W0 (kind, data ? (int)dtype + 1 : 0, has_op (kind) ? (int)op + 1
                                                                : 0);

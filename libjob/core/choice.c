@@ -155,7 +155,8 @@ static int vote_of (const struct votes *vs, int r, struct choice_vote *v,
 }
 
 /* What a pass of collect() looks for. */
-enum which { FAILED, WANTS_AUTO, WANTS_HOST, WANTS_NCCL, NO_GPU };
+enum which { FAILED, WANTS_AUTO, WANTS_HOST, WANTS_NCCL, NO_GPU, CHECK_ON,
+             CHECK_OFF };
 
 static bool matches (const struct choice_vote *v, enum which w)
 {
@@ -164,6 +165,9 @@ static bool matches (const struct choice_vote *v, enum which w)
         return v->status != 0;
     case NO_GPU:
         return v->status == 0 && v->want == CHOICE_AUTO && !v->gpu;
+    case CHECK_ON:
+    case CHECK_OFF:
+        return v->status == 0 && v->check == (w == CHECK_ON);
     default: /* WANTS_AUTO + want */
         return v->status == 0 && (int)v->want == (int)(w - WANTS_AUTO);
     }
@@ -239,14 +243,10 @@ static void decide_mismatch (const struct votes *vs, int *ranks,
 static void decide_check_mismatch (const struct votes *vs, int *ranks,
                                    int m, struct choice *out)
 {
-    struct choice_vote v;
-    char list[128], err[8];
+    char list[128];
     bool on = m <= vs->n - m;
-    int k = 0;
+    int k = collect (vs, on ? CHECK_ON : CHECK_OFF, ranks, NULL);
 
-    for (int r = 0; r < vs->n; r++)
-        if (vote_of (vs, r, &v, err, sizeof (err)) == 0 && v.check == on)
-            ranks[k++] = r;
     out->code = DDP_EMISMATCH;
     snprintf (out->msg, sizeof (out->msg), "DDP_CHECK differs between ranks:"
               " %s on %s %s of %d, %s on the others; give every rank the same"

@@ -432,12 +432,6 @@ static int check_gpu (const char *fn)
 #endif
 }
 
-static bool has_root (enum ddp_coll_kind kind)
-{
-    return kind == DDP_COLL_BCAST || kind == DDP_COLL_REDUCE
-           || kind == DDP_COLL_GATHER;
-}
-
 /* Only the root of these uses a receive buffer. */
 static bool root_receives (enum ddp_coll_kind kind)
 {
@@ -449,8 +443,8 @@ static bool root_receives (enum ddp_coll_kind kind)
  * op, root, the root's receive buffer.  Returns 0 to go on. */
 static int check_args (const char *fn, const struct ddp_coll *k)
 {
-    bool rooted = has_root (k->kind);
-    bool reduces = k->kind == DDP_COLL_REDUCE || k->kind == DDP_COLL_ALLREDUCE;
+    bool rooted = ddp_coll_has_root (k->kind);
+    bool reduces = ddp_coll_has_op (k->kind);
     bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
     size_t mult = gathers ? (size_t)g.size : 1;
     int rc;
