@@ -117,7 +117,8 @@ static int read_tune (struct host_tune *t)
     *t = (struct host_tune){ .lanes = 4, .lane_min = 256 * 1024,
                              .small_max = 32 * 1024, .ring_min = 4 << 20,
                              .segment = 256 * 1024, .tcp_piece = 60 * 1024,
-                             .tcp_ahead = 32 * 1024 };
+                             .tcp_ahead = 32 * 1024,
+                             .tcp_sndbuf = HOST_SNDBUF_AUTO };
     if ((rc = tune_var ("DDP_LANES", getenv ("DDP_LANES"), 1, LANES_MAX,
                         &t->lanes)) < 0
         || (rc = tune_var ("DDP_LANE_MIN", getenv ("DDP_LANE_MIN"), 1,
@@ -131,7 +132,9 @@ static int read_tune (struct host_tune *t)
         || (rc = tune_var ("DDP_TCP_PIECE", getenv ("DDP_TCP_PIECE"), 0,
                            1L << 30, &t->tcp_piece)) < 0
         || (rc = tune_var ("DDP_TCP_READAHEAD", getenv ("DDP_TCP_READAHEAD"),
-                           0, 1L << 24, &t->tcp_ahead)) < 0)
+                           0, 1L << 24, &t->tcp_ahead)) < 0
+        || (rc = tune_var ("DDP_TCP_SNDBUF", getenv ("DDP_TCP_SNDBUF"), 0,
+                           1L << 30, &t->tcp_sndbuf)) < 0)
         return rc;
     return 0;
 }

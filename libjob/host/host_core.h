@@ -231,7 +231,13 @@ struct host_tune {
                                of a message (0: no limit) */
     uint32_t tcp_ahead;     /* DDP_TCP_READAHEAD: bytes a link's reads
                                may take ahead (0: none) */
+    uint32_t tcp_sndbuf;    /* DDP_TCP_SNDBUF: a link's SO_SNDBUF (0: the
+                               kernel's autotuning; HOST_SNDBUF_AUTO:
+                               mesh.c's choice per link) */
 };
+
+/* DDP_TCP_SNDBUF unset: mesh.c picks per link. */
+#define HOST_SNDBUF_AUTO UINT32_MAX
 
 /* The collectives, for the traffic counters. */
 enum host_kind {

@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -426,6 +429,50 @@ struct mismatch {
     int late;
 };
 
+/* The SO_SNDBUF of this process's connected TCP sockets (its links: the
+ * bootstrap's are AF_UNIX) must be *arg when it is > 0, else not 2 x
+ * 256 KiB (mesh.c's loopback choice; Linux reports twice the value set);
+ * every rank of node 0's lane 0 (rank 0) must have links. */
+static int rank_sndbuf (int rank, void *arg)
+{
+    int want = *(const int *)arg, links = 0;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+    DIR *d;
+    struct dirent *e;
+
+    if (!ctx)
+        return 2;
+    if (!(d = opendir ("/proc/self/fd")))
+        return 2;
+    while ((e = readdir (d))) {
+        int fd = atoi (e->d_name), v = 0, dom = 0;
+        socklen_t vl = sizeof (v), dl = sizeof (dom);
+        struct sockaddr_in sin;
+        socklen_t sl = sizeof (sin);
+
+        if (e->d_name[0] == '.' || fd == dirfd (d)
+            || getsockopt (fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0
+            || dom != AF_INET
+            || getpeername (fd, (struct sockaddr *)&sin, &sl) < 0
+            || getsockopt (fd, SOL_SOCKET, SO_SNDBUF, &v, &vl) < 0)
+            continue;
+        links++;
+        if (want > 0)
+            RANK_CHECK (v == 2 * want, "link fd %d: SO_SNDBUF %d, not %d",
+                        fd, v, 2 * want);
+        else
+            RANK_CHECK (v != 2 * 256 * 1024, "link fd %d: SO_SNDBUF %d "
+                        "(DDP_TCP_SNDBUF=0: the kernel's)", fd, v);
+    }
+    closedir (d);
+    if (rank == 0)
+        RANK_CHECK (links > 0, "rank 0 has no links");
+    teardown (ctx, b, true);
+    return tap_rank_fails ? 1 : 0;
+}
+
 /* Does s contain one of alts (apart by '|')? */
 static bool has_one (const char *s, const char *alts)
 {
@@ -538,6 +585,31 @@ static void bad_var (const char *name, const char *value, int nodes)
     is_int (rc, 0, "%s=%s: set-up fails, naming it%s%s", name, value,
             rc ? ": " : "", rc ? err : "");
     unsetenv (name);
+}
+
+/* Links between simulated nodes are on this machine: 256 KiB send
+ * buffers unless DDP_TCP_SNDBUF says otherwise (0: the kernel's). */
+static void sndbufs (void)
+{
+    static const struct {
+        const char *env;        /* DDP_TCP_SNDBUF, NULL: unset */
+        int want;               /* rank_sndbuf's argument */
+        const char *what;
+    } c[] = {
+        { NULL, 256 * 1024, "links within one machine: SO_SNDBUF 256 KiB" },
+        { "0", 0, "DDP_TCP_SNDBUF=0: the kernel's send buffers" },
+        { "65536", 65536, "DDP_TCP_SNDBUF=65536: every link's" },
+    };
+    int st[SIZE], rc, want;
+
+    for (size_t i = 0; i < sizeof (c) / sizeof (c[0]); i++) {
+        if (c[i].env)
+            setenv ("DDP_TCP_SNDBUF", c[i].env, 1);
+        want = c[i].want;
+        rc = run (rank_sndbuf, &want, st);
+        is_int (rc, 0, "%s%s%s", c[i].what, rc ? ": " : "", rc ? err : "");
+        unsetenv ("DDP_TCP_SNDBUF");
+    }
 }
 
 static void survivors_ok (const int *st, int victim, const char *what)
@@ -737,6 +809,15 @@ int main (void)
     is_int (rc, 0, "the same with no reads ahead%s%s", rc ? ": " : "",
             rc ? err : "");
     bad_var ("DDP_TCP_READAHEAD", "32k", NODES);
+    sndbufs ();
+    /* The smallest send buffer the kernel allows: sends cut short at
+     * every place. */
+    setenv ("DDP_TCP_SNDBUF", "1", 1);
+    rc = run (rank_collectives, NULL, st);
+    is_int (rc, 0, "the same with the smallest send buffers%s%s",
+            rc ? ": " : "", rc ? err : "");
+    unsetenv ("DDP_TCP_SNDBUF");
+    bad_var ("DDP_TCP_SNDBUF", "256k", NODES);
     rc = run_on (1, rank_collectives, NULL, st);
     is_int (rc, 0, "4 ranks on 1 node (single copy from 8 KiB): every "
             "collective right%s%s", rc ? ": " : "", rc ? err : "");
