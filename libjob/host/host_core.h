@@ -236,8 +236,11 @@ struct host_tune {
                                mesh.c's choice per link) */
 };
 
-/* DDP_TCP_SNDBUF unset: mesh.c picks per link. */
+/* DDP_TCP_SNDBUF unset: mesh.c picks per link, HOST_LOOPBACK_SNDBUF for
+ * a partner on this machine (mesh.c says why), the kernel's autotuning
+ * for others. */
 #define HOST_SNDBUF_AUTO UINT32_MAX
+#define HOST_LOOPBACK_SNDBUF (256 * 1024)
 
 /* The collectives, for the traffic counters. */
 enum host_kind {

@@ -128,15 +128,14 @@ int host_tcp_listen_fd (struct host *h)
  * 2715 -> 2306 ms) and idle CPU 10.9 -> 4.5% of the samples, while the
  * time where the send path re-enables interrupts fell 12.2 -> 5.2%: less
  * data in flight between the two copies the kernel makes, is the likely
- * reason, not proven. */
-#define LOOPBACK_SNDBUF (256 * 1024)
+ * reason, not proven.  The value: HOST_LOOPBACK_SNDBUF (host_core.h). */
 
 /* The SO_SNDBUF to set on a link (0: none), from tuning t and whether
  * the partner is on this machine. */
 static int link_sndbuf (const struct host_tune *t, bool same_machine)
 {
     if (t->tcp_sndbuf == HOST_SNDBUF_AUTO)
-        return same_machine ? LOOPBACK_SNDBUF : 0;
+        return same_machine ? HOST_LOOPBACK_SNDBUF : 0;
     return (int)t->tcp_sndbuf;
 }
 

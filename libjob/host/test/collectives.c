@@ -16,13 +16,13 @@
  * asserts every rank's exit. */
 #include "config.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +31,7 @@
 #include "backend.h"
 #include "bootstrap.h"
 #include "ddp_internal.h"
+#include "host_core.h"
 #include "localjob.h"
 
 #define SIZE 4
@@ -463,7 +464,7 @@ static int rank_sndbuf (int rank, void *arg)
             RANK_CHECK (v == 2 * want, "link fd %d: SO_SNDBUF %d, not %d",
                         fd, v, 2 * want);
         else
-            RANK_CHECK (v != 2 * 256 * 1024, "link fd %d: SO_SNDBUF %d "
+            RANK_CHECK (v != 2 * HOST_LOOPBACK_SNDBUF, "link fd %d: SO_SNDBUF %d "
                         "(DDP_TCP_SNDBUF=0: the kernel's)", fd, v);
     }
     closedir (d);
@@ -596,7 +597,8 @@ static void sndbufs (void)
         int want;               /* rank_sndbuf's argument */
         const char *what;
     } c[] = {
-        { NULL, 256 * 1024, "links within one machine: SO_SNDBUF 256 KiB" },
+        { NULL, HOST_LOOPBACK_SNDBUF,
+          "links within one machine: SO_SNDBUF 256 KiB" },
         { "0", 0, "DDP_TCP_SNDBUF=0: the kernel's send buffers" },
         { "65536", 65536, "DDP_TCP_SNDBUF=65536: every link's" },
     };
