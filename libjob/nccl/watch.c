@@ -42,7 +42,9 @@ struct msg {
     int32_t rank;     /* the sender */
     uint32_t len;     /* TELL: bytes of text after this header */
     uint32_t holds;   /* ANSWER: the answerer holds a verdict */
-    uint32_t pad;
+    uint32_t collects; /* ASK: the sender is collecting: if the asked rank
+                        * has not failed, the sender's verdict will come
+                        * to it */
 };
 
 /* A connection the thread serves. */
@@ -78,6 +80,7 @@ struct nccl_watch {
     struct client cl[CLIENTS_MAX];
     pthread_mutex_t lock;     /* guards the verdict */
     bool holds;
+    bool awaited;             /* a collector asked before this rank failed */
     int verdict_from;
     char verdict[TEXT_MAX];
     struct peer_addr *peers;  /* size entries */
@@ -134,8 +137,14 @@ static void answer (struct nccl_watch *w, struct client *c)
     struct msg a = {.magic = WATCH_MAGIC, .type = MSG_ANSWER,
                     .cookie = w->cookie, .rank = w->rank};
 
-    a.state = atomic_load_explicit (w->state, memory_order_relaxed);
+    /* The state is read under the lock that nccl_watch_diagnose takes
+     * after the rank stored its failure: an answer "not failed" to a
+     * collector is then always seen as awaited by the diagnosis. */
     pthread_mutex_lock (&w->lock);
+    a.state = atomic_load_explicit (w->state, memory_order_relaxed);
+    if (c->m.type == MSG_ASK && c->m.collects
+        && !(NCCL_STATE_FLAGS (a.state) & NCCL_ST_FAILED))
+        w->awaited = true;
     if (c->m.type == MSG_TELL && !w->holds && c->m.rank >= 0
         && c->m.rank < w->size && c->m.rank != w->rank) {
         memcpy (w->verdict, c->text, c->m.len);
@@ -373,6 +382,7 @@ struct attempt {
 /* A peer being asked, on every address of its host at once. */
 struct asking {
     int rank;
+    bool collects;    /* the question says this rank is collecting */
     int na;
     struct attempt a[NCCL_WATCH_IPS];
 };
@@ -388,10 +398,11 @@ static int att_failed (int e)
                                                               : A_UNREACH;
 }
 
-/* Send the question (or tell, with text) on a connected socket.  Returns 0,
- * or -errno when the socket took less than all of it. */
-static int send_question (struct nccl_watch *w, int fd, int rank,
-                          const char *tell)
+/* Send the question (or tell, with text) to k's rank on a connected
+ * socket.  Returns 0, or -errno when the socket took less than all of
+ * it. */
+static int send_question (struct nccl_watch *w, int fd,
+                          const struct asking *k, const char *tell)
 {
     struct {
         struct msg m;
@@ -404,10 +415,11 @@ static int send_question (struct nccl_watch *w, int fd, int rank,
     memset (&q.m, 0, sizeof (q.m));
     q.m.magic = WATCH_MAGIC;
     q.m.type = tell ? MSG_TELL : MSG_ASK;
-    q.m.cookie = w->peers[rank].cookie;
+    q.m.cookie = w->peers[k->rank].cookie;
     q.m.state = atomic_load_explicit (w->state, memory_order_relaxed);
     q.m.rank = w->rank;
     q.m.len = (uint32_t)tl;
+    q.m.collects = !tell && k->collects;
     if (tl)
         memcpy (q.text, tell, tl);
     if (send (fd, &q, sizeof (q.m) + tl, MSG_DONTWAIT | MSG_NOSIGNAL)
@@ -420,18 +432,20 @@ static int send_question (struct nccl_watch *w, int fd, int rank,
 static void att_connected (struct nccl_watch *w, struct asking *k,
                            struct attempt *t, const char *tell)
 {
-    int rc = send_question (w, t->fd, k->rank, tell);
+    int rc = send_question (w, t->fd, k, tell);
 
     t->st = rc == 0 ? A_SENT : att_failed (-rc);
 }
 
-/* Start asking rank: a non-blocking connection to each of its addresses. */
+/* Start asking rank (saying whether this rank is collecting): a
+ * non-blocking connection to each of its addresses. */
 static void ask_start (struct nccl_watch *w, struct asking *k, int rank,
-                       const char *tell)
+                       bool collects, const char *tell)
 {
     const struct host_entry *h = &w->hosts[w->peers[rank].host];
 
     k->rank = rank;
+    k->collects = collects;
     k->na = (int)h->nip;
     for (int i = 0; i < k->na; i++) {
         struct attempt *t = &k->a[i];
@@ -528,11 +542,12 @@ static void ask_close (struct asking *k)
     k->na = 0;
 }
 
-/* Ask the n ranks (with tell: tell them the verdict) until each is found
- * out or the deadline; results into out[rank], holds[rank] (may be NULL)
- * whether it holds a verdict.  Ranks without a watch stay NCCL_SEEN_NONE. */
+/* Ask the n ranks (collects: as their collector; with tell: tell them the
+ * verdict) until each is found out or the deadline; results into
+ * out[rank], holds[rank] (may be NULL) whether it holds a verdict.  Ranks
+ * without a watch stay NCCL_SEEN_NONE. */
 static void ask_ranks (struct nccl_watch *w, const int *ranks, int n,
-                       const char *tell, double deadline,
+                       bool collects, const char *tell, double deadline,
                        struct nccl_peer *out, bool *holds)
 {
     struct asking k[ASK_INFLIGHT];
@@ -550,7 +565,7 @@ static void ask_ranks (struct nccl_watch *w, const int *ranks, int n,
             int r = ranks[next++];
             if (r == w->rank || w->peers[r].host < 0)
                 continue;
-            ask_start (w, &k[nk++], r, tell);
+            ask_start (w, &k[nk++], r, collects, tell);
         }
         /* Events first, also once the window is over (a poll that does
          * not wait): what the kernel already holds (a refusal, an answer)
@@ -632,7 +647,7 @@ static int find_collector (struct nccl_watch *w, double deadline,
         int n = w->rank - lo < SCAN_BATCH ? w->rank - lo : SCAN_BATCH;
         for (int i = 0; i < n; i++)
             batch[i] = lo + i;
-        ask_ranks (w, batch, n, NULL, deadline, peers, NULL);
+        ask_ranks (w, batch, n, false, NULL, deadline, peers, NULL);
         for (int i = 0; i < n; i++)
             if (peers[lo + i].seen == NCCL_SEEN_ANSWERED
                 && (NCCL_STATE_FLAGS (peers[lo + i].state) & NCCL_ST_FAILED))
@@ -653,6 +668,18 @@ static bool wait_verdict (struct nccl_watch *w, double deadline, char *out,
         nanosleep (&nap, NULL);
     }
     return true;
+}
+
+/* Did a collector ask this rank before it failed?  Then that collector's
+ * verdict comes: it tells every rank that answered it (and holds none). */
+static bool awaited (struct nccl_watch *w)
+{
+    bool a;
+
+    pthread_mutex_lock (&w->lock);
+    a = w->awaited;
+    pthread_mutex_unlock (&w->lock);
+    return a;
 }
 
 /* Has a rank below this one failed too, as peers show it? */
@@ -681,7 +708,7 @@ static void collect (struct nccl_watch *w, uint64_t mine, double window,
     for (int r = 0; r < w->size; r++)
         if (r != w->rank && (r < w->rank || peers[r].seen == NCCL_SEEN_NONE))
             list[n++] = r;
-    ask_ranks (w, list, n, NULL, ddpi_now () + window, peers, holds);
+    ask_ranks (w, list, n, true, NULL, ddpi_now () + window, peers, holds);
     if (held (w, out, len)     /* told meanwhile: report what others do */
         || (lower_failed (w, peers)
             && wait_verdict (w, ddpi_now () + 3 * window + 0.5, out, len)))
@@ -699,7 +726,7 @@ static void collect (struct nccl_watch *w, uint64_t mine, double window,
     for (int r = 0; r < w->size; r++)
         if (peers[r].seen == NCCL_SEEN_ANSWERED && !holds[r])
             list[n++] = r;
-    ask_ranks (w, list, n, out, ddpi_now () + window, peers, NULL);
+    ask_ranks (w, list, n, false, out, ddpi_now () + window, peers, NULL);
 }
 
 int nccl_watch_diagnose (struct nccl_watch *w, uint64_t mine, double window,
@@ -707,7 +734,8 @@ int nccl_watch_diagnose (struct nccl_watch *w, uint64_t mine, double window,
 {
     struct nccl_peer *peers = NULL;
     bool *holds = NULL;
-    int *list = NULL, c, rc = -1;
+    int *list = NULL, rc = -1;
+    bool found;
 
     out[0] = '\0';
     if (!w)
@@ -721,10 +749,15 @@ int nccl_watch_diagnose (struct nccl_watch *w, uint64_t mine, double window,
     list = calloc ((size_t)w->size, sizeof (*list));
     if (!peers || !holds || !list)
         goto out;
-    c = find_collector (w, ddpi_now () + window, peers);
-    if (!held (w, out, len)
-        && !(c >= 0 && wait_verdict (w, ddpi_now () + 3 * window + 0.5, out,
-                                     len)))
+    if (awaited (w))
+        found = wait_verdict (w, ddpi_now () + 3 * window + 0.5, out, len);
+    else {
+        int c = find_collector (w, ddpi_now () + window, peers);
+        found = held (w, out, len)
+                || (c >= 0 && wait_verdict (w, ddpi_now () + 3 * window + 0.5,
+                                            out, len));
+    }
+    if (!found)
         collect (w, mine, window, peers, holds, list, out, len);
     rc = 0;
 out:

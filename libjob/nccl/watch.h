@@ -20,16 +20,19 @@
  * it asks every rank (the lower ones again: one that failed meanwhile
  * is the collector after all), describes what it found (nccl_describe)
  * and tells that verdict to every rank that answered, which keeps the
- * first one it is told.  So the survivors report one finding, most often
- * one collector's (survivors that fail at the same moment may each
- * collect, and each says what it found), and a survivor that reports and
- * exits at once is not taken for a dead rank by a slower one (it told
- * them first).  A rank that fails later (a late rank, a slow one)
- * reports the verdict it was told.  Costs: one thread and one socket per rank, idle
- * until asked; on the hot path nothing (nccl_ctx.h's nccl_show stores the
- * state word with a relaxed atomic store); after a failure O(size) short
- * connections for the collector and O(1) for the others, each wait
- * bounded by the window.
+ * first one it is told.  The collector's questions say it collects: a
+ * rank that answers them before it fails knows a verdict is coming and,
+ * when it fails, waits for it instead of collecting too (it was asked
+ * too early to be seen failed).  So the survivors report one collector's
+ * finding (two may still collect when their questions cross as both
+ * fail, or when a verdict does not come within the wait), and a survivor
+ * that reports and exits at once is not taken for a dead rank by a
+ * slower one (it told them first).  A rank that fails later (a late
+ * rank, a slow one) reports the verdict it was told.  Costs: one thread
+ * and one socket per rank, idle until asked; on the hot path nothing
+ * (nccl_ctx.h's nccl_show stores the state word with a relaxed atomic
+ * store); after a failure O(size) short connections for the collector
+ * and O(1) for the others, each wait bounded by the window.
  *
  * Questions and verdicts quote the asked rank's cookie (it comes only
  * through the bootstrap): anything else is closed unanswered, and a

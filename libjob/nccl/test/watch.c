@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
@@ -184,7 +185,7 @@ struct wire {
     uint32_t magic, type;
     uint64_t cookie, state;
     int32_t rank;
-    uint32_t len, holds, pad;
+    uint32_t len, holds, collects;
 };
 
 static void test_cookie (void)
@@ -227,6 +228,95 @@ static void test_cookie (void)
     if (fd >= 0)
         close (fd);
     world_stop (&x);
+}
+
+/* Send m (and len bytes of text) to rank r's watch; its answer into *a.
+ * Returns true when the whole answer came. */
+static bool ask_raw (const struct world *x, int r, const struct wire *m,
+                     const char *text, struct wire *a)
+{
+    struct {
+        struct wire m;
+        char text[64];
+    } q = {*m, ""};
+    struct timeval tv = {2, 0};
+    size_t n = sizeof (q.m) + m->len;
+    int fd = connect_to (x, r);
+    bool got;
+
+    if (m->len > sizeof (q.text))
+        return false;
+    memcpy (q.text, text, m->len);
+    if (fd < 0)
+        return false;
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    got = send (fd, &q, n, 0) == (ssize_t)n
+          && recv (fd, a, sizeof (*a), MSG_WAITALL) == sizeof (*a);
+    close (fd);
+    return got;
+}
+
+struct teller {
+    struct world *x;
+    double delay;
+};
+
+/* After delay seconds, tell rank 1 the verdict "T" as rank 2. */
+static void *tell_thread (void *arg)
+{
+    struct teller *t = arg;
+    struct timespec d = {(time_t)t->delay,
+                         (long)((t->delay - (time_t)t->delay) * 1e9)};
+    struct wire m = {0x57646470u, 2, t->x->blob[1].watch.cookie, 0, 2, 1, 0,
+                     0}, a;
+
+    nanosleep (&d, NULL);
+    (void)ask_raw (t->x, 1, &m, "T", &a);
+    return NULL;
+}
+
+/* A collector (rank 2, played here) asked rank 1 while rank 1 still ran;
+ * rank 1 fails before the collector's verdict comes.  It must wait for
+ * that verdict, not collect one of its own (two collectors: survivors
+ * that report different lines), and collect only when none comes. */
+static void test_awaited (void)
+{
+    const uint64_t in5 = NCCL_STATE (5, NCCL_CALL_ALLREDUCE, NCCL_ST_IN);
+    uint64_t st[3] = {in5, in5, in5};
+    struct wire m = {0x57646470u, 1, 0, in5 | NCCL_ST_FAILED, 2, 0, 0, 1}, a;
+    struct teller tl = {NULL, 0.3};
+    struct world x;
+    pthread_t t;
+    char out[512];
+    double s;
+
+    for (int pass = 0; pass < 2; pass++) {
+        if (world_start (&x, 3, st) < 0) {
+            ok (false, "3 watches started");
+            return;
+        }
+        m.cookie = x.blob[1].watch.cookie;
+        ok (ask_raw (&x, 1, &m, "", &a) && a.state == in5 && !a.holds,
+            "rank 1, asked by collector 2, answers: running, no verdict");
+        tl.x = &x;
+        if (pass == 0)
+            pthread_create (&t, NULL, tell_thread, &tl);
+        s = fail_and_ask (&x, 1, out, sizeof (out));
+        if (pass == 0) {
+            pthread_join (t, NULL);
+            is_str (out, "T (noticed by rank 2)", "failing next, it reports"
+                    " that collector's verdict");
+            ok (s >= 0.25 && s < 1.5, "when it came (%.3f s)", s);
+        }
+        else {
+            ok (strncmp (out, "no rank is gone or behind: 2 of 2 answered",
+                         42) == 0 && !strstr (out, "noticed"),
+                "no verdict came: it collected its own (%s)", out);
+            ok (s >= 3 * WINDOW + 0.5 && s < 6 * WINDOW + 0.5,
+                "after waiting 3 windows and 0.5 s for it (%.3f s)", s);
+        }
+        world_stop (&x);
+    }
 }
 
 /* A listening socket on 127.0.0.1 with room for backlog connections in
@@ -365,6 +455,7 @@ int main (void)
     test_gone_and_late ();
     test_at_once ();
     test_cookie ();
+    test_awaited ();
     test_silent_unreachable ();
     test_fork ();
     test_tell_cleaned ();
