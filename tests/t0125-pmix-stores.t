@@ -26,6 +26,25 @@ test_expect_success 'the server names the data stores it offers' '
 '
 STORES=$(cat stores 2>/dev/null)
 
+# Is a fence a barrier?  libddp's bootstrap rounds fence collecting their
+# blobs and rely on it (pmix_fence.c: the ranks of n1 come 20 ms late to
+# each fence; rank 3, alone on n2, times its waits).  A fence that does
+# not collect kept rank 3 0.02 ms under Slurm 22.05 / PMIx 4.2.2, every
+# time: its result is shown, not judged (libddp does not use one).
+test_expect_success 'a collecting fence keeps a rank alone on its node until all came' '
+	ddp_srun --mpi=pmix -N2 -n4 "$DDP_PROGS/pmix_fence" collect 20 \
+		>fence.collect.out &&
+	cat fence.collect.out &&
+	grep -x "fence collect iters 20 early 0 min_ms [0-9.]*" fence.collect.out
+'
+test_expect_success 'a fence that does not collect: how long it kept that rank' '
+	ddp_srun --mpi=pmix -N2 -n4 "$DDP_PROGS/pmix_fence" nocollect 20 \
+		>fence.nocollect.out &&
+	cat fence.nocollect.out &&
+	grep -x "fence nocollect iters 20 early [0-9]* min_ms [0-9.]*" \
+		fence.nocollect.out
+'
+
 # gds STORE: the PMIX_MCA_gds value for STORE ("" for default).
 gds () {
 	case $1 in default) echo "" ;; *) echo "$1" ;; esac
@@ -63,11 +82,15 @@ for store in $STORES; do
 	# Without collection a plain get of a peer's second key may fail
 	# (PMIx 5 under Slurm 24.11: NOT-FOUND, then no answer), so libddp
 	# asks with PMIX_GET_REFRESH_CACHE.
-	# Round 1: now and then remote refreshing gets go unanswered for 3 s,
-	# after a NOT-FOUND or at once: under Slurm 22.05 (ds12,hash, three
-	# of some fifteen runs) and under 24.11 with PMIx 5.0.7 (hash, once,
-	# 2026-11-26); round 0, which libddp's bootstrap is, never did.  Hence
-	# DDP_PMIX_COLLECT=0 is for diagnosis only (ddp.3).
+	# Round 1: now and then remote refreshing gets went unanswered for
+	# 3 s, after a NOT-FOUND or at once: under Slurm 22.05 (ds12,hash,
+	# three of some fifteen runs) and under 24.11 with PMIx 5.0.7 (hash,
+	# once, 2026-11-26); round 0, which libddp's bootstrap is, never did.
+	# Under 22.05 the cause was pmix_ref's last fence, which did not
+	# collect and so let rank 3 leave early (above): with a collecting
+	# one, 0 of 220 runs here against 5 of 120 before (2026-11-28).  Not
+	# yet seen under 24.11, so still allowed.  DDP_PMIX_COLLECT=0 is for
+	# diagnosis only (ddp.3).
 	test_expect_success "$store: ... when the fence collects nothing, a refreshing get (libddp's way)" "
 		PMIX_MCA_gds=\$(gds $store) ddp_srun --mpi=pmix -N2 -n4 \
 			\"\$DDP_PROGS/pmix_ref\" --no-collect >nocollect.$store.out;
