@@ -656,11 +656,13 @@ static int find_collector (struct nccl_watch *w, double deadline,
     return -1;
 }
 
-/* Wait until a verdict is held or the deadline. */
-static bool wait_verdict (struct nccl_watch *w, double deadline, char *out,
+/* Wait until a verdict is held (into out), at most 3 windows and 0.5 s:
+ * the one bound of every wait for a collector.  Returns whether one is. */
+static bool wait_verdict (struct nccl_watch *w, double window, char *out,
                           size_t len)
 {
     const struct timespec nap = {0, 10 * 1000 * 1000};
+    double deadline = ddpi_now () + 3 * window + 0.5;
 
     while (!held (w, out, len)) {
         if (ddpi_now () >= deadline)
@@ -711,7 +713,7 @@ static void collect (struct nccl_watch *w, uint64_t mine, double window,
     ask_ranks (w, list, n, true, NULL, ddpi_now () + window, peers, holds);
     if (held (w, out, len)     /* told meanwhile: report what others do */
         || (lower_failed (w, peers)
-            && wait_verdict (w, ddpi_now () + 3 * window + 0.5, out, len)))
+            && wait_verdict (w, window, out, len)))
         return;
     (void)nccl_describe (peers, w->size, w->rank, mine, host_of, w, window,
                          out, len);
@@ -750,12 +752,11 @@ int nccl_watch_diagnose (struct nccl_watch *w, uint64_t mine, double window,
     if (!peers || !holds || !list)
         goto out;
     if (awaited (w))
-        found = wait_verdict (w, ddpi_now () + 3 * window + 0.5, out, len);
+        found = wait_verdict (w, window, out, len);
     else {
         int c = find_collector (w, ddpi_now () + window, peers);
         found = held (w, out, len)
-                || (c >= 0 && wait_verdict (w, ddpi_now () + 3 * window + 0.5,
-                                            out, len));
+                || (c >= 0 && wait_verdict (w, window, out, len));
     }
     if (!found)
         collect (w, mine, window, peers, holds, list, out, len);
