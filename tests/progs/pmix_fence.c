@@ -34,6 +34,8 @@
 #include <unistd.h>
 #include <pmix.h>
 
+#include "pmix_progs.h"
+
 #define LAG 0.020 /* seconds the other ranks come late by */
 
 static pmix_proc_t me;
@@ -44,35 +46,6 @@ static double now (void)
 
     clock_gettime (CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Put key (a byte object of len bytes) and commit.  Returns PMIx's
- * status. */
-static pmix_status_t put_commit (const char *key, void *bytes, size_t len)
-{
-    pmix_value_t val;
-    pmix_status_t rc;
-
-    PMIX_VALUE_CONSTRUCT (&val);
-    val.type = PMIX_BYTE_OBJECT;
-    val.data.bo.bytes = bytes;
-    val.data.bo.size = len;
-    rc = PMIx_Put (PMIX_GLOBAL, key, &val);
-    return rc == PMIX_SUCCESS ? PMIx_Commit () : rc;
-}
-
-/* A fence, collecting or not.  Returns PMIx's status. */
-static pmix_status_t fence (bool collect)
-{
-    pmix_info_t q;
-    bool yes = true;
-    pmix_status_t rc;
-
-    PMIX_INFO_CONSTRUCT (&q);
-    PMIX_INFO_LOAD (&q, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence (NULL, 0, collect ? &q : NULL, collect ? 1 : 0);
-    PMIX_INFO_DESTRUCT (&q);
-    return rc;
 }
 
 /* Rank r's notes (2 * iters times: enters, then leaves) into t. */
@@ -134,12 +107,10 @@ static pmix_status_t judge (const char *way, uint32_t size, int iters)
 
 int main (int argc, char **argv)
 {
-    pmix_proc_t wild;
-    pmix_value_t *v = NULL;
     pmix_status_t rc = PMIX_SUCCESS;
     const struct timespec lag = {0, (long)(LAG * 1e9)};
     double *notes;
-    uint32_t size = 0;
+    uint32_t size;
     uint64_t word;
     char key[32];
     bool collect;
@@ -159,37 +130,33 @@ int main (int argc, char **argv)
         free (notes);
         return 2;
     }
-    PMIX_LOAD_PROCID (&wild, me.nspace, PMIX_RANK_WILDCARD);
-    if (PMIx_Get (&wild, PMIX_JOB_SIZE, NULL, 0, &v) == PMIX_SUCCESS && v
-        && v->type == PMIX_UINT32)
-        size = v->data.uint32;
-    if (v)
-        PMIX_VALUE_RELEASE (v);
+    size = progs_job_size (&me);
     for (i = 0; i < iters && size > 0 && rc == PMIX_SUCCESS; i++) {
         word = (uint64_t)i;
         snprintf (key, sizeof (key), "fence.%d", i);
-        if ((rc = put_commit (key, &word, sizeof (word))) != PMIX_SUCCESS)
+        rc = progs_put_commit (key, &word, sizeof (word));
+        if (rc != PMIX_SUCCESS)
             break;
         if (me.rank != size - 1)
             nanosleep (&lag, NULL);
         notes[i] = now ();
-        rc = fence (collect);
+        rc = progs_fence (collect);
         notes[iters + i] = now ();
     }
     /* The notes to every node, read by the last rank; then leave together
      * (a collecting fence on a fresh key), so nobody's node is gone while
      * it reads. */
     if (rc == PMIX_SUCCESS && size > 0
-        && (rc = put_commit ("fence.notes", notes,
-                             2 * (size_t)iters * sizeof (double)))
+        && (rc = progs_put_commit ("fence.notes", notes,
+                                   2 * (size_t)iters * sizeof (double)))
                == PMIX_SUCCESS
-        && (rc = fence (true)) == PMIX_SUCCESS && me.rank == size - 1)
+        && (rc = progs_fence (true)) == PMIX_SUCCESS && me.rank == size - 1)
         rc = judge (argv[1], size, iters);
     word = 0;
     if (rc == PMIX_SUCCESS && size > 0
-        && (rc = put_commit ("fence.bye", &word, sizeof (word)))
+        && (rc = progs_put_commit ("fence.bye", &word, sizeof (word)))
                == PMIX_SUCCESS)
-        rc = fence (true);
+        rc = progs_fence (true);
     if (rc != PMIX_SUCCESS || size == 0)
         printf ("fence %u %s at %d: %s\n", me.rank, argv[1], i,
                 size ? PMIx_Error_string (rc) : "no job size");

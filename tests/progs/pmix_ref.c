@@ -37,6 +37,8 @@
 #include <unistd.h>
 #include <pmix.h>
 
+#include "pmix_progs.h"
+
 static pmix_proc_t me;
 
 static void show_value (const pmix_value_t *v)
@@ -218,28 +220,17 @@ static int exchange (uint32_t size, bool collect, int k)
 {
     static const char *ways[] = { "optional", "immediate", "refresh", "plain" };
     char blob[100], key[32];
-    pmix_value_t val;
-    pmix_info_t q;
-    bool yes = true;
     int bad = 0;
     pmix_status_t rc;
 
     for (int i = 0; i < 100; i++)
         blob[i] = (char)(me.rank + (unsigned)i + (unsigned)k);
     snprintf (key, sizeof (key), "ref.blob.%d", k);
-    PMIX_VALUE_CONSTRUCT (&val);
-    val.type = PMIX_BYTE_OBJECT;
-    val.data.bo.bytes = blob;
-    val.data.bo.size = sizeof (blob);
-    if ((rc = PMIx_Put (PMIX_GLOBAL, key, &val)) != PMIX_SUCCESS
-        || (rc = PMIx_Commit ()) != PMIX_SUCCESS) {
+    if ((rc = progs_put_commit (key, blob, sizeof (blob))) != PMIX_SUCCESS) {
         printf ("ref %u put %s\n", me.rank, PMIx_Error_string (rc));
         return (int)size;
     }
-    PMIX_INFO_CONSTRUCT (&q);
-    PMIX_INFO_LOAD (&q, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence (NULL, 0, collect ? &q : NULL, collect ? 1 : 0);
-    PMIX_INFO_DESTRUCT (&q);
+    rc = progs_fence (collect);
     printf ("ref %u fence round %d %s %s\n", me.rank, k,
             collect ? "collect" : "nocollect", PMIx_Error_string (rc));
     if (rc != PMIX_SUCCESS)
@@ -258,22 +249,10 @@ static int exchange (uint32_t size, bool collect, int k)
  * on a fresh key.  Returns PMIx's status. */
 static pmix_status_t final_fence (void)
 {
-    pmix_value_t val;
-    pmix_info_t q;
-    bool yes = true;
-    pmix_status_t rc;
+    pmix_rank_t r = me.rank;
+    pmix_status_t rc = progs_put_commit ("ref.bye", &r, sizeof (r));
 
-    PMIX_VALUE_CONSTRUCT (&val);
-    val.type = PMIX_UINT32;
-    val.data.uint32 = me.rank;
-    if ((rc = PMIx_Put (PMIX_GLOBAL, "ref.bye", &val)) != PMIX_SUCCESS
-        || (rc = PMIx_Commit ()) != PMIX_SUCCESS)
-        return rc;
-    PMIX_INFO_CONSTRUCT (&q);
-    PMIX_INFO_LOAD (&q, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence (NULL, 0, &q, 1);
-    PMIX_INFO_DESTRUCT (&q);
-    return rc;
+    return rc == PMIX_SUCCESS ? progs_fence (true) : rc;
 }
 
 int main (int argc, char **argv)
@@ -283,8 +262,7 @@ int main (int argc, char **argv)
                                   PMIX_LOCAL_PEERS, PMIX_HOSTNAME, NULL };
     bool collect = !(argc > 1 && strcmp (argv[1], "--no-collect") == 0);
     pmix_value_t *v = NULL;
-    pmix_proc_t wild;
-    uint32_t size = 0;
+    uint32_t size;
     pmix_status_t rc;
     int status;
 
@@ -295,13 +273,7 @@ int main (int argc, char **argv)
     }
     printf ("ref %u init %s version %s\n", me.rank, me.nspace,
             PMIx_Get_version ());
-    PMIX_LOAD_PROCID (&wild, me.nspace, PMIX_RANK_WILDCARD);
-    if (PMIx_Get (&wild, PMIX_JOB_SIZE, NULL, 0, &v) == PMIX_SUCCESS && v
-        && v->type == PMIX_UINT32)
-        size = v->data.uint32;
-    if (v)
-        PMIX_VALUE_RELEASE (v);
-    v = NULL;
+    size = progs_job_size (&me);
     if (PMIx_Get (&me, PMIX_NODEID, NULL, 0, &v) == PMIX_SUCCESS && v
         && v->type == PMIX_UINT32)
         my_nodeid = v->data.uint32;
