@@ -20,6 +20,35 @@ man-db groff-base binutils bsdextrautils"
 # 13 root (contrib/debian13.sh), whose suite leaves that test out.
 DDP_PKGS_OPTIONAL="python3-torch"
 
+# ddp_apt ARGS...: apt-get ARGS (its output on stdout as apt-get gives
+# it), waiting while another apt or dpkg holds its lock, as
+# unattended-upgrades does for minutes after a fresh Debian machine boots:
+# it says so once, naming the holder, and tries again every 5 s for at
+# most DDP_APT_LOCK_WAIT seconds (default 900); then, or on any other
+# error, it fails with apt-get's own message.
+ddp_apt () {
+    local limit=${DDP_APT_LOCK_WAIT:-900} waited=0 err holder
+    err=$(mktemp) || return 1
+    while :; do
+        if apt-get "$@" 2>"$err"; then
+            cat "$err" >&2
+            rm -f "$err"
+            return 0
+        fi
+        grep -q 'Could not get lock' "$err" && [ "$waited" -lt "$limit" ] || break
+        if [ "$waited" = 0 ]; then
+            holder=$(grep -o 'held by process [0-9]* ([^)]*)' "$err" | head -n 1)
+            echo "deps: apt's lock is ${holder:-held by another process}; waiting for it (at most $limit s, DDP_APT_LOCK_WAIT)" >&2
+        fi
+        sleep 5
+        waited=$((waited + 5))
+    done
+    [ "$waited" = 0 ] || echo "deps: gave up on apt's lock after $waited s" >&2
+    cat "$err" >&2
+    rm -f "$err"
+    return 1
+}
+
 # ddp_install_deps [extra packages...]: apt-get install what is missing,
 # then the optional packages (DDP_PKGS_OPTIONAL) the archive has.  Needs
 # root; does nothing (and needs nothing) when all are installed, nor with
@@ -57,15 +86,15 @@ ddp_install_deps () {
         return 0
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || return 1
+    ddp_apt update -qq || return 1
     if [ -n "$missing" ]; then
         echo "deps: installing:$missing"
         # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $missing >/dev/null || return 1
+        ddp_apt install -y -qq --no-install-recommends $missing >/dev/null || return 1
     fi
     for p in $optional; do
         echo "deps: installing (optional): $p"
-        apt-get install -y -qq --no-install-recommends "$p" >/dev/null \
+        ddp_apt install -y -qq --no-install-recommends "$p" >/dev/null \
             || echo "deps: warning: optional package $p not installed (the tests that need it skip)" >&2
     done
     return 0
