@@ -6,13 +6,17 @@
 # (the Python module ddp).
 DDP_PKGS_BUILD="gcc g++ make autoconf automake libtool pkg-config libc6-dev
 libslurm-dev libpmix-dev python3-dev"
-# Test cluster and tests: Slurm daemons and client, munge, the TAP tools,
-# Open MPI (the peer the benchmarks measure against), gnuplot (the picture
-# of the benchmark's node sweep, which t0600 checks; -nox: no X libraries),
-# and what the harness scripts call.
-DDP_PKGS_TEST="slurm-wlm slurm-wlm-basic-plugins munge sharness perl
-openmpi-bin libopenmpi-dev gnuplot-nox iproute2 procps util-linux coreutils
-man-db groff-base binutils bsdextrautils"
+# A test cluster (tests/cluster/ddp-test-cluster): Slurm's daemons and
+# client, munge, and what the script calls.  With the build's, all that
+# contrib/quickstart.sh installs.
+DDP_PKGS_CLUSTER="slurm-wlm slurm-wlm-basic-plugins munge iproute2 procps
+util-linux coreutils"
+# The tests beside: the TAP tools, Open MPI (the peer the benchmarks
+# measure against), gnuplot (the picture of the benchmark's node sweep,
+# which t0600 checks; -nox: no X libraries), and what the harness scripts
+# call.
+DDP_PKGS_TEST="$DDP_PKGS_CLUSTER sharness perl openmpi-bin libopenmpi-dev
+gnuplot-nox man-db groff-base binutils bsdextrautils"
 # Optional: PyTorch for Debian's python3 (CPU; 1.13 on Debian 12), for the
 # PyTorch example's cluster test (tests/t0730-python-torch.t, which skips
 # without it, saying so).  Installed when the archive has it; a machine
@@ -54,13 +58,19 @@ ddp_apt () {
 # root; does nothing (and needs nothing) when all are installed, nor with
 # DDP_DEPS_INSTALLED=1 (then a missing package is an error).  An
 # optional package that cannot be installed is a warning, not a failure.
+# DDP_DEPS_QUICKSTART=1: the build's and a test cluster's only, nothing
+# optional (contrib/quickstart.sh).
 ddp_install_deps () {
-    local p missing="" optional=""
-    for p in $DDP_PKGS_BUILD $DDP_PKGS_TEST "$@"; do
+    local p missing="" optional="" want="$DDP_PKGS_BUILD $DDP_PKGS_TEST" extra=$DDP_PKGS_OPTIONAL
+    if [ "${DDP_DEPS_QUICKSTART:-0}" = 1 ]; then
+        want="$DDP_PKGS_BUILD $DDP_PKGS_CLUSTER"
+        extra=
+    fi
+    for p in $want "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
             || missing="$missing $p"
     done
-    for p in $DDP_PKGS_OPTIONAL; do
+    for p in $extra; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
             || optional="$optional $p"
     done

@@ -15,8 +15,10 @@ build=${DDP_BUILD:-$top/build}
 . "$top/contrib/deps.sh"
 cluster_tool=$top/tests/cluster/ddp-test-cluster
 
-echo "== quickstart: dependencies"
-ddp_install_deps
+echo "== quickstart: dependencies: the build's and a test cluster's Debian packages, when missing:"
+echo "  " $DDP_PKGS_BUILD $DDP_PKGS_CLUSTER
+echo "  (contrib/check.sh installs the test suite's too, and PyTorch)"
+DDP_DEPS_QUICKSTART=1 ddp_install_deps
 echo "== quickstart: build ($build)"
 ddp_build "$top" "$build"
 make -C "$build" check TESTS= >/dev/null    # the example and test programs
