@@ -357,17 +357,81 @@ static int set_torch_env (spank_t sp, const struct task_ids *t)
     return rc;
 }
 
-/* Set the task's variables: the torch ones (torch_env=yes), DDP_BACKEND,
+/* What torchrun gives its workers beyond env:// (torch_env's elastic
+ * group), as for a launch of one agent per node: the node is the group,
+ * one role ("default") spans the step, the run id is the step's
+ * (JOBID.STEPID) and Slurm's restart count the restarts.  Returns 0, or
+ * -1 when any failed. */
+static int set_elastic_env (spank_t sp, const struct task_ids *t)
+{
+    uint32_t jobid = 0, stepid = 0;
+    char id[32];
+    int rc = 0;
+
+    (void) spank_get_item (sp, S_JOB_ID, &jobid);
+    (void) spank_get_item (sp, S_JOB_STEPID, &stepid);
+    snprintf (id, sizeof (id), "%" PRIu32 ".%" PRIu32, jobid, stepid);
+    rc |= set_u32 (sp, "GROUP_RANK", t->nodeid);
+    rc |= set_u32 (sp, "GROUP_WORLD_SIZE", t->nnodes);
+    rc |= set_u32 (sp, "ROLE_RANK", t->rank);
+    rc |= set_u32 (sp, "ROLE_WORLD_SIZE", t->size);
+    rc |= set_str (sp, "ROLE_NAME", "default");
+    rc |= set_str (sp, "TORCHELASTIC_RUN_ID", id);
+    rc |= set_u32 (sp, "TORCHELASTIC_RESTART_COUNT", step.restarts);
+    rc |= set_u32 (sp, "TORCHELASTIC_MAX_RESTARTS", 0);
+    return rc;
+}
+
+/* Read a positive count from variable NAME of the task's environment
+ * into *N.  Returns 0, or -1 when unset or not a number in [1, 1048576]. */
+static int env_count (spank_t sp, const char *name, unsigned long long *n)
+{
+    char buf[16];
+
+    if (spank_getenv (sp, name, buf, sizeof (buf)) != ESPANK_SUCCESS)
+        return -1;
+    return sp_parse_uint (buf, 1, 1048576, n);
+}
+
+/* OMP_NUM_THREADS (torch_env's omp group) for a task that has none, so
+ * that several ranks on a node do not each start a thread per core: the
+ * task's CPUs, SLURM_CPUS_PER_TASK, else the job's CPUs on the node
+ * (SLURM_CPUS_ON_NODE) shared by the step's tasks there, at least 1;
+ * nothing when neither is known.  Never overrides the task's own value.
+ * Returns 0, or -1 when setting it failed. */
+static int set_omp (spank_t sp, const struct task_ids *t)
+{
+    char buf[2];
+    unsigned long long n;
+
+    if (spank_getenv (sp, "OMP_NUM_THREADS", buf, sizeof (buf))
+        != ESPANK_ENV_NOEXIST)
+        return 0;
+    if (env_count (sp, "SLURM_CPUS_PER_TASK", &n) < 0) {
+        if (env_count (sp, "SLURM_CPUS_ON_NODE", &n) < 0)
+            return 0;
+        n = n / t->local_tasks > 0 ? n / t->local_tasks : 1;
+    }
+    return set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n);
+}
+
+/* Set the task's variables: the torch ones (torch_env's groups), DDP_BACKEND,
  * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
  * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
  * plugin set it).  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
                     const struct sp_task_choice *c)
 {
+    unsigned groups = sp_args_conf ()->torch_env;
     int rc = 0;
 
-    if (sp_args_conf ()->torch_env)
+    if (groups & SP_TORCH_ENV)
         rc |= set_torch_env (sp, t);
+    /* Under torchrun its agent gives its workers both. */
+    if ((groups & SP_TORCH_ELASTIC) && !step.torchrun)
+        rc |= set_elastic_env (sp, t);
+    if ((groups & SP_TORCH_OMP) && !step.torchrun)
+        rc |= set_omp (sp, t);
     rc |= set_str (sp, "DDP_BACKEND", sp_backend_name (c->backend));
     rc |= set_u32 (sp, "DDP_RESTART_COUNT", step.restarts);
     if (c->bound)

@@ -19,7 +19,7 @@ void sp_conf_init (struct sp_conf *conf)
     conf->bind = true;
     conf->port_lo = SP_CONF_DEFAULT_PORT_LO;
     conf->port_hi = SP_CONF_DEFAULT_PORT_HI;
-    conf->torch_env = true;
+    conf->torch_env = SP_TORCH_ALL;
 }
 
 int sp_parse_bool (const char *s, bool *out)
@@ -40,6 +40,51 @@ int sp_parse_bool (const char *s, bool *out)
             }
         }
     }
+    errno = EINVAL;
+    return -1;
+}
+
+/* The bit of torch_env group NAME (LEN bytes), or 0 for none. */
+static unsigned torch_group (const char *name, size_t len)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } groups[] = { { "env", SP_TORCH_ENV }, { "elastic", SP_TORCH_ELASTIC },
+                   { "omp", SP_TORCH_OMP } };
+    size_t i;
+
+    for (i = 0; i < sizeof (groups) / sizeof (groups[0]); i++)
+        if (strlen (groups[i].name) == len
+            && strncmp (groups[i].name, name, len) == 0)
+            return groups[i].bit;
+    return 0;
+}
+
+int sp_parse_torch_env (const char *s, unsigned *out)
+{
+    unsigned bits = 0, bit;
+    bool b;
+    size_t len;
+
+    if (!s || !out)
+        goto bad;
+    if (sp_parse_bool (s, &b) == 0) {
+        *out = b ? SP_TORCH_ALL : 0;
+        return 0;
+    }
+    for (;;) {
+        len = strcspn (s, ",");
+        if (!(bit = torch_group (s, len)) || (bits & bit))
+            goto bad;
+        bits |= bit;
+        if (s[len] == '\0')
+            break;
+        s += len + 1;
+    }
+    *out = bits;
+    return 0;
+bad:
     errno = EINVAL;
     return -1;
 }
@@ -77,7 +122,7 @@ static const char *expected[K_COUNT] = {
     [K_DEFAULT] = "off, auto, host or nccl",
     [K_BIND] = "gpu or none",
     [K_PORT_RANGE] = "LO-HI with 1 <= LO <= HI <= 65535",
-    [K_TORCH_ENV] = "yes or no",
+    [K_TORCH_ENV] = "yes, no, or a list of env, elastic, omp",
 };
 
 static int find_key (const char *arg, size_t len)
@@ -108,7 +153,7 @@ static int apply (int k, const char *val, struct sp_conf *c)
     case K_PORT_RANGE:
         return sp_parse_port_range (val, &c->port_lo, &c->port_hi);
     case K_TORCH_ENV:
-        return sp_parse_bool (val, &c->torch_env);
+        return sp_parse_torch_env (val, &c->torch_env);
     }
     return -1;
 }

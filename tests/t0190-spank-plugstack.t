@@ -50,10 +50,45 @@ test_expect_success 'torch_env=no: only DDP_BACKEND and the binding' '
 	plugstack torch_env=no &&
 	ddp_srun --ddp=nccl -N1 -n2 --gres=gpu:2 env >notorch.env &&
 	plugstack &&
-	! grep -E "^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|NNODES|MASTER_ADDR|MASTER_PORT)=" notorch.env &&
+	! grep -E "^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|NNODES|MASTER_ADDR|MASTER_PORT|GROUP_RANK|ROLE_RANK|TORCHELASTIC_RUN_ID|OMP_NUM_THREADS)=" notorch.env &&
 	test $(grep -c "^DDP_BACKEND=nccl$" notorch.env) = 2 &&
 	grep -qx CUDA_VISIBLE_DEVICES=0 notorch.env &&
 	grep -qx CUDA_VISIBLE_DEVICES=1 notorch.env
+'
+ELASTIC="GROUP_RANK GROUP_WORLD_SIZE ROLE_RANK ROLE_WORLD_SIZE ROLE_NAME TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS"
+test_expect_success 'torchrun parity: what torchrun gives a worker, as for one agent a node' '
+	ddp_srun --ddp -N2 -n4 --ntasks-per-node=2 -l "$DDP_PROGS/rankview" $ELASTIC \
+		OMP_NUM_THREADS | sort >elastic &&
+	cat elastic &&
+	grep -qx "0: GROUP_RANK=0 GROUP_WORLD_SIZE=2 ROLE_RANK=0 ROLE_WORLD_SIZE=4 ROLE_NAME=default TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 OMP_NUM_THREADS=1" elastic &&
+	grep -qx "1: GROUP_RANK=0 GROUP_WORLD_SIZE=2 ROLE_RANK=1 ROLE_WORLD_SIZE=4 ROLE_NAME=default TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 OMP_NUM_THREADS=1" elastic &&
+	grep -qx "3: GROUP_RANK=1 GROUP_WORLD_SIZE=2 ROLE_RANK=3 ROLE_WORLD_SIZE=4 ROLE_NAME=default TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 OMP_NUM_THREADS=1" elastic &&
+	ddp_srun --ddp -N2 -n2 "$DDP_PROGS/rankview" TORCHELASTIC_RUN_ID SLURM_JOB_ID \
+		SLURM_STEP_ID >runid &&
+	cat runid &&
+	test $(sort -u runid | wc -l) = 1 &&
+	sed -n "s/^TORCHELASTIC_RUN_ID=\([0-9]*\.[0-9]*\) SLURM_JOB_ID=\([0-9]*\) SLURM_STEP_ID=\([0-9]*\)\$/\1 \2.\3/p" runid >ids &&
+	read a b <ids && test "$a" = "$b"
+'
+test_expect_success 'OMP_NUM_THREADS: the task'"'"'s CPUs, never over the user'"'"'s own' '
+	ddp_srun --ddp -N1 -n2 -c 3 "$DDP_PROGS/rankview" OMP_NUM_THREADS >omp3 &&
+	ddp_srun --ddp -N1 -n2 --export=ALL,OMP_NUM_THREADS=7 "$DDP_PROGS/rankview" \
+		OMP_NUM_THREADS >omp7 &&
+	ddp_srun -N1 -n1 "$DDP_PROGS/rankview" OMP_NUM_THREADS GROUP_RANK >nodpp &&
+	cat omp3 omp7 nodpp &&
+	test $(grep -cx OMP_NUM_THREADS=3 omp3) = 2 &&
+	test $(grep -cx OMP_NUM_THREADS=7 omp7) = 2 &&
+	grep -qx "OMP_NUM_THREADS=- GROUP_RANK=-" nodpp
+'
+test_expect_success 'torch_env=GROUP,...: each group alone' '
+	plugstack torch_env=env,omp &&
+	ddp_srun --ddp -N1 -n2 "$DDP_PROGS/rankview" RANK GROUP_RANK OMP_NUM_THREADS >envomp &&
+	plugstack torch_env=elastic &&
+	ddp_srun --ddp -N1 -n2 "$DDP_PROGS/rankview" RANK GROUP_RANK OMP_NUM_THREADS >elastic1 &&
+	plugstack &&
+	cat envomp elastic1 &&
+	grep -qx "RANK=1 GROUP_RANK=- OMP_NUM_THREADS=1" envomp &&
+	grep -qx "RANK=- GROUP_RANK=0 OMP_NUM_THREADS=-" elastic1
 '
 test_expect_success 'bind=none: the admin turns binding off' '
 	plugstack bind=none &&

@@ -24,7 +24,7 @@ static void poison (struct sp_conf *c)
     c->bind = false;
     c->port_lo = 1;
     c->port_hi = 2;
-    c->torch_env = false;
+    c->torch_env = 0;
 }
 
 static void bad (char *arg, const char *want_in_msg)
@@ -51,7 +51,8 @@ int main (void)
 
     poison (&c);
     ok (parse (&c, err, sizeof (err), NO_WORDS) == 0
-        && c.default_backend == SP_BACKEND_OFF && c.bind && c.torch_env
+        && c.default_backend == SP_BACKEND_OFF && c.bind
+        && c.torch_env == SP_TORCH_ALL
         && c.port_lo == 29500 && c.port_hi == 29999,
         "no arguments: default=off bind=gpu port_range=29500-29999 "
         "torch_env=yes");
@@ -83,6 +84,18 @@ int main (void)
     bad ("port_range=a-b", "key 'port_range'");
     bad ("port_range=1-2-3", "key 'port_range'");
     bad ("torch_env=maybe", "key 'torch_env'");
+    bad ("torch_env=env,env", "key 'torch_env'");
+    bad ("torch_env=env,", "key 'torch_env'");
+    bad ("torch_env=,omp", "key 'torch_env'");
+    bad ("torch_env=env,yes", "key 'torch_env'");
+    bad ("torch_env=Env", "key 'torch_env'");
+    ok (parse (&c, err, sizeof (err), WORDS ("torch_env=omp,env")) == 0
+        && c.torch_env == (SP_TORCH_OMP | SP_TORCH_ENV),
+        "torch_env=omp,env: those two groups");
+    ok (parse (&c, err, sizeof (err), WORDS ("torch_env=elastic")) == 0
+        && c.torch_env == SP_TORCH_ELASTIC, "torch_env=elastic: that one");
+    ok (parse (&c, err, sizeof (err), WORDS ("torch_env=env,elastic,omp")) == 0
+        && c.torch_env == SP_TORCH_ALL, "every group named: as yes");
     poison (&c);
     ok (parse (&c, err, sizeof (err), WORDS ("bind=gpu", "bind=none")) == -1
         && untouched (&c) && strstr (err, "'bind' given twice"),

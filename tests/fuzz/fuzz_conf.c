@@ -55,6 +55,39 @@ static int ref_bool (const char *s, bool *b)
     return 0;
 }
 
+/* torch_env: a boolean, or distinct names of env, elastic, omp joined
+ * by commas. */
+static int ref_torch_env (const char *s, unsigned *bits)
+{
+    static const char *names[] = { "env", "elastic", "omp" };
+    char item[300];
+    unsigned got = 0;
+    bool b;
+    int i;
+
+    if (ref_bool (s, &b))
+        return (*bits = b ? 7u : 0u), 1;
+    for (;;) {
+        const char *comma = strchr (s, ',');
+        size_t n = comma ? (size_t) (comma - s) : strlen (s);
+
+        if (n >= sizeof (item))
+            return 0;
+        memcpy (item, s, n);
+        item[n] = '\0';
+        for (i = 0; i < 3 && strcmp (item, names[i]); i++)
+            ;
+        if (i == 3 || (got & (1u << i)))
+            return 0;
+        got |= 1u << i;
+        if (!comma)
+            break;
+        s = comma + 1;
+    }
+    *bits = got;
+    return 1;
+}
+
 static int ref_backend (const char *s, enum sp_backend *b)
 {
     static const char *names[] = { "off", "auto", "host", "nccl" };
@@ -89,7 +122,7 @@ static int reference (int ac, char **av, struct sp_conf *c)
         else if (klen == 10 && !strncmp (av[i], "port_range", 10) && !seen[2]++)
             ok = ref_range (v, &c->port_lo, &c->port_hi);
         else if (klen == 9 && !strncmp (av[i], "torch_env", 9) && !seen[3]++)
-            ok = ref_bool (v, &c->torch_env);
+            ok = ref_torch_env (v, &c->torch_env);
         else
             ok = 0;
         if (!ok)
@@ -111,7 +144,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     char *av[MAXARGS];
     char *s, *p, *save = NULL, *err;
     size_t errlen;
-    unsigned lo = 7, hi = 7, rlo, rhi;
+    unsigned lo = 7, hi = 7, rlo, rhi, tbits, rbits;
     bool b = false;
     int ac = 0, rc, ok;
 
@@ -127,6 +160,10 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                     : rc == -1 && lo == 7 && hi == 7);
     rc = sp_parse_bool (s, &b);
     fuzz_assert (ref_bool (s, &b) ? rc == 0 : rc == -1 && !b);
+    tbits = 99;
+    rc = sp_parse_torch_env (s, &tbits);
+    fuzz_assert (ref_torch_env (s, &rbits) ? rc == 0 && tbits == rbits
+                                            : rc == -1 && tbits == 99);
 
     /* Split into arguments. */
     for (p = strtok_r (s, " \t\n", &save); p && ac < MAXARGS;
