@@ -32,6 +32,8 @@
 #              --deb --no-tests; the suite ran them, from the same commit)
 #   t0530      the suite's configure test (tests/t0530-configure-versions.t,
 #              configure four times: no cluster, nothing timed), with prove
+#   t0515      README's "Run your own program" run as written (a second
+#              build and install, and a 2-node cluster of its own), with prove
 #   variants   configure --without-nccl, and as on a machine without CUDA
 #              (--with-cuda pointing nowhere): both must build warning-free
 #              with the host backend only
@@ -90,6 +92,19 @@ background () {
     echo "t0530:$r" >>"$bg_status"
     [ $r = PASS ] || cat "$top/build-t0530.log"
     rm -rf "$top/build-t0530"
+
+    # README's "Run your own program", run as written (t0515): a second
+    # build and install of libddp and a cluster of its own; no timing, so
+    # here, off the suite's time (its timeouts allow for idle priority).
+    start=$(date +%s)
+    rm -rf "$top/build-t0515"
+    if (cd "$top" && DDP_SRC_DIR=$top DDP_BUILD_DIR=$top/build-t0515 DDP_REQUIRE_CLUSTER=1 \
+            prove -v --timer tests/t0515-readme-own-program.t :: -v) \
+           >"$top/build-t0515.log" 2>&1; then r=PASS; else r=FAIL; fi
+    echo "== check: t0515-readme-own-program.t $r, took $(( $(date +%s) - start )) s: $(tap_summary "$top/build-t0515.log")"
+    echo "t0515:$r" >>"$bg_status"
+    [ $r = PASS ] || cat "$top/build-t0515.log"
+    rm -rf "$top/build-t0515"
 
     start=$(date +%s)
     r=PASS
@@ -189,7 +204,7 @@ cd "$top"
 start=$(date +%s)
 status=0
 # t0530 runs in the background stages (above) unless --quick.
-[ $quick = yes ] || export DDP_PROVE_SKIP=t0530-configure-versions.t
+[ $quick = yes ] || export DDP_PROVE_SKIP="t0530-configure-versions.t t0515-readme-own-program.t"
 ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
 unset DDP_PROVE_SKIP
 stop_cluster
@@ -220,8 +235,8 @@ if [ $quick = no ]; then
     log=$top/build-debian13.log
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
 t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
-t0600-bench.t t0720-python.t t0730-python-torch.t"
-    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own):" $d13_skip
+t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t"
+    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own; README's build):" $d13_skip
     # Its build is the background's (started at once): wait for it.
     while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
         sleep 5
