@@ -15,7 +15,7 @@ test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"
 test -x "$DDP_PROGS/port_holder" || ddp_cluster_unavailable "tests/progs/port_holder not built"
 
 N=24
-SPAN=30
+SPAN=${DDP_T0155_SPAN:-30}   # by hand: 500, the default range
 # free_range LO: the first LO' >= LO, in steps of SPAN, where no TCP socket
 # uses any of SPAN ports.  16000-19999: below the ephemeral range (32768
 # up) and the test clusters' 20000-29499, apart from t0150's 12000-15999.
