@@ -205,11 +205,11 @@ static int walk_port (uint32_t jobid, uint32_t stepid)
         return step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
                            step.master_host, strerror (errno));
     return step_error ("ddp: no free MASTER_PORT on %s, the step's node: "
-                       "its port %d and the %u other ports of port_range "
-                       "are each claimed by another step running there or "
-                       "have a listener.  " PORT_ADVICE, step.master_host,
-                       step.master_port, span - 1, conf->port_lo,
-                       conf->port_hi);
+                       "each of the %u ports of port_range, from this "
+                       "step's own (%d) on, is claimed by another step "
+                       "running there or has a listener.  " PORT_ADVICE,
+                       step.master_host, span, step.master_port,
+                       conf->port_lo, conf->port_hi);
 }
 
 /* On node 0, where rank 0 listens: claim MASTER_PORT for the step, so that

@@ -71,7 +71,7 @@ test_expect_success 'a step holds the one port; another job'"'"'s step on the sa
 	rm -f ran &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>b.err &&
 	cat b.err &&
-	grep "ddp: no free MASTER_PORT on n1, the step.s node: its port $ONE and the 0 other ports of port_range are each claimed by another step running there or have a listener" b.err &&
+	grep "ddp: no free MASTER_PORT on n1, the step.s node: each of the 1 ports of port_range, from this step.s own ($ONE) on, is claimed by another step running there or has a listener" b.err &&
 	grep "srun --resv-ports" b.err &&
 	grep "wider port_range (now $ONE-$ONE)" b.err &&
 	test ! -e ran
