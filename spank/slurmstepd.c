@@ -68,8 +68,8 @@ static struct {
  * differ when Slurm runs user_init in a short-lived child (Slurm >= 24.05
  * with SlurmdParameters=contain_spank: a clone sharing memory, not the
  * descriptor table): the claim then ends with that child and the
- * descriptor number means nothing here.  Outside STEP: user_init clears
- * that. */
+ * descriptor number means nothing here.  Not in STEP, which user_init
+ * clears before it releases the claim of an earlier step. */
 static int claim_fd = -1;
 static pid_t claim_pid, stepd_pid;
 
