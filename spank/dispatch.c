@@ -73,6 +73,8 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         return 0;
     if (load (sp, ac, av) < 0)
         return -1;
+    if (ctx == S_CTX_REMOTE)
+        sp_slurmstepd_init ();
     return ctx == S_CTX_LOCAL ? sp_srun_init (sp) : 0;
 }
 
@@ -100,4 +102,9 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
     return in_context (S_CTX_REMOTE, sp_slurmstepd_task_init, sp, ac, av);
+}
+
+int slurm_spank_exit (spank_t sp, int ac, char **av)
+{
+    return in_context (S_CTX_REMOTE, sp_slurmstepd_exit, sp, ac, av);
 }

@@ -4,8 +4,8 @@
  * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
  * first node of SLURM_STEP_NODELIST, which runs rank 0 for block and cyclic
  * distributions, resolved to an address), MASTER_PORT (Slurm's reserved
- * port, else one derived from the job and step ids; node 0 checks that
- * nothing listens there yet), the step's layout (its busiest node, for
+ * port, else one derived from the job and step ids; node 0 claims it for
+ * the step, see take_port), the step's layout (its busiest node, for
  * --ddp=auto), srun's plan for auto (sp_plan.h), whether the command is
  * torchrun, and the restart count.  Errors there do not fail a step in
  * Slurm, so they are kept and reported by task_init.
@@ -13,8 +13,14 @@
  * task_init (per task, as the user, before exec): the rank variables, the
  * backend and the task's GPU.  An error fails the task's launch.
  *
+ * exit (slurm_spank_exit, once the step's tasks are gone): give the claim
+ * on MASTER_PORT back.
+ *
  * Everything read from the job environment is untrusted and parsed strictly
- * (sp_*.c); nothing here runs a program or writes a file.
+ * (sp_*.c); nothing here runs a program or writes a file.  The one thing
+ * it creates is the claim: an AF_UNIX socket bound to an abstract name (no
+ * file), which never listens (sp_port_claim), made as the user in
+ * user_init.
  */
 #include "config.h"
 #include <errno.h>
@@ -48,12 +54,24 @@ static struct {
     char master_host[256];        /* the step's first node */
     char master_addr[NI_MAXHOST]; /* its address */
     int master_port;
+    bool resv_port;               /* master_port is one Slurm reserved */
     unsigned long max_local;      /* tasks on the step's busiest node */
     struct sp_plan plan;          /* srun's plan for auto */
     bool driver;                  /* this node has an NVIDIA driver */
     bool torchrun;                /* the step's command is torchrun */
     unsigned restarts;            /* SLURM_RESTART_COUNT */
 } step;
+
+/* The step's claim on MASTER_PORT (sp_port_claim), held by its first node's
+ * slurmstepd from user_init to slurm_spank_exit, or -1; CLAIM_PID is the
+ * process that made it, STEPD_PID the one slurm_spank_init ran in.  They
+ * differ when Slurm runs user_init in a short-lived child (Slurm >= 24.05
+ * with SlurmdParameters=contain_spank: a clone sharing memory, not the
+ * descriptor table): the claim then ends with that child and the
+ * descriptor number means nothing here.  Not in STEP, which user_init
+ * clears before it releases the claim of an earlier step. */
+static int claim_fd = -1;
+static pid_t claim_pid, stepd_pid;
 
 /* Keep an error that fails every task of the step.  Returns -1. */
 static __attribute__ ((format (printf, 1, 2)))
@@ -115,6 +133,7 @@ static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
         if ((step.master_port = sp_port_resv_last (buf)) < 0)
             return step_error ("ddp: SLURM_STEP_RESV_PORTS is not a list of "
                                "ports: '%.64s'", buf);
+        step.resv_port = true;
         return 0;
     }
     step.master_port = sp_port_derive (jobid, stepid, conf->port_lo,
@@ -125,27 +144,119 @@ static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
     return 0;
 }
 
-/* On node 0, where rank 0 listens: is MASTER_PORT free?  Only a check (the
- * plugin binds nothing): a step or program listening there already would
- * make this step's rendezvous fail or join the wrong one. */
-static int check_port_free (void)
+/* Does a TCP socket listen on PORT on this node?  (An unreadable table
+ * counts as no: the check is advice, the claim is the rule.) */
+static bool port_listening (unsigned port)
+{
+    return sp_port_listening ("/proc/net/tcp", port) == 1
+           || sp_port_listening ("/proc/net/tcp6", port) == 1;
+}
+
+/* Why try_port found a port taken. */
+enum taken { TAKEN_NOT = 0, TAKEN_CLAIM, TAKEN_LISTENER };
+
+/* sp_port_walk's TRY_PORT: claim PORT for this step and check that nothing
+ * listens there; keep the claim in claim_fd.  *(enum taken *) ARG says why
+ * a port was taken.  Returns 0 (ours), 1 (taken) or -1 (errno set). */
+static int try_port (unsigned port, void *arg)
+{
+    enum taken *why = arg;
+    int fd;
+
+    if ((fd = sp_port_claim (SP_PORT_CLAIM_PREFIX, port)) < 0) {
+        *why = TAKEN_CLAIM;
+        return errno == EADDRINUSE ? 1 : -1;
+    }
+    if (port_listening (port)) {
+        close (fd);
+        *why = TAKEN_LISTENER;
+        return 1;
+    }
+    claim_fd = fd;
+    claim_pid = getpid ();
+    *why = TAKEN_NOT;
+    return 0;
+}
+
+/* What the admin and the user can do about a taken port (message tail). */
+#define PORT_ADVICE "Use Slurm's reserved ports (srun --resv-ports; the " \
+    "admin sets MpiParams=ports=LO-HI, which never gives one port to two " \
+    "steps on a node), run the step again once the port is free (or as the " \
+    "job's next step, which gets another port), or ask the admin for a " \
+    "wider port_range (now %u-%u)"
+
+/* A single-node step with a derived port: walk from it to the first port
+ * that no other step claims and nothing listens on.  Only this node needs
+ * to know the port, so it may differ from the derived one. */
+static int walk_port (uint32_t jobid, uint32_t stepid)
 {
     const struct sp_conf *conf = sp_args_conf ();
+    unsigned span = conf->port_hi - conf->port_lo + 1;
+    enum taken why = TAKEN_NOT;
+    int port;
 
-    if (sp_port_listening ("/proc/net/tcp", (unsigned) step.master_port) != 1
-        && sp_port_listening ("/proc/net/tcp6", (unsigned) step.master_port)
-           != 1)
+    port = sp_port_walk (jobid, stepid, conf->port_lo, conf->port_hi, span,
+                         try_port, &why);
+    if (port > 0) {
+        step.master_port = port;
         return 0;
-    return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
-                       "step's first node, where rank 0 listens: another step "
-                       "or program holds it.  Use Slurm's reserved ports "
-                       "(srun --resv-ports; the admin sets "
-                       "MpiParams=ports=LO-HI), run the step again once the "
-                       "port is free (or as the job's next step, which gets "
-                       "another port), or ask the admin for a wider "
-                       "port_range (now %u-%u)",
-                       step.master_port, step.master_host, conf->port_lo,
-                       conf->port_hi);
+    }
+    if (errno != EADDRINUSE)
+        return step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
+                           step.master_host, strerror (errno));
+    return step_error ("ddp: no free MASTER_PORT on %s, the step's node: "
+                       "each of the %u ports of port_range, from this "
+                       "step's own (%d) on, is claimed by another step "
+                       "running there or has a listener.  " PORT_ADVICE,
+                       step.master_host, span, step.master_port,
+                       conf->port_lo, conf->port_hi);
+}
+
+/* On node 0, where rank 0 listens: claim MASTER_PORT for the step, so that
+ * no other step running here gets it while this one runs, and check that
+ * nothing listens there yet (a step or program there would make this
+ * step's rendezvous fail or join the wrong one).  A single-node step with
+ * a derived port walks on to a free one; a multi-node step cannot tell its
+ * other nodes another port, and a reserved port is Slurm's choice: those
+ * are refused.  Returns 0 or -1 after step_error(). */
+static int take_port (uint32_t jobid, uint32_t stepid, uint32_t nnodes)
+{
+    const struct sp_conf *conf = sp_args_conf ();
+    enum taken why = TAKEN_NOT;
+    int rc;
+
+    if (getpid () != stepd_pid)
+        slurm_debug ("ddp: user_init runs in a child of slurmstepd "
+                     "(SlurmdParameters=contain_spank?): the claim on "
+                     "MASTER_PORT ends with it, not with the step");
+    if (nnodes == 1 && !step.resv_port)
+        return walk_port (jobid, stepid);
+    if ((rc = try_port ((unsigned) step.master_port, &why)) == 0)
+        return 0;
+    if (rc < 0)
+        return step_error ("ddp: cannot claim MASTER_PORT %d on %s: %s",
+                           step.master_port, step.master_host,
+                           strerror (errno));
+    if (why == TAKEN_LISTENER)
+        return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
+                           "step's first node, where rank 0 listens: another "
+                           "step or program holds it.  " PORT_ADVICE,
+                           step.master_port, step.master_host, conf->port_lo,
+                           conf->port_hi);
+    return step_error ("ddp: MASTER_PORT %d is already claimed on %s, the "
+                       "step's first node, by another step running there; "
+                       "this step runs on %" PRIu32 " nodes, which cannot "
+                       "agree on another port, so it is refused.  "
+                       PORT_ADVICE, step.master_port, step.master_host,
+                       nnodes, conf->port_lo, conf->port_hi);
+}
+
+/* Give the claim on MASTER_PORT back (when this process holds it). */
+static void release_port (void)
+{
+    if (claim_fd >= 0 && claim_pid == getpid ())
+        close (claim_fd);
+    claim_fd = -1;
 }
 
 /* The step's tasks per node, checked against Slurm's own counts: a
@@ -247,7 +358,12 @@ static int find_step (spank_t sp, uint32_t stepid)
     find_torchrun (sp);
     if (step.request.backend == SP_BACKEND_AUTO)
         step.driver = nvidia_driver ();
-    return nodeid == 0 ? check_port_free () : 0;
+    return nodeid == 0 ? take_port (jobid, stepid, nnodes) : 0;
+}
+
+void sp_slurmstepd_init (void)
+{
+    stepd_pid = getpid ();
 }
 
 int sp_slurmstepd_user_init (spank_t sp)
@@ -257,6 +373,7 @@ int sp_slurmstepd_user_init (spank_t sp)
     int ddp;
 
     memset (&step, 0, sizeof (step));
+    release_port ();
     have_id = spank_get_item (sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS;
     ddp = sp_args_step_ddp (have_id ? &stepid : NULL);
     if (ddp == 0)
@@ -487,6 +604,13 @@ static int describe_task (spank_t sp, const struct task_ids *t,
     in->why = sp_plan_reason (&step.plan);
     if (spank_getenv (sp, "SLURMD_NODENAME", node, len) == ESPANK_SUCCESS)
         in->node = node;
+    return 0;
+}
+
+int sp_slurmstepd_exit (spank_t sp)
+{
+    (void) sp;
+    release_port ();
     return 0;
 }
 

@@ -17,4 +17,17 @@
 int sp_fail (char *err, size_t errlen, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
+/* Room for sp_quote() of N input bytes (each may become \xHH). */
+#define SP_QUOTE_LEN(n) (4 * (n) + 1)
+
+/* Copy S into BUF (LEN bytes; BUF may be NULL or LEN 0, then nothing is
+ * written) for quoting user input in a message: printable ASCII as is,
+ * except the backslash and the single quote, which get a backslash;
+ * newline, carriage return and tab as \n, \r, \t; every other byte (other
+ * control characters, DEL, anything >= 0x80) as \xHH.  So the message
+ * stays on one line and shows the input as it was, without terminal
+ * control sequences.  What does not fit is cut at a whole escape; BUF is
+ * always terminated.  Returns BUF (or "" when BUF is NULL or LEN 0). */
+const char *sp_quote (const char *s, char *buf, size_t len);
+
 #endif /* SP_ERR_H */

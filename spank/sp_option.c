@@ -40,6 +40,11 @@ int sp_backend_parse (const char *word, enum sp_backend *out)
 }
 
 
+/* Room for the value quoted in the message (sp_quote): a value of printable
+ * characters whole, one of escapes cut after 32 bytes, so that the message
+ * still names the valid values in 256 bytes. */
+#define QUOTED_LEN SP_QUOTE_LEN (32)
+
 /* Apply one word of a --ddp value to REQ; SEEN tracks a backend word. */
 static int apply_word (const char *word, struct sp_request *req, bool *seen)
 {
@@ -62,7 +67,7 @@ int sp_option_parse (const char *value, struct sp_request *req, char *err,
                      size_t errlen)
 {
     struct sp_request r = { .backend = SP_BACKEND_AUTO, .nobind = false };
-    char buf[SP_OPTION_MAXLEN + 1];
+    char buf[SP_OPTION_MAXLEN + 1], q[QUOTED_LEN];
     char *word, *save = NULL;
     bool seen = false;
     size_t len;
@@ -88,7 +93,7 @@ int sp_option_parse (const char *value, struct sp_request *req, char *err,
     return 0;
 invalid:
     return sp_fail (err, errlen, "ddp: invalid --ddp value '%s'; valid values: %s",
-                 value, SP_OPTION_VALID);
+                    sp_quote (value, q, sizeof (q)), SP_OPTION_VALID);
 }
 
 bool sp_request_equal (const struct sp_request *a, const struct sp_request *b)

@@ -37,7 +37,9 @@ int sp_backend_parse (const char *word, enum sp_backend *out);
 
 /* Parse a --ddp value (NULL or "" means auto).  Returns 0 and fills *REQ;
  * on failure returns -1 with errno EINVAL, writes a message naming the value
- * and the valid values to ERR (ERRLEN bytes, may be 0) and leaves *REQ alone. */
+ * (escaped by sp_quote: one line, no control characters) and the valid
+ * values to ERR (ERRLEN bytes, may be 0; 256 hold it all) and leaves *REQ
+ * alone. */
 int sp_option_parse (const char *value, struct sp_request *req, char *err,
                      size_t errlen);
 

@@ -1,9 +1,14 @@
-/* sp_port.c - MASTER_PORT for a job step, and whether it is taken. */
+/* sp_port.c - MASTER_PORT for a job step, whether it is taken, and the
+ * claim a step holds on it. */
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "sp_port.h"
 #include "sp_strint.h"
@@ -43,18 +48,94 @@ static uint64_t stride (uint32_t h, uint64_t span)
     return s;
 }
 
-int sp_port_derive (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi)
-{
-    uint64_t span, start, step;
+/* The walk of job JOBID over the SPAN ports from LO: its start and stride. */
+struct walk {
+    unsigned lo;
+    uint64_t span, start, stride;
+};
 
+static int walk_init (struct walk *w, uint32_t jobid, unsigned lo,
+                      unsigned hi)
+{
     if (lo < 1 || lo > hi || hi > 65535) {
         errno = EINVAL;
         return -1;
     }
-    span = (uint64_t) hi - lo + 1;
-    start = mix32 (jobid) % span;
-    step = stride (mix32 (jobid ^ 0x9e3779b9U), span);
-    return (int) (lo + (start + (uint64_t) stepid % span * step) % span);
+    w->lo = lo;
+    w->span = (uint64_t) hi - lo + 1;
+    w->start = mix32 (jobid) % w->span;
+    w->stride = stride (mix32 (jobid ^ 0x9e3779b9U), w->span);
+    return 0;
+}
+
+/* The port at position I (any value; taken mod the span) of walk W. */
+static int walk_port (const struct walk *w, uint64_t i)
+{
+    return (int) (w->lo + (w->start + i % w->span * w->stride) % w->span);
+}
+
+int sp_port_derive (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi)
+{
+    struct walk w;
+
+    if (walk_init (&w, jobid, lo, hi) < 0)
+        return -1;
+    return walk_port (&w, stepid);
+}
+
+int sp_port_walk (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi,
+                  unsigned tries, int (*try_port) (unsigned port, void *arg),
+                  void *arg)
+{
+    struct walk w;
+    uint64_t k;
+    int port, rc;
+
+    if (!try_port || tries < 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (walk_init (&w, jobid, lo, hi) < 0)
+        return -1;
+    for (k = 0; k < tries && k < w.span; k++) {
+        port = walk_port (&w, (uint64_t) stepid % w.span + k);
+        if ((rc = try_port ((unsigned) port, arg)) == 0)
+            return port;
+        if (rc < 0)
+            return -1;
+    }
+    errno = EADDRINUSE;
+    return -1;
+}
+
+int sp_port_claim (const char *prefix, unsigned port)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    socklen_t len;
+    int fd, n, e;
+
+    if (!prefix || port < 1 || port > 65535) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* sun_path[0] stays '\0': the abstract namespace, no file. */
+    n = snprintf (a.sun_path + 1, sizeof (a.sun_path) - 1, "%s%u", prefix,
+                  port);
+    if (n < 0 || (size_t) n >= sizeof (a.sun_path) - 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    len = (socklen_t) (offsetof (struct sockaddr_un, sun_path) + 1
+                       + (size_t) n);
+    if ((fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+        return -1;
+    if (bind (fd, (struct sockaddr *) &a, len) < 0) {
+        e = errno;
+        close (fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
 }
 
 int sp_port_resv_last (const char *list)

@@ -1,4 +1,5 @@
-/* sp_port.h - MASTER_PORT for a job step, and whether it is taken. */
+/* sp_port.h - MASTER_PORT for a job step, whether it is taken, and the
+ * claim a step holds on it. */
 #ifndef SP_PORT_H
 #define SP_PORT_H
 
@@ -13,6 +14,34 @@
  * not keep meeting step after step.  Every node computes the same value.
  * Returns the port, or -1 (errno EINVAL) unless 1 <= LO <= HI <= 65535. */
 int sp_port_derive (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi);
+
+/* Walk on from sp_port_derive (JOBID, STEPID, LO, HI): try that port, then
+ * the one step STEPID+1 would get, STEPID+2's, ... (the job's start and
+ * stride, so no port comes twice), at most TRIES ports and at most the
+ * whole range.  TRY_PORT (PORT, ARG) returns 0 when it took PORT (the walk
+ * stops there), 1 when PORT is taken (the walk goes on) or -1 with errno
+ * set (the walk stops).  Every node computes the same sequence, but only
+ * the first port is the same everywhere: walk only where one node decides
+ * (a single-node step).  Returns the port taken, or -1 with errno EINVAL
+ * (bad range, TRIES 0, no TRY_PORT), EADDRINUSE (every port tried was
+ * taken) or TRY_PORT's. */
+int sp_port_walk (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi,
+                  unsigned tries, int (*try_port) (unsigned port, void *arg),
+                  void *arg);
+
+/* The prefix of the claim names of the plugin (the port number follows). */
+#define SP_PORT_CLAIM_PREFIX "slurm-ddp/master-port/"
+
+/* Claim PORT in this network namespace: bind a datagram AF_UNIX socket to
+ * the abstract name PREFIX followed by the port in decimal (no file, no
+ * listen, close-on-exec so that no program started later inherits it).
+ * The claim holds while the descriptor is open in some process; close it
+ * to give it up (the kernel also does when the process dies).  It reserves
+ * nothing in TCP: it only tells claimers with the same PREFIX apart.
+ * Returns the descriptor, or -1 with errno EADDRINUSE (someone holds the
+ * claim), EINVAL (PREFIX NULL or too long, PORT outside 1..65535), or
+ * socket()'s (EMFILE, ...). */
+int sp_port_claim (const char *prefix, unsigned port);
 
 /* The port to use from Slurm's reserved ports for a step
  * (SLURM_STEP_RESV_PORTS: "N", "N-M" items, comma-separated, ascending, as

@@ -27,6 +27,14 @@ test_expect_success 'no shell or exec is linked in' '
 	nm -D --undefined-only "$DDP_PLUGIN" | awk "{print \$2}" >undef &&
 	! grep -E "^(system|popen|exec[lv]p?e?|posix_spawnp?|fork|vfork)(@|$)" undef
 '
+# The plugin's one socket is the claim on MASTER_PORT (sp_port_claim): an
+# AF_UNIX socket bound to an abstract name, never listening, never talking.
+# socket and bind are allowed for it; nothing that listens, connects or
+# moves data on a socket is.
+test_expect_success 'sockets: socket and bind (the port claim) only' '
+	grep -E "^bind(@|$)" undef &&
+	! grep -E "^(listen|accept4?|connect|socketpair|send(to|msg|mmsg)?|recv(from|msg|mmsg)?|setsockopt)(@|$)" undef
+'
 test_expect_success 'built with full RELRO and a non-executable stack' '
 	if command -v readelf >/dev/null 2>&1; then
 		readelf -d "$DDP_PLUGIN" | grep -q "BIND_NOW\|FLAGS.*NOW" &&

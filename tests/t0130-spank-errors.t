@@ -28,6 +28,14 @@ test_expect_success 'srun --ddp=nccl,host (two backends) is refused too' '
 	test_must_fail ddp_srun --ddp=nccl,host -N1 true 2>two.err &&
 	grep "invalid --ddp value .nccl,host." two.err
 '
+test_expect_success 'a newline or escape sequence in --ddp is shown escaped, on one line' '
+	nl="$(printf "host\nddp: forged line\033[2J")" &&
+	test_must_fail ddp_srun --ddp="$nl" -N1 true 2>nl.err &&
+	cat nl.err &&
+	grep -F "invalid --ddp value '"'"'host\nddp: forged line\x1b[2J'"'"'; valid values" nl.err &&
+	! grep "^ddp: forged line" nl.err &&
+	! grep -q "$(printf "\033")" nl.err
+'
 test_expect_success 'sbatch --ddp=bogus is refused at submission' '
 	printf "#!/bin/sh\ntrue\n" >job.sh &&
 	test_must_fail timeout 30 sbatch --ddp=bogus -o job.out job.sh 2>sbatch.err &&

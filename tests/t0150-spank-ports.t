@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='MASTER_PORT: Slurm reserved ports when there are some, a clear refusal when the port is taken'
+test_description='MASTER_PORT: Slurm reserved ports when there are some, a claim for the step, a clear refusal when the port is taken'
 . "$(dirname "$0")/test-lib.sh"
 
 # A private cluster: it has reserved ports (MpiParams=ports=), and the
@@ -71,10 +71,18 @@ test_expect_success 'a step holds the one port; another job'"'"'s step on the sa
 	rm -f ran &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>b.err &&
 	cat b.err &&
-	grep "ddp: MASTER_PORT $ONE is already in use on n1, the step.s first node, where rank 0 listens" b.err &&
+	grep "ddp: no free MASTER_PORT on n1, the step.s node: each of the 1 ports of port_range, from this step.s own ($ONE) on, is claimed by another step running there or has a listener" b.err &&
 	grep "srun --resv-ports" b.err &&
 	grep "wider port_range (now $ONE-$ONE)" b.err &&
 	test ! -e ran
+'
+# (A multi-node step is refused on its first node only: the other nodes'
+# tasks start and are killed by kill-on-bad-exit, so they run "true".)
+test_expect_success '... and a two-node step whose first node it is, saying why it cannot move' '
+	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N2 -w "n[1-2]" true 2>b2.err &&
+	cat b2.err &&
+	grep "ddp: MASTER_PORT $ONE is already claimed on n1, the step.s first node, by another step running there; this step runs on 2 nodes, which cannot agree on another port, so it is refused" b2.err &&
+	grep "MpiParams=ports=LO-HI" b2.err
 '
 test_expect_success '... while with reserved ports the same two steps get distinct ports and both run' '
 	ddp_srun --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >c.out &&
@@ -89,12 +97,57 @@ test_expect_success 'two concurrent steps with reserved ports on the same nodes:
 	test $(echo "$d" | wc -l) = 1 &&
 	test "$(ports e.out)" != "$d"
 '
+# no_jobs: wait (30 s at most) until no job is left.
+no_jobs () {
+	i=0 && while squeue -h | grep -q . ; do
+		test $i -lt 300 || return 1; sleep 0.1; i=$((i + 1)); done
+}
 test_expect_success 'once the holder is gone, the one port works again' '
 	scancel --quiet --user=root;
 	i=0 && while ss -Hltn "sport = :$ONE" | grep -q . ; do
 		test $i -lt 300 || return 1; sleep 0.1; i=$((i + 1)); done &&
+	no_jobs &&
 	ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >f.out &&
 	echo "MASTER_PORT=$ONE" >f.expected &&
 	test_cmp f.expected f.out
+'
+# The claim, not a listener: a step that has not listened yet (its rank 0
+# still loading PyTorch, or never listening at all) holds its port all the
+# same, until it ends.
+test_expect_success 'a step that does not listen still holds its port: a second step on its node is refused' '
+	rm -f g.out ran &&
+	( ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 sh -c "echo started; exec sleep 60" >g.out 2>g.err & ) &&
+	i=0 && while ! grep -q "^started" g.out 2>/dev/null; do
+		test $i -lt 300 || { cat g.err; return 1; }
+		sleep 0.1; i=$((i + 1)); done &&
+	! ss -Hltn "sport = :$ONE" | grep -q . &&
+	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>h.err &&
+	cat h.err &&
+	grep "ddp: no free MASTER_PORT on n1" h.err &&
+	test ! -e ran &&
+	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N2 -w "n[1-2]" true 2>h2.err &&
+	cat h2.err &&
+	grep "ddp: MASTER_PORT $ONE is already claimed on n1" h2.err
+'
+test_expect_success 'the claim ends with the step: the port works again' '
+	scancel --quiet --user=root;
+	no_jobs &&
+	ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >i.out &&
+	echo "MASTER_PORT=$ONE" >i.expected &&
+	test_cmp i.expected i.out
+'
+test_expect_success 'a listener that is no step: a two-node step is refused, naming the port in use' '
+	rm -f j.out &&
+	"$DDP_PROGS/port_holder" $ONE 60 >j.out 2>j.err &
+	holder=$! &&
+	i=0 && while ! grep -q "^listening on" j.out 2>/dev/null; do
+		test $i -lt 300 || { cat j.err; kill $holder; return 1; }
+		sleep 0.1; i=$((i + 1)); done &&
+	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N2 -w "n[1-2]" true 2>k.err;
+	rc=$?; kill $holder; wait $holder;
+	cat k.err &&
+	test $rc = 0 &&
+	grep "ddp: MASTER_PORT $ONE is already in use on n1, the step.s first node, where rank 0 listens" k.err &&
+	grep "wider port_range (now $ONE-$ONE)" k.err
 '
 test_done

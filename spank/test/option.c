@@ -1,6 +1,9 @@
 /* option.c - the --ddp value (spank/sp_option.c). */
 #include "config.h"
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include "sp_err.h"
 #include "sp_option.h"
 #include "tap.h"
 
@@ -27,6 +30,45 @@ static void bad (const char *value)
         "--ddp=%s is rejected with the valid values in the message", value);
     if (rc == 0 || !strstr (err, "off, auto, host or nccl"))
         diag ("  message: %s", err);
+}
+
+/* A rejected value with control characters is quoted escaped: the
+ * message is one line with no control character, and says WANT. */
+static void escaped (const char *value, const char *want, const char *what)
+{
+    struct sp_request r = { .backend = SP_BACKEND_HOST, .nobind = true };
+    char err[256] = "";
+    const char *p;
+    bool clean = true;
+
+    (void) sp_option_parse (value, &r, err, sizeof (err));
+    for (p = err; *p; p++)
+        clean = clean && (unsigned char) *p >= 0x20 && *p != 0x7f;
+    ok (clean && strstr (err, want) && strstr (err, "off, auto, host or nccl"),
+        "%s", what);
+    if (!clean || !strstr (err, want))
+        diag ("  message: %s", err);
+}
+
+static void test_escaped (void)
+{
+    char ctl[SP_OPTION_MAXLEN + 1];
+    char q[16];
+
+    escaped ("host\nnccl", "value 'host\\nnccl'",
+             "a newline in --ddp is shown as \\n, on one line");
+    escaped ("ho\x1b[2Jst", "value 'ho\\x1b[2Jst'",
+             "an escape sequence is shown as \\x1b, not sent to the terminal");
+    escaped ("a'b\\c\t\r\x7f\xff", "value 'a\\'b\\\\c\\t\\r\\x7f\\xff'",
+             "quote, backslash, tab, CR, DEL and high bytes are escaped");
+    memset (ctl, '\n', SP_OPTION_MAXLEN);
+    ctl[SP_OPTION_MAXLEN] = '\0';
+    escaped (ctl, "value '\\n\\n", "64 newlines: cut, the valid values "
+             "still in a 256-byte message");
+    is_str (sp_quote ("a\nb", q, 3), "a", "sp_quote cuts at a whole escape");
+    is_str (sp_quote ("a\nb", q, 4), "a\\n", "... and keeps one that fits");
+    is_str (sp_quote ("x", NULL, 0), "", "sp_quote without a buffer: \"\"");
+    is_str (sp_quote (NULL, q, sizeof (q)), "", "sp_quote (NULL): \"\"");
 }
 
 int main (void)
@@ -77,5 +119,6 @@ int main (void)
     ok (!sp_request_equal (&a, &c), "nobind makes requests differ");
     ok (!sp_request_equal (&a, NULL), "NULL is never equal");
 
+    test_escaped ();
     return done_testing ();
 }

@@ -6,7 +6,9 @@
  * value; split at '\n' it is also an argument vector.  Checked: success
  * gives a known backend and only for words the reference accepts; failure
  * leaves the request untouched and a NUL-terminated message (naming the
- * valid values when there is room); sp_argv_find's value points into argv. */
+ * valid values when there is room) on one line, without control
+ * characters, whatever the value holds (sp_quote); sp_argv_find's value
+ * points into argv. */
 #include "config.h"
 #include <errno.h>
 
@@ -63,6 +65,7 @@ static void check_parse (const char *v, size_t errlen)
     char *err = malloc (errlen ? errlen : 1);
     int ok = reference (v, &ref);
     int rc;
+    size_t i;
 
     if (!err)
         abort ();
@@ -76,8 +79,12 @@ static void check_parse (const char *v, size_t errlen)
     else {
         fuzz_assert (rc == -1 && errno == EINVAL);
         fuzz_assert (req.backend == (enum sp_backend) 77 && req.nobind);
-        if (errlen > 0)
+        if (errlen > 0) {
             fuzz_assert (fuzz_terminated (err, errlen));
+            for (i = 0; err[i]; i++)
+                fuzz_assert ((unsigned char) err[i] >= 0x20
+                             && err[i] != 0x7f);
+        }
         if (errlen >= 256)
             fuzz_assert (strstr (err, "valid values") != NULL);
     }
