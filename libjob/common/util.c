@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +23,24 @@ void ddpi_log_set_identity (int rank, int size)
     log_size = size;
 }
 
+static void log_line (const char *msg);
+
 bool ddpi_debug_enabled (void)
 {
+    static atomic_bool warned;
     const char *s = getenv ("DDP_DEBUG");
-    return s && *s && strcmp (s, "0") != 0;
+    char msg[DDPI_ENV_MSG], line[DDPI_ENV_MSG + 80];
+    bool on = false;
+
+    if (!s || !*s || ddpi_parse_flag (s, &on) == 0)
+        return on;
+    if (!atomic_exchange (&warned, true)
+        && ddpi_env_explain ("DDP_DEBUG", s, msg, sizeof (msg)) < 0) {
+        snprintf (line, sizeof (line), "warning: %s (debugging stays off; "
+                  "ddp_init refuses it)", msg);
+        log_line (line);
+    }
+    return false;
 }
 
 /* Write one prefixed line to stderr with a single write(2). */
@@ -129,14 +144,29 @@ double ddpi_now (void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The length of the digits at s (0 if none). */
+static size_t digits (const char *s)
+{
+    size_t n = 0;
+
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
+}
+
 int ddpi_parse_long (const char *s, long min, long max, long *out)
 {
+    const char *d;
+    size_t n;
     char *end;
     long v;
 
-    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+    if (!s)
         return -1;
-    if (*s == '-' && min >= 0)
+    d = s + (*s == '-');
+    n = digits (d);
+    if (n == 0 || d[n] != '\0' || (n > 1 && d[0] == '0')
+        || (d != s && (min >= 0 || d[0] == '0')))
         return -1;
     errno = 0;
     v = strtol (s, &end, 10);
@@ -146,19 +176,48 @@ int ddpi_parse_long (const char *s, long min, long max, long *out)
     return 0;
 }
 
+int ddpi_parse_flag (const char *s, bool *out)
+{
+    if (!s || (strcmp (s, "0") != 0 && strcmp (s, "1") != 0))
+        return -1;
+    *out = s[0] == '1';
+    return 0;
+}
+
+/* Is s a decimal number as ddpi_parse_seconds takes it (its grammar
+ * only, not its value)? */
+static bool decimal_number (const char *s)
+{
+    size_t whole = digits (s), frac = 0;
+
+    s += whole;
+    if (*s == '.') {
+        frac = digits (s + 1);
+        s += 1 + frac;
+    }
+    if (whole + frac == 0)
+        return false;
+    if (*s == 'e' || *s == 'E') {
+        s += 1 + (s[1] == '+' || s[1] == '-');
+        if (digits (s) == 0)
+            return false;
+        s += digits (s);
+    }
+    return *s == '\0';
+}
+
 int ddpi_parse_seconds (const char *s, double max, double *out)
 {
-    char *end;
     double v;
 
-    if (!s || !*s || ((*s < '0' || *s > '9') && *s != '.'))
+    if (!s || !decimal_number (s))
         return -1;
     errno = 0;
-    v = strtod (s, &end);
-    if (*end != '\0' || !(v > 0) || (errno != 0 && errno != ERANGE))
-        return -1;
+    v = strtod (s, NULL);
+    if (!(v > 0))
+        return -3;      /* zero, or too small for a double: not above 0 */
     if (errno == ERANGE && v < 1)
-        return -1;      /* underflow: no positive number is that small */
+        return -3;      /* underflow to a denormal */
     if (errno == ERANGE || v > max)
         return -2;
     *out = v;
