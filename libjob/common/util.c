@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -212,14 +213,11 @@ int ddpi_parse_seconds (const char *s, double max, double *out)
 
     if (!s || !decimal_number (s))
         return -1;
-    errno = 0;
     v = strtod (s, NULL);
-    if (!(v > 0))
+    if (!(v >= DBL_MIN))
         return -3;      /* zero, or too small for a double: not above 0 */
-    if (errno == ERANGE && v < 1)
-        return -3;      /* underflow to a denormal */
-    if (errno == ERANGE || v > max)
-        return -2;
+    if (v > max)
+        return -2;      /* overflow is HUGE_VAL: above it too */
     *out = v;
     return 0;
 }
