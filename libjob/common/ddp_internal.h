@@ -29,6 +29,9 @@ const char *ddpi_last_error (void);
 /* Log a rank-prefixed line to stderr, always (warnings, init failures). */
 void ddpi_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* Write msg as one rank-prefixed line to stderr (one write(2)). */
+void ddpi_log_line (const char *msg);
+
 /* True if the last ddpi_error() on this thread was logged already. */
 bool ddpi_last_error_logged (void);
 
@@ -37,7 +40,8 @@ void ddpi_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 /* True when DDP_DEBUG is 1.  Any other non-empty value but 0 is logged
  * once as a warning (debugging stays off; ddp_init refuses it), since this
- * is asked before ddp_init too. */
+ * is asked before ddp_init too; not when ddp_init has refused it already
+ * (env.c). */
 bool ddpi_debug_enabled (void);
 
 /* Monotonic time in seconds. */

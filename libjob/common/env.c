@@ -1,13 +1,15 @@
 /* env.c - the grammar of every DDP_* variable libddp reads, in one place
  * (ddp_internal.h): which kind each one is (a whole number in a range, a
  * flag, a timeout), the message that refuses a malformed value, and the
- * check ddp_init() makes of them all before it does anything else.  The
+ * check ddp_init() makes of them all before it does anything else, and
+ * DDP_DEBUG's reading, which logging does before ddp_init too.  The
  * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c) take their
  * values through ddpi_env_long/_flag/_timeout, so that a range or an
  * allowed word is written here only. */
 #include "config.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,26 @@ static const struct var *find (const char *name)
         if (strcmp (vars[i].name, name) == 0)
             return &vars[i];
     return NULL;
+}
+
+/* A malformed DDP_DEBUG has been said (warning or ddp_init's error). */
+static atomic_bool debug_said;
+
+bool ddpi_debug_enabled (void)
+{
+    const char *s = getenv ("DDP_DEBUG");
+    char msg[DDPI_ENV_MSG], line[DDPI_ENV_MSG + 64];
+    bool on = false;
+
+    if (!s || !*s || ddpi_parse_flag (s, &on) == 0)
+        return on;
+    if (!atomic_exchange (&debug_said, true)
+        && ddpi_env_explain ("DDP_DEBUG", s, msg, sizeof (msg)) < 0) {
+        snprintf (line, sizeof (line), "warning: %s (debugging stays off; "
+                  "ddp_init refuses it)", msg);
+        ddpi_log_line (line);
+    }
+    return false;
 }
 
 const char *ddpi_env_quote (const char *s, char *buf, size_t len)
@@ -211,7 +233,10 @@ int ddpi_env_check (void)
     for (size_t i = 0; i < NVARS; i++)
         if (!vars[i].voted
             && ddpi_env_explain (vars[i].name, getenv (vars[i].name), msg,
-                                 sizeof (msg)) < 0)
+                                 sizeof (msg)) < 0) {
+            if (strcmp (vars[i].name, "DDP_DEBUG") == 0)
+                atomic_store (&debug_said, true);   /* said here, once */
             return ddpi_error (DDP_EINVAL, "%s", msg);
+        }
     return 0;
 }

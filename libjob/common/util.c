@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <float.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,28 +23,8 @@ void ddpi_log_set_identity (int rank, int size)
     log_size = size;
 }
 
-static void log_line (const char *msg);
-
-bool ddpi_debug_enabled (void)
-{
-    static atomic_bool warned;
-    const char *s = getenv ("DDP_DEBUG");
-    char msg[DDPI_ENV_MSG], line[DDPI_ENV_MSG + 80];
-    bool on = false;
-
-    if (!s || !*s || ddpi_parse_flag (s, &on) == 0)
-        return on;
-    if (!atomic_exchange (&warned, true)
-        && ddpi_env_explain ("DDP_DEBUG", s, msg, sizeof (msg)) < 0) {
-        snprintf (line, sizeof (line), "warning: %s (debugging stays off; "
-                  "ddp_init refuses it)", msg);
-        log_line (line);
-    }
-    return false;
-}
-
 /* Write one prefixed line to stderr with a single write(2). */
-static void log_line (const char *msg)
+void ddpi_log_line (const char *msg)
 {
     char line[768];
     int n;
@@ -99,7 +78,7 @@ int ddpi_error (int code, const char *fmt, ...)
     if (last_logged) {
         char line[600];
         snprintf (line, sizeof (line), "error: %s", msg);
-        log_line (line);
+        ddpi_log_line (line);
     }
     return code;
 }
@@ -122,7 +101,7 @@ void ddpi_log (const char *fmt, ...)
     va_start (ap, fmt);
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
-    log_line (msg);
+    ddpi_log_line (msg);
 }
 
 void ddpi_debug (const char *fmt, ...)
@@ -135,7 +114,7 @@ void ddpi_debug (const char *fmt, ...)
     va_start (ap, fmt);
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
-    log_line (msg);
+    ddpi_log_line (msg);
 }
 
 double ddpi_now (void)
