@@ -83,6 +83,7 @@ static int forced_method (const char *name,
                           const struct bootstrap_method **mp, char *err,
                           size_t errlen)
 {
+    char q[DDPI_ENV_QUOTED];
     int i;
 
     for (i = 0; methods[i]; i++)
@@ -97,7 +98,8 @@ static int forced_method (const char *name,
                                   "DDP_BOOTSTRAP=%s: libddp was built "
                                   "without %s", name, name);
     return bootstrap_err (err, errlen, DDP_EINVAL, "DDP_BOOTSTRAP='%s' is "
-                          "not one of local, pmix, single", name);
+                          "not one of local, pmix, single",
+                          ddpi_env_quote (name, q, sizeof (q)));
 }
 
 /* The first method whose probe accepts (single always does). */
@@ -145,7 +147,7 @@ int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
 
     if ((rc = check_env (&env_rank, &env_size, err, errlen)) < 0)
         return rc;
-    if (force && (rc = forced_method (force, &m, err, errlen)) < 0)
+    if (force && *force && (rc = forced_method (force, &m, err, errlen)) < 0)
         return rc;
     if (!m)
         m = probed_method ();

@@ -101,6 +101,9 @@ const char *ddpi_env_quote (const char *s, char *buf, size_t len);
 int ddpi_env_explain (const char *name, const char *value, char *buf,
                       size_t len);
 
+/* Is the variable name set to a non-empty value (empty is unset)? */
+bool ddpi_env_given (const char *name);
+
 /* The variable name (one env.c knows) as its kind: 0 when unset or empty
  * (*out untouched), 1 with *out set, or DDP_EINVAL with the message
  * recorded by ddpi_error(). */

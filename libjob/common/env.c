@@ -206,6 +206,13 @@ static int get (const char *name, long *l, double *d)
     return 1;
 }
 
+bool ddpi_env_given (const char *name)
+{
+    const char *s = getenv (name);
+
+    return s && *s;
+}
+
 int ddpi_env_long (const char *name, long *out)
 {
     return get (name, out, NULL);
