@@ -1,8 +1,8 @@
 /* env.c - the grammar of every DDP_* variable libddp reads, in one place
  * (ddp_internal.h): which kind each one is (a whole number in a range, a
- * flag, a timeout), the message that refuses a malformed value, and the
- * check ddp_init() makes of them all before it does anything else, and
- * DDP_DEBUG's reading, which logging does before ddp_init too.  The
+ * flag, a timeout), the message that refuses a malformed value, the
+ * check ddp_init() makes of them all before anything else, and the reading
+ * of DDP_DEBUG, which logging does before ddp_init too.  The
  * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c) take their
  * values through ddpi_env_long/_flag/_timeout, so that a range or an
  * allowed word is written here only. */
@@ -93,7 +93,6 @@ bool ddpi_debug_enabled (void)
 const char *ddpi_env_quote (const char *s, char *buf, size_t len)
 {
     size_t off = 0, i;
-    int n;
 
     if (len == 0)
         return buf;
@@ -112,10 +111,8 @@ const char *ddpi_env_quote (const char *s, char *buf, size_t len)
             off += 4;
         }
     }
-    if (s[i]) {
-        n = snprintf (buf + off, len - off, "...");
-        (void)n;
-    }
+    if (s[i] && off + 4 <= len)
+        memcpy (buf + off, "...", 4);
     return buf;
 }
 
