@@ -83,7 +83,7 @@ static int forced_method (const char *name,
                           const struct bootstrap_method **mp, char *err,
                           size_t errlen)
 {
-    char q[DDPI_ENV_QUOTED];
+    char msg[DDPI_ENV_MSG];
     int i;
 
     for (i = 0; methods[i]; i++)
@@ -97,9 +97,8 @@ static int forced_method (const char *name,
             return bootstrap_err (err, errlen, DDP_ENOTSUP,
                                   "DDP_BOOTSTRAP=%s: libddp was built "
                                   "without %s", name, name);
-    return bootstrap_err (err, errlen, DDP_EINVAL, "DDP_BOOTSTRAP='%s' is "
-                          "not one of local, pmix, single",
-                          ddpi_env_quote (name, q, sizeof (q)));
+    ddpi_env_explain ("DDP_BOOTSTRAP", name, msg, sizeof (msg));
+    return bootstrap_err (err, errlen, DDP_EINVAL, "%s", msg);
 }
 
 /* The first method whose probe accepts (single always does). */

@@ -1,6 +1,6 @@
 /* env.c - the grammar of every DDP_* variable libddp reads, in one place
  * (ddp_internal.h): which kind each one is (a whole number in a range, a
- * flag, a timeout), the message that refuses a malformed value, the
+ * flag, a timeout, a word of a list), the message that refuses a malformed value, the
  * check ddp_init() makes of them all before anything else, and the reading
  * of DDP_DEBUG, which logging does before ddp_init too.  The
  * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c) take their
@@ -16,13 +16,14 @@
 
 #include "ddp_internal.h"
 
-enum kind { ENV_LONG, ENV_FLAG, ENV_TIMEOUT };
+enum kind { ENV_LONG, ENV_FLAG, ENV_TIMEOUT, ENV_WORD };
 
 struct var {
     const char *name;
     enum kind kind;
     long min, max;      /* ENV_LONG */
-    const char *what;   /* ENV_LONG: what it counts; ENV_FLAG: the choices */
+    const char *what;   /* ENV_LONG: what it counts; ENV_FLAG: the choices;
+                           ENV_WORD: the words, ", " between them */
     bool voted;         /* checked in the backend vote (choice.c), where a
                            bad value fails every rank alike: not at init */
 };
@@ -33,6 +34,8 @@ static const struct var vars[] = {
     { "DDP_DEBUG", ENV_FLAG, 0, 1, FLAG_01 ("set 1 to log what libddp "
       "does, 0 or nothing to leave it off"), false },
     { "DDP_TIMEOUT", ENV_TIMEOUT, 0, 0, NULL, false },
+    { "DDP_BACKEND", ENV_WORD, 0, 0, "auto, host, nccl", true },
+    { "DDP_BOOTSTRAP", ENV_WORD, 0, 0, "local, pmix, single", false },
     { "DDP_INIT_TIMEOUT", ENV_TIMEOUT, 0, 0, NULL, false },
     { "DDP_CHECK", ENV_FLAG, 0, 1, FLAG_01 ("set 1 to compare every "
       "collective's arguments across the ranks, 0 or nothing to leave it "
@@ -126,6 +129,9 @@ static void explain (const struct var *v, const char *value, int rc,
     ddpi_env_quote (value, q, sizeof (q));
     if (v->kind == ENV_FLAG)
         snprintf (buf, len, "%s='%s' is not %s", v->name, q, v->what);
+    else if (v->kind == ENV_WORD)
+        snprintf (buf, len, "%s='%s' is not one of %s", v->name, q,
+                  v->what);
     else if (v->kind == ENV_LONG)
         snprintf (buf, len, "%s='%s' is not a whole number from %ld to %ld "
                   "(%s, in decimal digits)", v->name, q, v->min, v->max,
@@ -144,6 +150,22 @@ static void explain (const struct var *v, const char *value, int rc,
                   DDPI_TIMEOUT_MAX);
 }
 
+/* Is s one of the words of list ("a, b, c")?  Returns 0 or -1. */
+static int parse_word (const char *s, const char *list)
+{
+    size_t n = strlen (s);
+
+    while (*list) {
+        size_t w = strcspn (list, ",");
+
+        if (w == n && strncmp (list, s, n) == 0)
+            return 0;
+        list += w;
+        list += strspn (list, ", ");
+    }
+    return -1;
+}
+
 /* Parse value as v's kind into *l or *d.  Returns 0 or the parser's code. */
 static int parse (const struct var *v, const char *value, long *l, double *d)
 {
@@ -159,6 +181,8 @@ static int parse (const struct var *v, const char *value, long *l, double *d)
         return 0;
     case ENV_TIMEOUT:
         return ddpi_parse_timeout (value, d);
+    case ENV_WORD:
+        return parse_word (value, v->what);
     }
     return -1;
 }

@@ -41,9 +41,8 @@ void choice_local (struct choice_vote *v, const char *backend,
     else if (strcmp (backend, "nccl") == 0)
         v->want = CHOICE_NCCL;
     else {
-        v->status = DDP_EINVAL;
-        snprintf (v->reason, sizeof (v->reason), "DDP_BACKEND='%.64s' is not"
-                  " one of auto, host, nccl", backend);
+        v->status = ddpi_env_explain ("DDP_BACKEND", backend, v->reason,
+                                      sizeof (v->reason));
         return;
     }
     if (v->want == CHOICE_NCCL && !probe) {

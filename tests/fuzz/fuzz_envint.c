@@ -2,7 +2,8 @@
 /* fuzz_envint.c - libddp's grammars of environment values (RANK=abc,
  * WORLD_SIZE=0, DDP_TIMEOUT=0x10, DDP_SHM_SLOT=-1, DDP_DEBUG=yes, ...):
  * ddpi_parse_long(), ddpi_parse_flag(), ddpi_parse_seconds(),
- * ddpi_parse_timeout(), and env.c's ddpi_env_explain() and
+ * ddpi_parse_timeout(), and env.c's ddpi_env_explain() (a word list's
+ * too: DDP_BACKEND) and
  * ddpi_env_quote().
  *
  * Input: byte 0 picks the bounds (low 3 bits) and a variable (the rest),
@@ -39,7 +40,7 @@ static const long bounds[][2] = {
 #define NBOUNDS (sizeof (bounds) / sizeof (bounds[0]))
 
 /* The variables checked through env.c, as doc/ddp.3 states them. */
-enum kind { K_LONG, K_FLAG, K_TIMEOUT };
+enum kind { K_LONG, K_FLAG, K_TIMEOUT, K_BACKEND };
 static const struct {
     const char *name;
     enum kind kind;
@@ -56,6 +57,7 @@ static const struct {
     { "DDP_PMIX_COLLECT", K_FLAG, 0, 1 },
     { "DDP_TIMEOUT", K_TIMEOUT, 0, 0 },
     { "DDP_INIT_TIMEOUT", K_TIMEOUT, 0, 0 },
+    { "DDP_BACKEND", K_BACKEND, 0, 0 },
 };
 #define NVARS (sizeof (vars) / sizeof (vars[0]))
 
@@ -211,6 +213,9 @@ static void check_env (const char *s, unsigned pick)
         ok = ref_long (s, &l) && l >= vars[i].min && l <= vars[i].max;
     else if (vars[i].kind == K_FLAG)
         ok = strcmp (s, "0") == 0 || strcmp (s, "1") == 0;
+    else if (vars[i].kind == K_BACKEND)
+        ok = strcmp (s, "auto") == 0 || strcmp (s, "host") == 0
+             || strcmp (s, "nccl") == 0;
     else
         ok = ref_timeout (s, &d) == 0;
     ok = ok || *s == '\0';

@@ -228,6 +228,14 @@ static void env_checks (void)
                 "from 1 to 16");
     explain_is ("DDP_SPIN", "-1", "from 0 to 10000000 (microseconds");
     explain_is ("DDP_NCCL_RANKS_PER_ROOT", "0", "from 1 to 2147483647");
+    explain_is ("DDP_BACKEND", "NCCL", "DDP_BACKEND='NCCL' is not one of "
+                "auto, host, nccl");
+    explain_is ("DDP_BACKEND", "hos", "is not one of auto, host, nccl");
+    explain_is ("DDP_BACKEND", "host,", "is not one of auto, host, nccl");
+    explain_is ("DDP_BACKEND", "nccl", NULL);
+    explain_is ("DDP_BOOTSTRAP", "carrier-pigeon", "DDP_BOOTSTRAP="
+                "'carrier-pigeon' is not one of local, pmix, single");
+    explain_is ("DDP_BOOTSTRAP", "single", NULL);
     explain_is ("DDP_NOT_OURS", "whatever", NULL);
     /* What a message shows of a value: unprintable bytes, quotes and
      * backslashes escaped; a long one cut. */
