@@ -15,7 +15,9 @@
  * safe from any thread after ddp_init() returned.
  *
  * Environment (read by ddp_init(); a malformed value is an error, never
- * ignored):
+ * ignored: DDP_EINVAL naming the variable, the value and what is allowed;
+ * whole numbers in decimal digits, flags 0 or 1, seconds as in "30",
+ * "0.5", "1e3" or "inf"; empty is unset; the grammar of each in ddp(3)):
  *   DDP_DEBUG=1        log what init found and how long each phase took,
  *                      and the reason of every error (rank-prefixed, stderr)
  *   DDP_TIMEOUT=SECS   bound on every wait for a peer (default 30; "0.5"
@@ -26,8 +28,10 @@
  *                      when PMIX_NAMESPACE / PMIX_SERVER_URI* are set)
  *   DDP_HOST_ADDR=IPv4 the address node leaders listen on and advertise
  *                      (default: every interface's, loopback last)
- *   RANK, WORLD_SIZE   checked when set (a mismatch with PMIx is a warning);
+ *   RANK, WORLD_SIZE   checked when set (a mismatch with the launcher is a
+ *                      warning, and the launcher's are used);
  *                      WORLD_SIZE > 1 without PMIx is DDP_ENOLAUNCH
+ *   and the tuning variables of ddp(3) ENVIRONMENT (DDP_SHM_SLOT, ...)
  * Read by other calls: DDP_STOP_SIGNALS (ddp_stop_signals()),
  * SLURM_RESTART_COUNT (ddp_restart_count()).
  * Failures are always logged to stderr when they concern the job rather than

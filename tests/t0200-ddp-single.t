@@ -45,6 +45,22 @@ test_expect_success 'RANK that disagrees with PMIx: a warning, PMIx wins' '
 	grep -q "warning: RANK=0 but the launcher (pmix) says rank 1; using the launcher" err &&
 	grep -q "rank 1/2 .* 0 failed in all" out
 '
+# --ddp sets RANK and WORLD_SIZE for each task; the program is started with
+# a forged WORLD_SIZE, which must not be held against the task's own RANK.
+test_expect_success 'a forged WORLD_SIZE under srun --ddp: the launcher'"'"'s world, a warning naming both' '
+	ddp_srun --ddp=host -N1 -n4 \
+		env WORLD_SIZE=1 "$CHECK" -q -l 0 >forged.out 2>forged.err &&
+	cat forged.err &&
+	test $(grep -c "warning: WORLD_SIZE=1 but the launcher (pmix) says 4 ranks; using the launcher" forged.err) = 4 &&
+	test $(grep -c "rank ./4 .* 0 failed in all" forged.out) = 4
+'
+test_expect_success 'a malformed DDP_* value under srun: every task fails, naming it' '
+	test_must_fail ddp_srun --mpi=pmix -N2 -n3 \
+		env DDP_SHM_SLOT=-1 "$CHECK" -q -l 0 >badslot.out 2>badslot.err &&
+	cat badslot.err &&
+	test $(grep -c "error: DDP_SHM_SLOT=.-1. is not a whole number from 4096 to 1073741824" badslot.err) = 3 &&
+	! grep -q "failed in all" badslot.out
+'
 test_expect_success 'ddp_init works again after ddp_finalize under PMIx' '
 	ddp_srun --mpi=pmix -N2 -n3 "$CHECK" -q -r -l 0 >again.out &&
 	cat again.out &&

@@ -123,6 +123,40 @@ test_expect_success 'the launcher: its own bound, bad arguments, a missing progr
 	test_expect_code 2 "$RUN" -m 0,2 -- true 2>bad5 &&
 	grep -q "node 1 has no rank" bad5
 '
+# A malformed DDP_* value fails ddp_init on every rank, naming the variable,
+# the value and what is allowed (env.c): one case a line, VAR=VALUE|TEXT.
+while IFS="|" read -r setting text; do
+	test_expect_success "malformed $setting: ddp_init refuses it, saying so" '
+		run bad -n 2 -- env "$setting" "$CHECK" -q -l 0 &&
+		test "$(cat bad.rc)" != 0 &&
+		test $(grep -cF "error: $text" bad.err) = 2 &&
+		test $(grep -c "^ddp_init: invalid argument" bad.err) = 2 &&
+		! grep -q "failed in all" bad.out
+	'
+done <<-\EOF
+	DDP_SHM_SLOT=-1|DDP_SHM_SLOT='-1' is not a whole number from 4096 to 1073741824 (bytes, in decimal digits)
+	DDP_SHM_SLOT=abc|DDP_SHM_SLOT='abc' is not a whole number from 4096 to 1073741824
+	DDP_SHM_SLOT=99999999999999999999|DDP_SHM_SLOT='99999999999999999999' is not a whole number
+	DDP_TIMEOUT=0x10|DDP_TIMEOUT='0x10' is not a number of seconds: give one in (0, 1000000], or inf for no timeout
+	DDP_TIMEOUT=0|DDP_TIMEOUT='0' must be more than 0: give a number of seconds in (0, 1000000], or inf for no timeout
+	DDP_DEBUG=yes|DDP_DEBUG='yes' is not 0 or 1: set 1 to log what libddp does, 0 or nothing to leave it off
+	DDP_STRAGGLERS=x|DDP_STRAGGLERS='x' is not 0 or 1
+	DDP_NCCL_BUFFER_CACHE=off|DDP_NCCL_BUFFER_CACHE='off' is not 0 or 1
+	DDP_LANES=010|DDP_LANES='010' is not a whole number from 1 to 16 (ranks, in decimal digits)
+	DDP_SPIN=1 2|DDP_SPIN='1 2' is not a whole number from 0 to 10000000
+EOF
+test_expect_success 'a long or unprintable value is shown escaped, cut at 40 bytes' '
+	run badlong -n 1 -- env "DDP_SEGMENT=$(printf "\033[31m%060d" 0)" \
+		"$CHECK" -q -l 0 &&
+	test "$(cat badlong.rc)" != 0 &&
+	grep -F "error: DDP_SEGMENT='"'"'\\x1b[31m00000000000000000000000000000000000...'"'"' is not a whole number from 64" badlong.err
+'
+test_expect_success 'a forged WORLD_SIZE: the launcher'"'"'s world, a warning naming both' '
+	run forged -n 4 -N 2 -- env WORLD_SIZE=1 "$CHECK" -q -l 0 &&
+	test "$(cat forged.rc)" = 0 &&
+	test $(grep -c "warning: WORLD_SIZE=1 but the launcher (local) says 4 ranks; using the launcher" forged.err) = 4 &&
+	test $(grep -c "^ddp_check rank ./4 .* 0 failed in all" forged.out) = 4
+'
 # Each rank starts a child of its own and waits: the launcher's bound
 # kills both (every rank's process group).  The sleeps' durations are this
 # run's own, so other users' processes do not count.

@@ -77,6 +77,16 @@ test_expect_success 'one process: identity, a world of one, help(ddp) documents 
 	grep -q "^api: 1[0-9] checks, 0 failed$" api.out
 '
 
+test_expect_success 'a malformed DDP_* variable: ddp.init raises, naming it' '
+	test_must_fail env DDP_SHM_SLOT=abc "$PY" -c "import ddp; ddp.init()" \
+		2>badenv.err &&
+	cat badenv.err &&
+	grep "^ddp.Error: ddp.init: invalid argument: DDP_SHM_SLOT='"'"'abc'"'"' is not a whole number from 4096" badenv.err &&
+	test_must_fail env DDP_DEBUG=yes "$PY" -c "import ddp; ddp.log(1)" \
+		2>baddebug.err &&
+	cat baddebug.err &&
+	grep "^ddp.Error: ddp.init: invalid argument: DDP_DEBUG='"'"'yes'"'"' is not 0 or 1" baddebug.err
+'
 test_expect_success 'bad arguments: TypeError / ValueError with the reason' '
 	py args >args.out 2>args.err; echo $? >args.rc &&
 	ddp_show args.out && cat args.err &&

@@ -39,18 +39,21 @@ static int env_int (const char *name, long min, long max, long *out,
                     char *err, size_t errlen)
 {
     const char *s = getenv (name);
+    char q[DDPI_ENV_QUOTED];
 
     if (!s)
         return 0;
     if (ddpi_parse_long (s, min, max, out) < 0)
         return bootstrap_err (err, errlen, DDP_EINVAL,
-                              "%s='%s' is not an integer in [%ld, %ld]",
-                              name, s, min, max);
+                              "%s='%s' is not an integer in [%ld, %ld] (in "
+                              "decimal digits)", name,
+                              ddpi_env_quote (s, q, sizeof (q)), min, max);
     return 1;
 }
 
-/* The environment's own claims (RANK, WORLD_SIZE): strictly parsed here,
- * checked against the launcher's answer later. */
+/* The environment's own claims (RANK, WORLD_SIZE): each strictly parsed
+ * here on its own, compared with the launcher's answer once there is one
+ * (warn_env), or with each other when there is none (check_pair). */
 static int check_env (long *env_rank, long *env_size, char *err, size_t errlen)
 {
     int rc;
@@ -58,10 +61,21 @@ static int check_env (long *env_rank, long *env_size, char *err, size_t errlen)
     *env_rank = *env_size = -1;
     if ((rc = env_int ("WORLD_SIZE", 1, INT_MAX, env_size, err, errlen)) < 0)
         return rc;
-    if ((rc = env_int ("RANK", 0, *env_size > 0 ? *env_size - 1 : INT_MAX,
-                       env_rank, err, errlen)) < 0)
+    if ((rc = env_int ("RANK", 0, INT_MAX - 1, env_rank, err, errlen)) < 0)
         return rc;
     return 0;
+}
+
+/* Without a launcher (the single method) RANK and WORLD_SIZE are all
+ * there is: RANK must be a rank of WORLD_SIZE.  Returns 0 or DDP_EINVAL. */
+static int check_pair (long env_rank, long env_size, char *err, size_t errlen)
+{
+    if (env_rank < 0 || env_size < 0 || env_rank < env_size)
+        return 0;
+    return bootstrap_err (err, errlen, DDP_EINVAL, "RANK=%ld is not a rank "
+                          "of WORLD_SIZE=%ld (give one in [0, %ld]), and "
+                          "there is no launcher to say otherwise", env_rank,
+                          env_size, env_size - 1);
 }
 
 /* DDP_BOOTSTRAP=name: that method, or why not. */
@@ -69,6 +83,7 @@ static int forced_method (const char *name,
                           const struct bootstrap_method **mp, char *err,
                           size_t errlen)
 {
+    char msg[DDPI_ENV_MSG];
     int i;
 
     for (i = 0; methods[i]; i++)
@@ -82,8 +97,8 @@ static int forced_method (const char *name,
             return bootstrap_err (err, errlen, DDP_ENOTSUP,
                                   "DDP_BOOTSTRAP=%s: libddp was built "
                                   "without %s", name, name);
-    return bootstrap_err (err, errlen, DDP_EINVAL, "DDP_BOOTSTRAP='%s' is "
-                          "not one of local, pmix, single", name);
+    ddpi_env_explain ("DDP_BOOTSTRAP", name, msg, sizeof (msg));
+    return bootstrap_err (err, errlen, DDP_EINVAL, "%s", msg);
 }
 
 /* The first method whose probe accepts (single always does). */
@@ -104,9 +119,10 @@ static const struct bootstrap_method *probed_method (void)
     return methods[i];
 }
 
-/* The launcher is authoritative; a stale RANK/WORLD_SIZE (another
- * launcher's leftovers) is worth a warning, not a hang of the peers that
- * agree. */
+/* The launcher is authoritative, for the world size as for the rank: a
+ * stale RANK/WORLD_SIZE (another launcher's leftovers) is worth a warning,
+ * not a hang of the peers that agree, and a RANK beyond WORLD_SIZE is not
+ * held against a launcher that says otherwise. */
 static void warn_env (const struct bootstrap *b, long env_rank, long env_size)
 {
     if (env_size > 0 && env_size != b->info.size)
@@ -130,10 +146,13 @@ int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
 
     if ((rc = check_env (&env_rank, &env_size, err, errlen)) < 0)
         return rc;
-    if (force && (rc = forced_method (force, &m, err, errlen)) < 0)
+    if (force && *force && (rc = forced_method (force, &m, err, errlen)) < 0)
         return rc;
     if (!m)
         m = probed_method ();
+    if (m == &bootstrap_method_single
+        && (rc = check_pair (env_rank, env_size, err, errlen)) < 0)
+        return rc;
     if (!(b = calloc (1, sizeof (*b))))
         return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
     b->m = m;

@@ -40,7 +40,7 @@ static bool local_probe (char *why, size_t why_len)
 {
     const char *s = getenv ("DDP_LOCAL_FD");
 
-    if (!s) {
+    if (!s || !*s) {
         snprintf (why, why_len, "DDP_LOCAL_FD is not set");
         return false;
     }

@@ -60,16 +60,11 @@ static bool pmix_probe (char *why, size_t why_len)
 static int read_settings (char *err, size_t errlen)
 {
     const char *s = getenv ("DDP_PMIX_COLLECT");
+    char msg[DDPI_ENV_MSG];
 
-    if (!s || strcmp (s, "1") == 0)
-        collect_data = true;
-    else if (strcmp (s, "0") == 0)
-        collect_data = false;
-    else
-        return bootstrap_err (err, errlen, DDP_EINVAL, "DDP_PMIX_COLLECT='%s'"
-                              " is not 1 (fences collect the setup data: the "
-                              "default) or 0 (each rank's data is fetched "
-                              "from its node when read)", s);
+    if (ddpi_env_explain ("DDP_PMIX_COLLECT", s, msg, sizeof (msg)) < 0)
+        return bootstrap_err (err, errlen, DDP_EINVAL, "%s", msg);
+    collect_data = !s || !*s || strcmp (s, "1") == 0;
     return 0;
 }
 

@@ -29,25 +29,42 @@ const char *ddpi_last_error (void);
 /* Log a rank-prefixed line to stderr, always (warnings, init failures). */
 void ddpi_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* Write msg as one rank-prefixed line to stderr (one write(2)). */
+void ddpi_log_line (const char *msg);
+
 /* True if the last ddpi_error() on this thread was logged already. */
 bool ddpi_last_error_logged (void);
 
 /* When DDP_DEBUG is set: log a rank-prefixed line to stderr. */
 void ddpi_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
-/* True when DDP_DEBUG is set to a non-zero value. */
+/* True when DDP_DEBUG is 1.  Any other non-empty value but 0 is logged
+ * once as a warning (debugging stays off; ddp_init refuses it), since this
+ * is asked before ddp_init too; not when ddp_init has refused it already
+ * (env.c). */
 bool ddpi_debug_enabled (void);
 
 /* Monotonic time in seconds. */
 double ddpi_now (void);
 
-/* Parse a whole decimal integer in [min, max] from s (no sign for min >= 0,
- * no spaces, no trailing garbage).  Returns 0 and sets *out, or -1. */
+/* The grammars of the environment's values.  Every one takes exactly its
+ * text: no blank, no '+', no trailing garbage. */
+
+/* A whole number in [min, max] from s, in decimal digits: no 0x, no
+ * leading 0 (not even "00"; "010" is neither 8 nor 10: refused), a '-'
+ * only before a negative number when min < 0 (no "-0"), nothing that does
+ * not fit in a long.  Returns 0 and sets *out, or -1 (*out untouched). */
 int ddpi_parse_long (const char *s, long min, long max, long *out);
 
-/* Parse a positive decimal number of seconds ("30", "0.5", "1e3"; no sign,
- * blank, "inf" or "nan") of at most max.  Returns 0 and sets *out, -1 when s
- * is not such a number (*out untouched), -2 when it is one above max. */
+/* A flag: "0" or "1", nothing else.  Returns 0 and sets *out, or -1. */
+int ddpi_parse_flag (const char *s, bool *out);
+
+/* A positive decimal number of seconds of at most max: digits with an
+ * optional fraction ("30", "0.5", "1.", ".5") and an optional exponent
+ * ("1e3", "5E-1"); no sign, blank, hexadecimal, "inf" or "nan".  Returns 0
+ * and sets *out; -1 when s is not such a number, -2 when it is one above
+ * max, -3 when it is not above 0 ("0", "0.0", "1e-999"); *out is untouched
+ * on failure. */
 int ddpi_parse_seconds (const char *s, double max, double *out);
 
 /* The longest timeout libddp takes (seconds, about 11.6 days), and what
@@ -57,9 +74,47 @@ int ddpi_parse_seconds (const char *s, double max, double *out);
 
 /* Parse a timeout variable's value (DDP_TIMEOUT, DDP_INIT_TIMEOUT): seconds
  * in (0, DDPI_TIMEOUT_MAX] as ddpi_parse_seconds() takes them, or "inf" /
- * "infinity" for no timeout (*out = DDPI_TIMEOUT_MAX).  Returns 0, -1 (not
- * a positive number) or -2 (above the maximum). */
+ * "infinity" for no timeout (*out = DDPI_TIMEOUT_MAX).  Returns 0 or
+ * ddpi_parse_seconds()'s -1, -2 or -3. */
 int ddpi_parse_timeout (const char *s, double *out);
+
+/* The environment variables of libddp (env.c holds each one's kind and
+ * range).  An unset or empty variable is the default. */
+
+/* The most ranks of a node the host backend's lanes take (DDP_LANES). */
+#define DDPI_LANES_MAX 16
+
+/* How much of a malformed value a message shows (longer ones end in
+ * "..."), and room for it quoted (\xNN for each byte that is not
+ * printable ASCII, a quote or a backslash). */
+#define DDPI_ENV_SHOWN 40
+#define DDPI_ENV_QUOTED (4 * DDPI_ENV_SHOWN + 4)
+#define DDPI_ENV_MSG 512
+
+/* s as a message shows it, into buf of len bytes (at least
+ * DDPI_ENV_QUOTED for all of it).  Returns buf. */
+const char *ddpi_env_quote (const char *s, char *buf, size_t len);
+
+/* Is value (NULL: unset) well formed for the variable name?  Returns 0
+ * (also for a name env.c does not know), or DDP_EINVAL with the message
+ * in buf: the variable, the value quoted, what is allowed. */
+int ddpi_env_explain (const char *name, const char *value, char *buf,
+                      size_t len);
+
+/* Is the variable name set to a non-empty value (empty is unset)? */
+bool ddpi_env_given (const char *name);
+
+/* The variable name (one env.c knows) as its kind: 0 when unset or empty
+ * (*out untouched), 1 with *out set, or DDP_EINVAL with the message
+ * recorded by ddpi_error(). */
+int ddpi_env_long (const char *name, long *out);
+int ddpi_env_flag (const char *name, bool *out);
+int ddpi_env_timeout (const char *name, double *out);
+
+/* ddp_init's first step: every variable env.c knows, except those checked
+ * in the backend vote (DDP_CHECK), is unset, empty or well formed.
+ * Returns 0, or DDP_EINVAL for the first malformed one (ddpi_error). */
+int ddpi_env_check (void);
 
 /* A 64-bit hash of the string s, the same on every machine: FNV-1a's
  * steps, from the offset 1469598103934665603 (not FNV's standard one; the

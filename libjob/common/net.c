@@ -54,14 +54,17 @@ int ddpi_io_full (int fd, void *buf, size_t len, bool wr, double deadline)
 int ddpi_local_ipv4 (uint32_t *ip, int max)
 {
     const char *env = getenv ("DDP_HOST_ADDR");
+    char q[DDPI_ENV_QUOTED];
     struct ifaddrs *ifs, *i;
     struct in_addr in;
     int n = 0;
 
-    if (env) {
+    if (ddpi_env_given ("DDP_HOST_ADDR")) {
         if (inet_pton (AF_INET, env, &in) != 1)
             return ddpi_error (DDP_EINVAL, "DDP_HOST_ADDR='%s' is not an "
-                               "IPv4 address", env);
+                               "IPv4 address in dotted decimal (such as "
+                               "10.1.2.3)", ddpi_env_quote (env, q,
+                                                            sizeof (q)));
         ip[0] = in.s_addr;
         return 1;
     }

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +23,8 @@ void ddpi_log_set_identity (int rank, int size)
     log_size = size;
 }
 
-bool ddpi_debug_enabled (void)
-{
-    const char *s = getenv ("DDP_DEBUG");
-    return s && *s && strcmp (s, "0") != 0;
-}
-
 /* Write one prefixed line to stderr with a single write(2). */
-static void log_line (const char *msg)
+void ddpi_log_line (const char *msg)
 {
     char line[768];
     int n;
@@ -83,7 +78,7 @@ int ddpi_error (int code, const char *fmt, ...)
     if (last_logged) {
         char line[600];
         snprintf (line, sizeof (line), "error: %s", msg);
-        log_line (line);
+        ddpi_log_line (line);
     }
     return code;
 }
@@ -106,7 +101,7 @@ void ddpi_log (const char *fmt, ...)
     va_start (ap, fmt);
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
-    log_line (msg);
+    ddpi_log_line (msg);
 }
 
 void ddpi_debug (const char *fmt, ...)
@@ -119,7 +114,7 @@ void ddpi_debug (const char *fmt, ...)
     va_start (ap, fmt);
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
-    log_line (msg);
+    ddpi_log_line (msg);
 }
 
 double ddpi_now (void)
@@ -129,14 +124,29 @@ double ddpi_now (void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The length of the digits at s (0 if none). */
+static size_t digits (const char *s)
+{
+    size_t n = 0;
+
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
+}
+
 int ddpi_parse_long (const char *s, long min, long max, long *out)
 {
+    const char *d;
+    size_t n;
     char *end;
     long v;
 
-    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+    if (!s)
         return -1;
-    if (*s == '-' && min >= 0)
+    d = s + (*s == '-');
+    n = digits (d);
+    if (n == 0 || d[n] != '\0' || (n > 1 && d[0] == '0')
+        || (d != s && (min >= 0 || d[0] == '0')))
         return -1;
     errno = 0;
     v = strtol (s, &end, 10);
@@ -146,21 +156,47 @@ int ddpi_parse_long (const char *s, long min, long max, long *out)
     return 0;
 }
 
+int ddpi_parse_flag (const char *s, bool *out)
+{
+    if (!s || (strcmp (s, "0") != 0 && strcmp (s, "1") != 0))
+        return -1;
+    *out = s[0] == '1';
+    return 0;
+}
+
+/* Is s a decimal number as ddpi_parse_seconds takes it (its grammar
+ * only, not its value)? */
+static bool decimal_number (const char *s)
+{
+    size_t whole = digits (s), frac = 0;
+
+    s += whole;
+    if (*s == '.') {
+        frac = digits (s + 1);
+        s += 1 + frac;
+    }
+    if (whole + frac == 0)
+        return false;
+    if (*s == 'e' || *s == 'E') {
+        s += 1 + (s[1] == '+' || s[1] == '-');
+        if (digits (s) == 0)
+            return false;
+        s += digits (s);
+    }
+    return *s == '\0';
+}
+
 int ddpi_parse_seconds (const char *s, double max, double *out)
 {
-    char *end;
     double v;
 
-    if (!s || !*s || ((*s < '0' || *s > '9') && *s != '.'))
+    if (!s || !decimal_number (s))
         return -1;
-    errno = 0;
-    v = strtod (s, &end);
-    if (*end != '\0' || !(v > 0) || (errno != 0 && errno != ERANGE))
-        return -1;
-    if (errno == ERANGE && v < 1)
-        return -1;      /* underflow: no positive number is that small */
-    if (errno == ERANGE || v > max)
-        return -2;
+    v = strtod (s, NULL);
+    if (!(v >= DBL_MIN))
+        return -3;      /* zero, or too small for a double: not above 0 */
+    if (v > max)
+        return -2;      /* overflow is HUGE_VAL: above it too */
     *out = v;
     return 0;
 }

@@ -41,9 +41,8 @@ void choice_local (struct choice_vote *v, const char *backend,
     else if (strcmp (backend, "nccl") == 0)
         v->want = CHOICE_NCCL;
     else {
-        v->status = DDP_EINVAL;
-        snprintf (v->reason, sizeof (v->reason), "DDP_BACKEND='%.64s' is not"
-                  " one of auto, host, nccl", backend);
+        v->status = ddpi_env_explain ("DDP_BACKEND", backend, v->reason,
+                                      sizeof (v->reason));
         return;
     }
     if (v->want == CHOICE_NCCL && !probe) {
@@ -60,16 +59,10 @@ void choice_local (struct choice_vote *v, const char *backend,
 
 void choice_local_check (struct choice_vote *v, const char *value)
 {
-    if (!value || !*value || strcmp (value, "0") == 0)
-        v->check = false;
-    else if (strcmp (value, "1") == 0)
-        v->check = true;
-    else if (v->status == 0) {
-        v->status = DDP_EINVAL;
-        snprintf (v->reason, sizeof (v->reason), "DDP_CHECK='%.32s' is not 0"
-                  " or 1: set 1 to compare every collective's arguments"
-                  " across the ranks, 0 or nothing to leave it off", value);
-    }
+    v->check = value && strcmp (value, "1") == 0;
+    if (v->status == 0)
+        v->status = ddpi_env_explain ("DDP_CHECK", value, v->reason,
+                                      sizeof (v->reason));
 }
 
 /* Write src (at most size - 1 characters of it) and a NUL at p.  Returns

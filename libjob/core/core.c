@@ -43,28 +43,23 @@ static struct {
                        the first (DDP_CHECK counts them) */
 } g = { .size = 1, .lsize = 1, .nnodes = 1 };
 
-/* A timeout variable: unset leaves *out alone.  Returns 0 or DDP_EINVAL
- * saying what is allowed. */
+/* A timeout variable: unset or empty leaves *out alone.  Returns 0 or
+ * DDP_EINVAL saying what is allowed (env.c). */
 static int read_timeout (const char *name, double *out)
 {
-    const char *s = getenv (name);
-    int rc;
+    int rc = ddpi_env_timeout (name, out);
 
-    if (!s || (rc = ddpi_parse_timeout (s, out)) == 0)
-        return 0;
-    if (rc == -2)
-        return ddpi_error (DDP_EINVAL, "%s='%s' is too long: give at most "
-                           "%.0f seconds (about 11 days), or inf for no "
-                           "timeout", name, s, DDPI_TIMEOUT_MAX);
-    return ddpi_error (DDP_EINVAL, "%s='%s' is not a number of seconds: "
-                       "give one in (0, %.0f], or inf for no timeout", name,
-                       s, DDPI_TIMEOUT_MAX);
+    return rc < 0 ? rc : 0;
 }
 
+/* Every DDP_* variable is checked first (env.c), so that a malformed one
+ * fails ddp_init at once, named, whichever part would read it later. */
 static int read_config (struct ddp_config *cfg)
 {
     int rc;
 
+    if ((rc = ddpi_env_check ()) < 0)
+        return rc;
     cfg->debug = ddpi_debug_enabled ();
     cfg->coll_timeout_s = DEFAULT_TIMEOUT;
     cfg->init_timeout_s = 0;

@@ -20,7 +20,8 @@
 #include "wait.h"
 
 #define BLOB_MAGIC 0x6464702d686f7374ULL    /* "ddp-host" */
-#define LANES_MAX 16        /* ranks that listen, in case they are lanes */
+#define LANES_MAX DDPI_LANES_MAX /* ranks that listen, in case they are
+                                    lanes (DDP_LANES' maximum) */
 
 struct host_blob {
     uint64_t magic;
@@ -61,20 +62,16 @@ static unsigned spin_default (int on_machine, long ncpu)
     return ncpu > 0 && on_machine > ncpu ? 0 : 2000;
 }
 
-/* One tuning variable name whose value is s: unset or empty keeps *v; a
- * bad value is an error. */
-static int tune_var (const char *name, const char *s, long min, long max,
-                     uint32_t *v)
+/* One tuning variable name (its range is env.c's): unset or empty keeps
+ * *v; a bad value is an error. */
+static int tune_var (const char *name, uint32_t *v)
 {
     long x;
+    int rc = ddpi_env_long (name, &x);
 
-    if (!s || !*s)
-        return 0;
-    if (ddpi_parse_long (s, min, max, &x) < 0)
-        return ddpi_error (DDP_EINVAL, "%s='%s' is not a whole number from "
-                           "%ld to %ld", name, s, min, max);
-    *v = (uint32_t)x;
-    return 0;
+    if (rc == 1)
+        *v = (uint32_t)x;
+    return rc < 0 ? rc : 0;
 }
 
 /* DDP_CMA (single copy between local ranks, shm.c): this rank's own
@@ -82,22 +79,22 @@ static int tune_var (const char *name, const char *s, long min, long max,
  * in the tuning rank 0 hands to all. */
 static int read_cma_var (struct host *h)
 {
-    uint32_t v = 1;
-    int rc = tune_var ("DDP_CMA", getenv ("DDP_CMA"), 0, 1, &v);
+    bool on = true;
+    int rc = ddpi_env_flag ("DDP_CMA", &on);
 
-    h->cma_refused = v == 0;
-    return rc;
+    h->cma_refused = !on;
+    return rc < 0 ? rc : 0;
 }
 
 /* One wait variable name (microseconds, at most 10 s) into *us: -1 when
  * unset or empty; a bad value is an error. */
 static int wait_var (const char *name, long *us)
 {
-    uint32_t v = UINT32_MAX;    /* above the bound: no value given */
-    int rc = tune_var (name, getenv (name), 0, 10000000, &v);
+    int rc = ddpi_env_long (name, us);
 
-    *us = v == UINT32_MAX ? -1 : (long)v;
-    return rc;
+    if (rc <= 0)
+        *us = -1;
+    return rc < 0 ? rc : 0;
 }
 
 /* DDP_SPIN and DDP_YIELD (set_spin), read before the node's ranks meet,
@@ -119,22 +116,14 @@ static int read_tune (struct host_tune *t)
                              .segment = 256 * 1024, .tcp_piece = 60 * 1024,
                              .tcp_ahead = 32 * 1024,
                              .tcp_sndbuf = HOST_SNDBUF_AUTO };
-    if ((rc = tune_var ("DDP_LANES", getenv ("DDP_LANES"), 1, LANES_MAX,
-                        &t->lanes)) < 0
-        || (rc = tune_var ("DDP_LANE_MIN", getenv ("DDP_LANE_MIN"), 1,
-                           1L << 30, &t->lane_min)) < 0
-        || (rc = tune_var ("DDP_SMALL_MAX", getenv ("DDP_SMALL_MAX"), 0,
-                           1L << 30, &t->small_max)) < 0
-        || (rc = tune_var ("DDP_RING_MIN", getenv ("DDP_RING_MIN"), 0,
-                           1L << 30, &t->ring_min)) < 0
-        || (rc = tune_var ("DDP_SEGMENT", getenv ("DDP_SEGMENT"), 64,
-                           1L << 30, &t->segment)) < 0
-        || (rc = tune_var ("DDP_TCP_PIECE", getenv ("DDP_TCP_PIECE"), 0,
-                           1L << 30, &t->tcp_piece)) < 0
-        || (rc = tune_var ("DDP_TCP_READAHEAD", getenv ("DDP_TCP_READAHEAD"),
-                           0, 1L << 24, &t->tcp_ahead)) < 0
-        || (rc = tune_var ("DDP_TCP_SNDBUF", getenv ("DDP_TCP_SNDBUF"), 0,
-                           1L << 30, &t->tcp_sndbuf)) < 0)
+    if ((rc = tune_var ("DDP_LANES", &t->lanes)) < 0
+        || (rc = tune_var ("DDP_LANE_MIN", &t->lane_min)) < 0
+        || (rc = tune_var ("DDP_SMALL_MAX", &t->small_max)) < 0
+        || (rc = tune_var ("DDP_RING_MIN", &t->ring_min)) < 0
+        || (rc = tune_var ("DDP_SEGMENT", &t->segment)) < 0
+        || (rc = tune_var ("DDP_TCP_PIECE", &t->tcp_piece)) < 0
+        || (rc = tune_var ("DDP_TCP_READAHEAD", &t->tcp_ahead)) < 0
+        || (rc = tune_var ("DDP_TCP_SNDBUF", &t->tcp_sndbuf)) < 0)
         return rc;
     return 0;
 }
@@ -401,13 +390,18 @@ static int alloc_tables (struct host *h, const struct bootstrap_info *in)
     return 0;
 }
 
+/* A new host for in and cfg, or NULL with the error recorded (*rc: a
+ * DDP_STRAGGLERS that is not 0 or 1, or no memory). */
 static struct host *host_new (const struct bootstrap_info *in,
-                              const struct ddp_config *cfg)
+                              const struct ddp_config *cfg, int *rc)
 {
-    struct host *h = calloc (1, sizeof (*h));
+    struct host *h;
+    bool strag = false;
 
-    if (!h) {
-        ddpi_error (DDP_ENOMEM, "out of memory");
+    if ((*rc = ddpi_env_flag ("DDP_STRAGGLERS", &strag)) < 0)
+        return NULL;
+    if (!(h = calloc (1, sizeof (*h)))) {
+        *rc = ddpi_error (DDP_ENOMEM, "out of memory");
         return NULL;
     }
     h->rank = in->rank;
@@ -417,9 +411,7 @@ static struct host *host_new (const struct bootstrap_info *in,
     h->node = in->node_rank;
     h->nnodes = in->num_nodes;
     h->cfg = cfg;
-    h->strag = ddpi_debug_enabled ()
-               || (getenv ("DDP_STRAGGLERS")
-                   && strcmp (getenv ("DDP_STRAGGLERS"), "1") == 0);
+    h->strag = ddpi_debug_enabled () || strag;
     h->memfd = h->listen_fd = -1;
     h->relay = &host_flood_relay;
     h->kind = KIND_OTHER;
@@ -514,8 +506,8 @@ static int host_create (struct bootstrap *b, const struct ddp_config *cfg,
     struct host *h;
     int rc;
 
-    if (!(h = host_new (in, cfg)))
-        return DDP_ENOMEM;
+    if (!(h = host_new (in, cfg, &rc)))
+        return rc;
     if ((rc = alloc_tables (h, in)) < 0 || (rc = node_tables (h, b)) < 0
         || (rc = make_blob (h, &blob)) < 0 || (rc = publish (h, b, &blob)) < 0
         || (rc = connect_all (h, b, &blob)) < 0)

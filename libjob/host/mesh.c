@@ -91,7 +91,7 @@ int host_tcp_listen (struct host *h, struct host_addr *a)
     setsockopt (h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
     memset (&sin, 0, sizeof (sin));
     sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = getenv ("DDP_HOST_ADDR") ? a->ip[0] : INADDR_ANY;
+    sin.sin_addr.s_addr = ddpi_env_given ("DDP_HOST_ADDR") ? a->ip[0] : INADDR_ANY;
     /* What can arrive at once: the partners below (links), and after a
      * fault the speakers of every partner trying each lane. */
     backlog = (int)fds_needed (h);

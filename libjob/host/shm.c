@@ -56,14 +56,16 @@ static size_t map_size (struct host *h)
 int host_shm_create (struct host *h)
 {
     size_t slot = (8u << 20) / (size_t)h->lsize;
-    const char *s = getenv ("DDP_SHM_SLOT");
     long v;
+    int set = ddpi_env_long ("DDP_SHM_SLOT", &v);
 
-    if (s && ddpi_parse_long (s, 4096, 1L << 30, &v) == 0)
+    if (set < 0)
+        return set;
+    if (set)
         slot = (size_t)v;
-    if (slot > (1u << 20) && !s)
+    else if (slot > (1u << 20))
         slot = 1u << 20;
-    if (slot < 65536 && !s)
+    else if (slot < 65536)
         slot = 65536;
     h->slot_bytes = align_up (slot, 64);
     h->res_bytes = h->slot_bytes;

@@ -169,14 +169,10 @@ static void watch_start (struct nccl_ctx *c, struct nccl_blob *me)
 /* Read DDP_NCCL_RANKS_PER_ROOT.  Returns the value, or -1 (reason in me). */
 static int ranks_per_root (struct nccl_blob *me)
 {
-    const char *s = getenv ("DDP_NCCL_RANKS_PER_ROOT");
-    long v;
+    long v = NCCL_DEFAULT_RANKS_PER_ROOT;
 
-    if (!s)
-        return NCCL_DEFAULT_RANKS_PER_ROOT;
-    if (ddpi_parse_long (s, 1, INT_MAX, &v) < 0) {
-        blob_fail (me, DDP_EINVAL, "DDP_NCCL_RANKS_PER_ROOT='%s' is not a"
-                   " positive integer", s);
+    if (ddpi_env_long ("DDP_NCCL_RANKS_PER_ROOT", &v) < 0) {
+        blob_fail (me, DDP_EINVAL, "%s", ddpi_last_error ());
         return -1;
     }
     return (int)v;
@@ -313,6 +309,7 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     ncclUniqueId *ids = NULL;
     double t0 = ddpi_now (), t1, t2, t3, t4;
     int rpr, nroots = 0, version = 0, rc;
+    bool cache = true;
 
     if (!c)
         return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
@@ -321,10 +318,12 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     c->device = -1;
     c->cfg = cfg;
     c->cap_s = DDPI_TIMEOUT_MAX;
-    c->no_cache = getenv ("DDP_NCCL_BUFFER_CACHE")
-                  && strcmp (getenv ("DDP_NCCL_BUFFER_CACHE"), "0") == 0;
     memset (&me, 0, sizeof (me));
     me.magic = NCCL_BLOB_MAGIC;
+    /* A bad value fails every rank alike, through the blobs. */
+    if (ddpi_env_flag ("DDP_NCCL_BUFFER_CACHE", &cache) < 0)
+        blob_fail (&me, DDP_EINVAL, "%s", ddpi_last_error ());
+    c->no_cache = !cache;
     ncclGetVersion (&version);
     me.nccl_version = version;
     if ((rpr = ranks_per_root (&me)) > 0) {

@@ -254,7 +254,7 @@ static int watch_listen (struct nccl_watch *w, struct nccl_watch_addr *addr,
         snprintf (err, errlen, "%s", ddpi_last_error ());
         return n;
     }
-    sin.sin_addr.s_addr = getenv ("DDP_HOST_ADDR") ? addr->ip[0] : INADDR_ANY;
+    sin.sin_addr.s_addr = ddpi_env_given ("DDP_HOST_ADDR") ? addr->ip[0] : INADDR_ANY;
     w->lfd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (w->lfd < 0 || bind (w->lfd, (struct sockaddr *)&sin, sizeof (sin)) < 0
         || listen (w->lfd, SOMAXCONN) < 0

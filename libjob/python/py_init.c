@@ -20,7 +20,9 @@ static int do_init (void)
 
     DDP_CALL (rc, ddp_init ());
     if (rc < 0) {
-        pyddp_fail_here (rc, "ddp.init");
+        /* ddp_init records every failure, DDP_EINVAL's too (a malformed
+         * variable, named): the exception says why. */
+        pyddp_fail (rc, "ddp.init", ddp_last_error ());
         return -1;
     }
     if (!initialized) {

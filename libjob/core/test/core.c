@@ -17,7 +17,9 @@ static void clean_env (void)
         "DDP_TIMEOUT", "DDP_INIT_TIMEOUT", "DDP_DEBUG", "DDP_BACKEND", "DDP_BOOTSTRAP", "SLURM_STEP_NUM_TASKS",
         "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_NAMESPACE",
         "PMIX_SERVER_URI", "PMIX_SERVER_URI2", "PMIX_SERVER_URI3",
-        "PMIX_SERVER_URI4", "PMIX_SERVER_URI21", "PMIX_SERVER_URI41", NULL };
+        "PMIX_SERVER_URI4", "PMIX_SERVER_URI21", "PMIX_SERVER_URI41",
+        "DDP_SHM_SLOT", "DDP_STRAGGLERS", "DDP_NCCL_BUFFER_CACHE", "DDP_LANES",
+        NULL };
     for (int i = 0; vars[i]; i++)
         unsetenv (vars[i]);
 }
@@ -123,7 +125,9 @@ static void environment (void)
               "DDP_BOOTSTRAP=single with WORLD_SIZE=2");
 }
 
-/* What a bad timeout says, and the bounds init uses (DDP_DEBUG's line). */
+/* What a bad value says (a timeout, any variable of env.c, RANK beyond
+ * WORLD_SIZE without a launcher), and the bounds init uses (DDP_DEBUG's
+ * line). */
 static void timeout_messages (void)
 {
     static const struct {
@@ -133,18 +137,36 @@ static void timeout_messages (void)
           "1000000 seconds (about 11 days), or inf for no timeout" },
         { "DDP_TIMEOUT", "soon", "DDP_TIMEOUT='soon' is not a number of "
           "seconds: give one in (0, 1000000], or inf for no timeout" },
-        { "DDP_INIT_TIMEOUT", "0", "DDP_INIT_TIMEOUT='0' is not a number of "
+        { "DDP_INIT_TIMEOUT", "0", "DDP_INIT_TIMEOUT='0' must be more than "
+          "0: give a number of seconds in (0, 1000000], or inf" },
+        { "DDP_TIMEOUT", "0x10", "DDP_TIMEOUT='0x10' is not a number of "
           "seconds" },
+        { "DDP_SHM_SLOT", "-1", "DDP_SHM_SLOT='-1' is not a whole number "
+          "from 4096 to 1073741824" },
+        { "DDP_SHM_SLOT", "abc", "DDP_SHM_SLOT='abc' is not a whole number" },
+        { "DDP_SHM_SLOT", "99999999999999999999", "DDP_SHM_SLOT="
+          "'99999999999999999999' is not a whole number" },
+        { "DDP_DEBUG", "yes", "DDP_DEBUG='yes' is not 0 or 1" },
+        { "DDP_STRAGGLERS", "x", "DDP_STRAGGLERS='x' is not 0 or 1" },
+        { "DDP_NCCL_BUFFER_CACHE", "no", "DDP_NCCL_BUFFER_CACHE='no' is not "
+          "0 or 1" },
+        { "DDP_LANES", "010", "DDP_LANES='010' is not a whole number" },
+        { "RANK", "3", "RANK=3 is not a rank of WORLD_SIZE=1 (give one in "
+          "[0, 0]), and there is no launcher" },
     };
     char path[] = "/tmp/ddp-core-t.XXXXXX", log[2048] = "";
-    int fd, saved;
+    int fd, saved, rc;
     ssize_t n;
 
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         clean_env ();
         setenv (cases[i].name, cases[i].val, 1);
-        is_int (ddp_init (), DDP_EINVAL, "%s=%s", cases[i].name,
-                cases[i].val);
+        if (strcmp (cases[i].name, "RANK") == 0)
+            setenv ("WORLD_SIZE", "1", 1);
+        rc = ddp_init ();
+        is_int (rc, DDP_EINVAL, "%s=%s", cases[i].name, cases[i].val);
+        if (rc == 0)
+            ddp_finalize ();    /* the next case starts from nothing */
         ok (strstr (ddpi_last_error (), cases[i].want) != NULL,
             "says what is allowed: %s", ddpi_last_error ());
     }
