@@ -32,6 +32,7 @@
 
 static struct {
     bool init;
+    bool finalized; /* ddp_finalize was called, ddp_init not since */
     struct bootstrap *boot;
     const struct ddp_backend *be;
     void *ctx;
@@ -183,6 +184,7 @@ int ddp_init (void)
     if (g.init)
         return 0;
     g.broken = 0;
+    g.finalized = false;
     if ((rc = read_config (&g.cfg)) < 0)
         return init_failed (rc);
     local_vote (&vote);
@@ -306,6 +308,7 @@ int ddp_finalize (void)
     g.boot = NULL;
     g.be = NULL;
     g.init = false;
+    g.finalized = true;
     g.broken = 0;
     reset_identity ();
     return 0;
@@ -353,7 +356,9 @@ int ddp_abort (int errcode, const char *msg)
 static int check_common (const char *fn)
 {
     if (!g.init)
-        return ddpi_error (DDP_ENOINIT, "%s: called before ddp_init", fn);
+        return ddpi_error (DDP_ENOINIT, "%s: called %s", fn,
+                           g.finalized ? "after ddp_finalize"
+                                       : "before ddp_init");
     if (g.broken)
         return ddpi_error_quiet (g.broken, "%s: an earlier failure (%s) "
                                  "broke the job's collectives", fn,
