@@ -400,12 +400,18 @@ static int check_root (const char *fn, int root)
 }
 
 /* After a backend call: a fault is sticky (a mismatch too: the host
- * backend's node-mates are out of step after one). */
+ * backend's node-mates are out of step after one).  The first one tells
+ * the launcher that this rank is a victim, in the backend's words (which
+ * name the rank at fault): ddp-run then names the rank that failed first,
+ * not the first to exit. */
 static int done (int rc)
 {
     if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT
-        || rc == DDP_EMISMATCH)
+        || rc == DDP_EMISMATCH) {
+        if (!g.broken && g.boot)
+            (void)bootstrap_victim (g.boot, ddp_last_error ());
         g.broken = rc;
+    }
     return rc;
 }
 
