@@ -78,6 +78,16 @@ test_expect_success 'the same amid large allreduces' '
 	test $(grep -c "error: rank 2 left (ddp_finalize) before ddp_allreduce #202$" leaveall.err) = 3 &&
 	! grep -E "died|disagree|did not arrive" leaveall.err
 '
+test_expect_success 'the others come while it waits in ddp_finalize: told, not a mismatch' '
+	run_fault mid1 15 -N1 -n3 "$FAULT" leavemid 1 allreduce &&
+	survivors mid1 -8 2 &&
+	test $(grep -c "error: rank 1 left (ddp_finalize) before ddp_allreduce #202$" mid1.err) = 2 &&
+	! grep -E "died|disagree|did not arrive|completed here" mid1.err &&
+	run_fault mid2 15 -N2 -n4 "$FAULT" leavemid 2 allreduce &&
+	survivors mid2 -8 3 &&
+	test $(grep -c "error: rank 2 left (ddp_finalize) before ddp_allreduce #202$" mid2.err) = 3 &&
+	! grep -E "died|disagree|did not arrive|completed here" mid2.err
+'
 test_expect_success 'a rank that exits 0 without ddp_finalize: not "died"' '
 	run_fault exit0 15 -N1 -n3 "$FAULT" exit 1 &&
 	survivors exit0 -8 2 &&

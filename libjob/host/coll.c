@@ -178,6 +178,9 @@ static int call_agree (struct host *h)
     if (atomic_load (&h->hdr->fault_kind) != 0
         && h->hdr->fault_call > h->call)
         return 0;
+    /* In ddp_finalize: the others are elsewhere, and this rank leaves. */
+    if (h->leaving)
+        return host_fault_leave (h, h->call);
     ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
               "it fails here too", host_kind_names[h->kind],
               (unsigned long long)h->call);

@@ -7,6 +7,8 @@
  *         early   RANK kills itself before ddp_init
  *         leave   RANK calls ddp_finalize after 200 collectives, while the
  *                 others sleep 2 s there, and exits 0
+ *         leavemid  the same, the others sleeping 0.3 s: they come while
+ *                 RANK waits in ddp_finalize's barrier
  *         exit    RANK exits 0 after 200 collectives, without ddp_finalize
  *         after   every rank calls ddp_finalize after 200 collectives,
  *                 then OP: prints "rank R: after ddp_finalize: CODE (why)"
@@ -68,8 +70,10 @@ int main (int argc, char **argv)
         }
         if (i == 200 && strcmp (mode, "leave") == 0 && ddp_rank () != bad)
             sleep (2);
+        if (i == 200 && strcmp (mode, "leavemid") == 0 && ddp_rank () != bad)
+            usleep (300 * 1000);
         if (i == 200 && ddp_rank () == bad) {
-            if (strcmp (mode, "leave") == 0) {
+            if (strncmp (mode, "leave", 5) == 0) {
                 ddp_finalize ();
                 free (a);
                 return 0;
