@@ -718,8 +718,8 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
                                        -1));
 }
 
-/* How long ddp_finalize's barrier waits for the others, in each of its
- * waits (seconds): on the node for the others to arrive (their results:
+/* How long ddp_finalize's barrier waits for the others (DDP_TIMEOUT when
+ * shorter), in each of its waits (seconds): on the node for the others to arrive (their results:
  * 3 HOST_LEAVE_GRACE more), on the links LEAVE_WAIT + 2 HOST_LEAVE_GRACE
  * for a partner.  A rank whose peers are elsewhere (a call of another
  * library, not yet done) leaves after that, host_fault_leave. */
@@ -735,7 +735,8 @@ int host_finalize (void *ctx)
     const struct ddp_config *cfg = h->cfg;
     int rc;
 
-    quick.timeout_s = LEAVE_WAIT;
+    if (quick.timeout_s > LEAVE_WAIT)
+        quick.timeout_s = LEAVE_WAIT;
     h->cfg = &quick;
     h->leaving = true;
     rc = call_begin (h, KIND_BARRIER);
