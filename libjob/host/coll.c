@@ -719,10 +719,11 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
 }
 
 /* How long ddp_finalize's barrier waits for the others (DDP_TIMEOUT when
- * shorter), in each of its waits (seconds): on the node for the others to arrive (their results:
- * 3 HOST_LEAVE_GRACE more), on the links LEAVE_WAIT + 2 HOST_LEAVE_GRACE
- * for a partner.  A rank whose peers are elsewhere (a call of another
- * library, not yet done) leaves after that, host_fault_leave. */
+ * shorter), in each of its waits (seconds): on the node for another rank
+ * to arrive (for its result 3 HOST_LEAVE_GRACE more), on the links
+ * LEAVE_WAIT + 2 HOST_LEAVE_GRACE for a partner.  A rank whose peers are
+ * elsewhere (in a call of another library) leaves after that
+ * (host_fault_leave). */
 #define LEAVE_WAIT 1.0
 
 /* ddp_finalize's barrier, shown as ddp_finalize in this rank's state, its
