@@ -64,9 +64,9 @@ test_expect_success 'kill -9 on a single node: its node-mates saw the signal' '
 '
 # Leaving is not dying.  Rank 1 calls ddp_finalize while the others sleep
 # 2 s: it leaves after its short wait (not DDP_TIMEOUT, 30 s) and exits 0;
-# (the bounds of the allreduce cases are loose: 200 calls of 4 MiB take
-# 10-20 s on a loaded 2-core machine; the messages are what is tested)
-# their next call fails at once naming it and that call.
+# their next call fails at once naming it and that call.  (The bounds of
+# the allreduce cases are loose: 200 calls of 4 MiB take 10-20 s on a
+# loaded 2-core machine; the messages are what is tested.)
 test_expect_success 'ddp_finalize while the others are elsewhere: it leaves, they are told' '
 	run_fault leave 15 -N2 -n4 "$FAULT" leave 1 &&
 	survivors leave -8 3 &&
