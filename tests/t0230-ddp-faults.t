@@ -59,6 +59,48 @@ test_expect_success 'a rank that never arrives: the others time out naming it' '
 	survivors absent -7 3 &&
 	test $(grep -c "error: rank 2 did not arrive within DDP_TIMEOUT (2 s)" absent.err) = 3
 '
+test_expect_success 'kill -9 on a single node: its node-mates saw the signal' '
+	test $(grep -c "error: rank 1 died: killed by signal 9 (Killed)" kill1.err) = 2
+'
+# Leaving is not dying.  Rank 1 calls ddp_finalize while the others sleep
+# 2 s: it leaves after its short wait (not DDP_TIMEOUT, 30 s) and exits 0;
+# their next call fails at once naming it and that call.  (The bounds of
+# the allreduce cases are loose: 200 calls of 4 MiB take 10-20 s on a
+# loaded 2-core machine; the messages are what is tested.)
+test_expect_success 'ddp_finalize while the others are elsewhere: it leaves, they are told' '
+	run_fault leave 15 -N2 -n4 "$FAULT" leave 1 &&
+	survivors leave -8 3 &&
+	test $(grep -c "failed after 200 calls in 0\.[0-9] s: -8 .*: rank 1 left (ddp_finalize) before ddp_barrier #202$" leave.out) = 3 &&
+	test $(grep -c "error: rank 1 left (ddp_finalize) before ddp_barrier #202$" leave.err) = 3 &&
+	! grep -E "died|disagree|did not arrive" leave.err
+'
+test_expect_success 'the same amid large allreduces' '
+	run_fault leaveall 45 -N2 -n4 "$FAULT" leave 2 allreduce &&
+	survivors leaveall -8 3 &&
+	test $(grep -c "error: rank 2 left (ddp_finalize) before ddp_allreduce #202$" leaveall.err) = 3 &&
+	! grep -E "died|disagree|did not arrive" leaveall.err
+'
+test_expect_success 'the others come while it waits in ddp_finalize: told, not a mismatch' '
+	run_fault mid1 45 -N1 -n3 "$FAULT" leavemid 1 allreduce &&
+	survivors mid1 -8 2 &&
+	test $(grep -c "error: rank 1 left (ddp_finalize) before ddp_allreduce #202$" mid1.err) = 2 &&
+	! grep -E "died|disagree|did not arrive|completed here" mid1.err &&
+	run_fault mid2 45 -N2 -n4 "$FAULT" leavemid 2 allreduce &&
+	survivors mid2 -8 3 &&
+	test $(grep -c "error: rank 2 left (ddp_finalize) before ddp_allreduce #202$" mid2.err) = 3 &&
+	! grep -E "died|disagree|did not arrive|completed here" mid2.err
+'
+test_expect_success 'a rank that exits 0 without ddp_finalize: not "died"' '
+	run_fault exit0 15 -N1 -n3 "$FAULT" exit 1 &&
+	survivors exit0 -8 2 &&
+	test $(grep -c "error: rank 1 exited with status 0 without ddp_finalize" exit0.err) = 2 &&
+	! grep "died" exit0.err
+'
+test_expect_success 'a collective after ddp_finalize: "called after ddp_finalize"' '
+	ddp_srun --mpi=pmix -N2 -n4 "$FAULT" after 0 >after.out 2>after.err &&
+	cat after.out after.err &&
+	test $(grep -c "^rank [0-3]: after ddp_finalize: -2 (ddp_barrier: called after ddp_finalize)$" after.out) = 4
+'
 test_expect_success 'nothing is left behind: no ddp_fault process, no segment' '
 	sleep 1 &&
 	! pgrep -f "$FAULT" &&

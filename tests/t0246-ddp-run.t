@@ -177,9 +177,25 @@ test_expect_success 'nccl with more ranks than GPUs: refused, with the counts an
 test_expect_success 'a killed rank: named with its signal, the others name it, exit 137' '
 	run kill -n 4 -N 2 -- "$FAULT" kill 2 &&
 	test "$(cat kill.rc)" = 137 &&
-	grep -q "^ddp-run: rank 2 killed by signal 9 (Killed)$" kill.err &&
+	grep -q "^ddp-run: rank 2 killed by signal 9 (Killed); ranks 0-1,3 failed after it, as victims: rank 2 died" kill.err &&
 	test $(grep -c "error: rank 2 died" kill.err) = 3 &&
 	within kill 30
+'
+
+# Blame at the end: ddp-run names the rank that failed first, not the
+# first rank to exit; libddp tells it which ranks failed as victims.
+test_expect_success 'a rank that finalizes while the others sleep: the victims name it, so does the last line' '
+	run leave -n 4 -N 2 -- "$FAULT" leave 1 &&
+	test "$(cat leave.rc)" = 3 &&
+	test $(grep -c "error: rank 1 left (ddp_finalize) before ddp_barrier #202$" leave.err) = 3 &&
+	tail -n 1 leave.err | grep "^ddp-run: rank [023] exited with status 3, a victim (ranks [0-9,-]* too): rank 1 left (ddp_finalize) before ddp_barrier #202$" &&
+	within leave 15
+'
+test_expect_success 'an absent rank: the last line names it, not its first victim to exit' '
+	run absent -n 4 -N 2 -- env DDP_TIMEOUT=2 "$FAULT" absent 2 &&
+	test "$(cat absent.rc)" = 143 &&
+	tail -n 1 absent.err | grep "^ddp-run: rank 2 killed by signal 15 (Terminated); ranks 0-1,3 failed after it, as victims: rank 2 did not arrive within DDP_TIMEOUT (2 s)" &&
+	within absent 20
 '
 
 # Not libddp programs: nothing tells the others that rank 1 failed, so

@@ -224,4 +224,45 @@ test_expect_success 'ddp-run -n 4 -b host (one machine, no Slurm): the same para
 	test_cmp ref.hash dr.hash
 '
 
+# The gloo case of "leaving is not dying": rank 1 calls sys.exit(0) while
+# the others wait in a gloo all_reduce (tests/progs/torch_leave.py).  With
+# `import ddp` its finalize at exit waited DDP_TIMEOUT (30 s) in a final
+# barrier the others never reach, so gloo failed 30 s late; now it leaves
+# after its short wait (about 1 s, doc/ddp.3).  The bound: the same program
+# without libddp, plus 2 s.
+LEAVE=$DDP_SRC_DIR/tests/progs/torch_leave.py
+
+# leave_run NAME MODE: run torch_leave.py MODE on 4 ranks, 2 nodes; prints
+# the wall time; the ranks that failed in gloo wrote how late.
+leave_run () {
+	rm -f left.at &&
+	t0=$(date +%s.%N) &&
+	{ LEAVE_DIR=$PWD ddp_srun $SRUN -o "$1.%t.out" "$PY" "$LEAVE" "$2" \
+		2>"$1.err"; echo $? >"$1.rc"; } &&
+	echo "$1: srun exit $(cat "$1.rc") after $(secs $t0) s" &&
+	cat "$1".[0-3].out &&
+	grep "^rank 1: sys.exit(0)" "$1.1.out" &&
+	grep "^rank 0: gloo failed [0-9.]* s after rank 1 left" "$1.0.out"
+}
+
+# latest NAME: the latest failure in gloo after rank 1 left (seconds).
+latest () {
+	cat "$1".[023].out |
+	sed -n "s/^rank [023]: gloo failed \([0-9.]*\) s after rank 1 left.*/\1/p" |
+	sort -n | tail -n 1
+}
+
+test_expect_success 'rank 1 sys.exit(0) amid gloo all_reduces, without libddp' '
+	leave_run plain plain &&
+	latest plain >plain.late && test -s plain.late
+'
+test_expect_success 'the same with import ddp: the others fail in gloo at most 2 s later' '
+	leave_run withddp ddp &&
+	latest withddp >withddp.late && test -s withddp.late &&
+	echo "gloo failed $(cat withddp.late) s after rank 1 left with ddp, $(cat plain.late) s without" &&
+	awk -v a="$(cat withddp.late)" -v b="$(cat plain.late)" "BEGIN { exit !(a <= b + 2) }" &&
+	# the finalize at exit of the ranks that failed is quiet: rank 1 left
+	! grep "\[ddp rank" withddp.[0-3].out
+'
+
 test_done

@@ -418,6 +418,12 @@ int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg)
     return b->m->abort (b, errcode, msg);
 }
 
+int bootstrap_victim (struct bootstrap *b, const char *why)
+{
+    return b && b->m->victim ? b->m->victim (b, why ? why : "")
+                             : DDP_ENOTSUP;
+}
+
 void bootstrap_destroy (struct bootstrap *b)
 {
     if (!b)

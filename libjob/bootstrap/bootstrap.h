@@ -150,6 +150,13 @@ int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
  * DDP_ENOTSUP for the single method (the caller then exits). */
 int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg);
 
+/* Tell the launcher that this rank's collectives failed because of another
+ * rank, in words (why: libddp's message, naming it), so that the launcher
+ * does not name this rank as the one that failed first when it ends.
+ * Returns within 0.1 s: 0 when told, DDP_ETRANSPORT when it could not be,
+ * DDP_ENOTSUP where the launcher has no use for it (PMIx, single). */
+int bootstrap_victim (struct bootstrap *b, const char *why);
+
 /* Free the handle (NULL is a no-op).  The connection to the launcher stays
  * until the process exits (a PMIx client re-initialized no longer sees the
  * job data), so that a later bootstrap_create() finds it again. */

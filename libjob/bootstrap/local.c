@@ -294,5 +294,20 @@ static int local_abort (struct bootstrap *b, int code, const char *msg)
     return 0;
 }
 
-const struct bootstrap_method bootstrap_method_local =
-    BOOTSTRAP_METHOD (local, bootstrap_blobs_get, bootstrap_blobs_destroy);
+/* ddp-run names the rank that failed first from these (localjob.c). */
+static int local_victim (struct bootstrap *b, const char *why)
+{
+    struct lp_victim v = { (uint32_t)strnlen (why, LP_TEXT_MAX), 0 };
+    struct iovec iov[2] = { { &v, sizeof (v) }, { (void *)why, v.textlen } };
+
+    (void)b;
+    return lp_send (conn.fd, LP_VICTIM, iov, 2, ddpi_now () + 0.1) < 0
+           ? DDP_ETRANSPORT : 0;
+}
+
+const struct bootstrap_method bootstrap_method_local = {
+    .name = "local", .probe = local_probe, .create = local_create,
+    .put = local_put, .sync = local_sync, .get = bootstrap_blobs_get,
+    .node_ranks = local_node_ranks, .abort = local_abort,
+    .victim = local_victim, .destroy = bootstrap_blobs_destroy,
+};

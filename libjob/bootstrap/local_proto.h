@@ -16,6 +16,9 @@
  *                            struct lp_blob, its key, its data
  *   FAIL    server -> rank   struct lp_fail, key, nranks int32, text
  *   ABORT   rank -> server   struct lp_abort, text
+ *   VICTIM  rank -> server   struct lp_victim, text: this rank's collectives
+ *                            failed because of another rank (libddp's
+ *                            words), so it does not fail first
  */
 #ifndef DDP_LOCAL_PROTO_H
 #define DDP_LOCAL_PROTO_H
@@ -37,6 +40,7 @@ enum lp_type {
     LP_DONE = 5,
     LP_FAIL = 6,
     LP_ABORT = 7,
+    LP_VICTIM = 8,
 };
 
 struct lp_hdr {
@@ -89,6 +93,11 @@ struct lp_fail {
 struct lp_abort {
     int32_t code;
     uint32_t textlen;
+};
+
+struct lp_victim {
+    uint32_t textlen;
+    uint32_t pad;
 };
 
 /* Send one frame of type whose payload is the n pieces of iov, on the

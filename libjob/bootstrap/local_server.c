@@ -37,6 +37,8 @@ struct lrank {
     double closed_at;       /* when it closed (0: open) */
     bool ended;             /* its process ended, with status */
     int status;
+    bool victim;            /* it said another rank failed its calls */
+    char *why;              /* its words for that (malloc'd, or NULL) */
     bool arrived;           /* synced the open round */
     unsigned long done;     /* rounds it completed */
     struct put *puts;
@@ -165,6 +167,7 @@ void ddpi_lserver_destroy (struct ddpi_lserver *s)
         close_rank (s, r);
         drop_puts (&s->r[r], "");
         free (s->r[r].puts);
+        free (s->r[r].why);
     }
     free (s->r);
     free (s->pfd);
@@ -444,6 +447,21 @@ static void on_abort (struct ddpi_lserver *s, int r, struct lp_cur *c)
     }
 }
 
+static int on_victim (struct ddpi_lserver *s, int r, struct lp_cur *c)
+{
+    struct lp_victim v;
+    const char *text;
+
+    if (!lp_take (c, &v, sizeof (v)) || v.textlen > LP_TEXT_MAX
+        || !(text = lp_take (c, NULL, v.textlen)))
+        return -1;
+    if (s->r[r].victim)
+        return 0;       /* the first failure is the one that counts */
+    s->r[r].victim = true;
+    s->r[r].why = strndup (text, v.textlen);
+    return 0;
+}
+
 /* Read and handle one message of rank r; a bad one closes it. */
 static void on_message (struct ddpi_lserver *s, int r)
 {
@@ -463,6 +481,7 @@ static void on_message (struct ddpi_lserver *s, int r)
     case LP_PUT: rc = on_put (s, r, &c); break;
     case LP_SYNC: rc = on_sync (s, r, &c); break;
     case LP_ABORT: on_abort (s, r, &c); break;
+    case LP_VICTIM: rc = on_victim (s, r, &c); break;
     default: rc = -1; break;
     }
     free (buf);
@@ -524,6 +543,13 @@ void ddpi_lserver_ended (struct ddpi_lserver *s, int rank, int st)
     s->r[rank].ended = true;
     s->r[rank].status = st;
     check_round (s);
+}
+
+const char *ddpi_lserver_victim (struct ddpi_lserver *s, int rank)
+{
+    if (rank < 0 || rank >= s->size || !s->r[rank].victim)
+        return NULL;
+    return s->r[rank].why ? s->r[rank].why : "";
 }
 
 bool ddpi_lserver_aborted (struct ddpi_lserver *s, int *rank, int *code)

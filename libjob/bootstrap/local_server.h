@@ -45,6 +45,11 @@ void ddpi_lserver_drain (struct ddpi_lserver *s, int rank);
  * arrive at a round, and messages say how it ended. */
 void ddpi_lserver_ended (struct ddpi_lserver *s, int rank, int st);
 
+/* Did rank say that its collectives failed because of another rank
+ * (bootstrap_victim)?  Its words (valid until ddpi_lserver_destroy), or
+ * NULL. */
+const char *ddpi_lserver_victim (struct ddpi_lserver *s, int rank);
+
 /* Has a rank asked to end the job (bootstrap_abort)?  Returns true and
  * sets *rank and *code (its exit status) the first time and every time
  * after; false otherwise. */

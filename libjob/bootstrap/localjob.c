@@ -31,6 +31,7 @@ struct ddpi_ljob {
     atomic_bool *reaped;
     int nreaped;
     atomic_int first_bad;   /* the first rank to end badly, or -1 */
+    int *bad, nbad;         /* the ranks that ended badly, as reaped */
     struct ddpi_lserver *srv;
     pthread_t thread;
     double deadline;
@@ -133,6 +134,8 @@ static void reap (struct ddpi_ljob *j)
             atomic_store (&j->first_bad, r);
         else if (st != 0 && exited_bad < 0)
             exited_bad = r;
+        if (st != 0)
+            j->bad[j->nbad++] = r;
         atomic_store (&j->reaped[r], true);
         j->nreaped++;
         /* What it sent before it ended (an abort) comes first. */
@@ -174,6 +177,7 @@ static void job_free (struct ddpi_ljob *j)
     free (j->node_of);
     free (j->pid);
     free (j->status);
+    free (j->bad);
     free (j->reaped);
     free (j);
 }
@@ -201,7 +205,8 @@ static struct ddpi_ljob *job_alloc (const struct ddpi_ljob_opts *o)
     if (!j || !(j->node_of = calloc (n, sizeof (int)))
         || !(j->pid = calloc (n, sizeof (pid_t)))
         || !(j->status = calloc (n, sizeof (int)))
-        || !(j->reaped = calloc (n, sizeof (atomic_bool)))) {
+        || !(j->reaped = calloc (n, sizeof (atomic_bool)))
+        || !(j->bad = calloc (n, sizeof (int)))) {
         job_free (j);
         return NULL;
     }
@@ -332,6 +337,61 @@ int ddpi_ljob_kill (struct ddpi_ljob *j, int rank, int sig)
     return kill (-j->pid[rank], sig);
 }
 
+/* The rank that failed first: the first to end badly (first, as reaped)
+ * that did not say it failed because of another (bootstrap_victim); when
+ * every one did, first. */
+static int failed_first (struct ddpi_ljob *j, int first)
+{
+    if (!ddpi_lserver_victim (j->srv, first))
+        return first;
+    for (int i = 0; i < j->nbad; i++)
+        if (!ddpi_lserver_victim (j->srv, j->bad[i]))
+            return j->bad[i];
+    return first;
+}
+
+/* Append to err what the victims said: the ranks that failed because of
+ * another, and the words of the first of them, e.g. "; ranks 0,2,3 failed
+ * after it, as victims: rank 1 left (ddp_finalize) before ddp_barrier
+ * #202" (r is a victim itself: "; ranks 2,3 too; as victims: ..."). */
+static void victims (struct ddpi_ljob *j, int r, char *err, size_t errlen)
+{
+    char list[256];
+    int *v = malloc ((size_t)j->nbad * sizeof (int) + 1), n = 0;
+    const char *why = NULL, *mine = ddpi_lserver_victim (j->srv, r);
+    size_t at = strlen (err);
+
+    if (!v)
+        return;
+    for (int i = 0; i < j->nbad; i++) {
+        const char *w = ddpi_lserver_victim (j->srv, j->bad[i]);
+        if (!w || j->bad[i] == r)
+            continue;
+        why = why ? why : w;
+        v[n++] = j->bad[i];
+    }
+    if (mine)
+        why = mine;
+    for (int a = 1; a < n; a++)     /* ascending, for ddpi_format_ranks */
+        for (int b = a; b > 0 && v[b - 1] > v[b]; b--) {
+            int t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    if (n > 0)
+        ddpi_format_ranks (list, sizeof (list), v, n);
+    if (mine && n > 0)
+        snprintf (err + at, errlen - at, ", a victim (rank%s %s too): %s",
+                  n > 1 ? "s" : "", list, why);
+    else if (mine)
+        snprintf (err + at, errlen - at, ", a victim: %s", why);
+    else if (n > 0)
+        snprintf (err + at, errlen - at, "; rank%s %s failed after it, as "
+                  "victim%s: %s", n > 1 ? "s" : "", list, n > 1 ? "s" : "",
+                  why);
+    free (v);
+}
+
 /* The job's exit code and what it means. */
 static int exit_code (struct ddpi_ljob *j, char *err, size_t errlen)
 {
@@ -350,8 +410,10 @@ static int exit_code (struct ddpi_ljob *j, char *err, size_t errlen)
     }
     if ((r = atomic_load (&j->first_bad)) < 0)
         return 0;
+    r = failed_first (j, r);
     snprintf (err, errlen, "rank %d %s", r,
               ddpi_lserver_status_str (j->status[r], st, sizeof (st)));
+    victims (j, r, err, errlen);
     return WIFEXITED (j->status[r]) ? WEXITSTATUS (j->status[r])
            : WIFSIGNALED (j->status[r]) ? 128 + WTERMSIG (j->status[r]) : 1;
 }

@@ -54,8 +54,9 @@ int ddpi_ljob_running (const struct ddpi_ljob *j);
 pid_t ddpi_ljob_pid (const struct ddpi_ljob *j, int rank);
 
 /* The first rank that ended badly (a non-zero exit status, or killed by a
- * signal), as ddpi_ljob_wait() will name it, or -1 while none has.  May
- * be called while the job runs. */
+ * signal), or -1 while none has.  May be called while the job runs.
+ * ddpi_ljob_wait() names it unless it said it was a victim of another
+ * (bootstrap_victim) and a rank that ended badly did not. */
 int ddpi_ljob_failed (const struct ddpi_ljob *j);
 
 /* Send sig to rank's process group.  Returns 0, or -1 when the rank is out
@@ -68,7 +69,13 @@ int ddpi_ljob_kill (struct ddpi_ljob *j, int rank, int sig);
  * when every rank exited 0; otherwise, with what happened in err (errlen
  * bytes): the status a rank gave bootstrap_abort(), 124 when the job
  * timed out, or the exit status of the rank that failed first (128 +
- * signal when a signal killed it). */
+ * signal when a signal killed it): the first to end badly that did not
+ * say it was a victim of another rank (bootstrap_victim), else the first
+ * to end badly; err then adds the victims and the words of the first,
+ * e.g. "rank 2 killed by signal 15 (Terminated); ranks 0,1,3 failed after
+ * it, as victims: rank 2 did not arrive within DDP_TIMEOUT (2 s)", or
+ * "rank 0 exited with status 3, a victim (ranks 2,3 too): rank 1 left
+ * (ddp_finalize) before ddp_barrier #202". */
 int ddpi_ljob_wait (struct ddpi_ljob *j, int *status, char *err,
                     size_t errlen);
 

@@ -81,6 +81,10 @@ struct bootstrap_method {
     /* Ask the launcher to end the job (bootstrap_abort's contract). */
     int (*abort) (struct bootstrap *b, int code, const char *msg);
 
+    /* Tell the launcher this rank is a victim (bootstrap_victim's
+     * contract); NULL where the launcher has no use for it. */
+    int (*victim) (struct bootstrap *b, const char *why);
+
     /* Free b->priv (may be NULL); the connection may stay for a later
      * handle.  Keeps errno. */
     void (*destroy) (struct bootstrap *b);

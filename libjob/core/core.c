@@ -32,6 +32,7 @@
 
 static struct {
     bool init;
+    bool finalized; /* ddp_finalize was called, ddp_init not since */
     struct bootstrap *boot;
     const struct ddp_backend *be;
     void *ctx;
@@ -178,6 +179,7 @@ int ddp_init (void)
     if (g.init)
         return 0;
     g.broken = 0;
+    g.finalized = false;
     if ((rc = read_config (&g.cfg)) < 0)
         return init_failed (rc);
     local_vote (&vote);
@@ -301,6 +303,7 @@ int ddp_finalize (void)
     g.boot = NULL;
     g.be = NULL;
     g.init = false;
+    g.finalized = true;
     g.broken = 0;
     reset_identity ();
     return 0;
@@ -348,7 +351,9 @@ int ddp_abort (int errcode, const char *msg)
 static int check_common (const char *fn)
 {
     if (!g.init)
-        return ddpi_error (DDP_ENOINIT, "%s: called before ddp_init", fn);
+        return ddpi_error (DDP_ENOINIT, "%s: called %s", fn,
+                           g.finalized ? "after ddp_finalize"
+                                       : "before ddp_init");
     if (g.broken)
         return ddpi_error_quiet (g.broken, "%s: an earlier failure (%s) "
                                  "broke the job's collectives", fn,
@@ -390,12 +395,18 @@ static int check_root (const char *fn, int root)
 }
 
 /* After a backend call: a fault is sticky (a mismatch too: the host
- * backend's node-mates are out of step after one). */
+ * backend's node-mates are out of step after one).  The first one tells
+ * the launcher that this rank is a victim, in the backend's words (which
+ * name the rank at fault): ddp-run then names the rank that failed first,
+ * not the first to exit. */
 static int done (int rc)
 {
     if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT
-        || rc == DDP_EMISMATCH)
+        || rc == DDP_EMISMATCH) {
+        if (!g.broken && g.boot)
+            (void)bootstrap_victim (g.boot, ddp_last_error ());
         g.broken = rc;
+    }
     return rc;
 }
 

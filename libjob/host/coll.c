@@ -126,6 +126,8 @@ static int strag_report (struct host *h)
  * node (the diagnosis of a timeout names it). */
 static int call_begin (struct host *h, int kind)
 {
+    int rc;
+
     if (h->lk) {
         /* Across nodes only: a clock read is lost in a network call. */
         if (h->kind == KIND_BARRIER || h->kind == KIND_ALLREDUCE
@@ -142,7 +144,12 @@ static int call_begin (struct host *h, int kind)
     if (h->strag)
         atomic_store (&h->flags[h->lrank].arrive[h->call % HOST_ARRIVE_SLOTS],
                       STRAG_STAMP (h->call, mono_ns ()));
-    return h->broken;
+    if (h->broken || !host_record_stops (h))
+        return h->broken;
+    /* A rank left (its ddp_finalize) or failed before this call: it fails
+     * at once, where it would wait for that rank or read its last call. */
+    rc = h->leaving ? host_fault_leave (h, h->call) : host_check_fault (h);
+    return rc < 0 ? rc : DDP_EPEER;
 }
 
 /* A collective that succeeded here: a rank that gave up on it (a timeout)
@@ -171,6 +178,9 @@ static int call_agree (struct host *h)
     if (atomic_load (&h->hdr->fault_kind) != 0
         && h->hdr->fault_call > h->call)
         return 0;
+    /* In ddp_finalize: the others are elsewhere, and this rank leaves. */
+    if (h->leaving)
+        return host_fault_leave (h, h->call);
     ddpi_log ("ddp_%s #%llu completed here, but another rank gave up on it: "
               "it fails here too", host_kind_names[h->kind],
               (unsigned long long)h->call);
@@ -576,13 +586,13 @@ static int allgather_nodes (struct host *h, const char *send, char *recv,
 
 /* ------------------------------------------------------------ the calls */
 
-static int barrier_run (struct host *h)
+/* A barrier's steps, after call_begin. */
+static int barrier_steps (struct host *h)
 {
     uint64_t s = 0;
     int rc;
 
-    if ((rc = call_begin (h, KIND_BARRIER)) < 0
-        || (rc = node_step_enter (h, &s)) < 0)
+    if ((rc = node_step_enter (h, &s)) < 0)
         return rc;
     if (h->nnodes == 1)
         return node_wait_all (h, 0, s);
@@ -592,6 +602,13 @@ static int barrier_run (struct host *h)
         return rc;
     host_post (h, 2, s);
     return 0;
+}
+
+static int barrier_run (struct host *h)
+{
+    int rc = call_begin (h, KIND_BARRIER);
+
+    return rc < 0 ? rc : barrier_steps (h);
 }
 
 static int reduce_impl (struct host *h, const char *send, char *recv,
@@ -701,11 +718,45 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
                                        -1));
 }
 
-/* ddp_finalize's barrier, then the straggler report when it is on. */
+/* How long ddp_finalize's barrier waits for the others (DDP_TIMEOUT when
+ * shorter), in each of its waits (seconds): on the node for another rank
+ * to arrive (for its result 3 HOST_LEAVE_GRACE more), on the links
+ * LEAVE_WAIT + 2 HOST_LEAVE_GRACE for a partner.  A rank whose peers are
+ * elsewhere (in a call of another library) leaves after that
+ * (host_fault_leave). */
+#define LEAVE_WAIT 1.0
+
+/* ddp_finalize's barrier, shown as ddp_finalize in this rank's state, its
+ * waits short; then the straggler report when it is on (and every rank
+ * came). */
 int host_finalize (void *ctx)
 {
     struct host *h = ctx;
-    int rc = host_barrier (h);
+    struct ddp_config quick = *h->cfg;
+    const struct ddp_config *cfg = h->cfg;
+    int rc;
 
-    return rc < 0 || !h->strag ? rc : strag_report (h);
+    if (quick.timeout_s > LEAVE_WAIT)
+        quick.timeout_s = LEAVE_WAIT;
+    h->cfg = &quick;
+    h->leaving = true;
+    rc = call_begin (h, KIND_BARRIER);
+    atomic_store (&h->flags[h->lrank].state,
+                  FAULT_STATE (h->call, FAULT_KIND_FINALIZE, 1));
+    if (rc == 0)
+        rc = barrier_steps (h);
+    rc = call_end (h, rc);
+    h->cfg = cfg;
+    if (rc == 0 && h->strag) {
+        h->leaving = false;
+        rc = strag_report (h);
+    }
+    atomic_store (&h->flags[h->lrank].state,
+                  FAULT_STATE (h->call, FAULT_KIND_FINALIZE, 0));
+    /* Every rank came (else it left already): a rank that came in a
+     * barrier of its own fails its next call, naming this one. */
+    if (rc == 0)
+        host_fault_leave (h, h->call + 1);
+    h->leaving = false;
+    return rc;
 }

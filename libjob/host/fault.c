@@ -7,9 +7,14 @@
  * calls it. */
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "ddp_internal.h"
 #include "fault.h"
@@ -18,20 +23,32 @@
 
 int host_fault_code (int kind)
 {
+    kind = FAULT_KIND (kind);
     return kind == FAULT_TIMEOUT ? DDP_ETIMEDOUT
          : kind == FAULT_LINK ? DDP_ETRANSPORT
          : kind == FAULT_MISMATCH ? DDP_EMISMATCH : DDP_EPEER;
 }
 
-static const char *kind_str (int kind)
+/* What the ranks of a record of kind did, into buf. */
+static const char *kind_str (int kind, char *buf, size_t len)
 {
-    switch (kind) {
+    int d = FAULT_DETAIL (kind);
+
+    switch (FAULT_KIND (kind)) {
     case FAULT_DIED: return "died";
     case FAULT_ABORTED: return "called ddp_abort";
     case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
     case FAULT_LINK: return "lost its node's link";
     case FAULT_MISMATCH: return "disagree on a collective call (count, "
                                 "dtype, root or order)";
+    case FAULT_LEFT: return "left (ddp_finalize)";
+    case FAULT_EXITED:
+        snprintf (buf, len, "exited with status %d without ddp_finalize", d);
+        return buf;
+    case FAULT_KILLED:
+        snprintf (buf, len, "died: killed by signal %d (%s)", d,
+                  d > 0 && d < NSIG ? strsignal (d) : "unknown");
+        return buf;
     }
     return "failed";
 }
@@ -162,6 +179,8 @@ static const char *const call_names[HOST_KINDS] = {
 
 const char *host_call_name (int kind)
 {
+    if (kind == FAULT_KIND_FINALIZE)
+        return "ddp_finalize";
     return kind >= 0 && kind < HOST_KINDS ? call_names[kind]
                                           : call_names[KIND_OTHER];
 }
@@ -279,7 +298,8 @@ static int report (struct host *h)
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;
     if (!h->broken) {
-        char tmo[64] = "", list[192], more[48] = "", by[48] = "", det[256] = "";
+        char tmo[64] = "", list[192], more[48] = "", by[64] = "", det[256] = "";
+        char what[64];
         h->broken = code;
         if (kind == FAULT_TIMEOUT) {
             snprintf (tmo, sizeof (tmo), " (%g s)", h->cfg->timeout_s);
@@ -288,12 +308,21 @@ static int report (struct host *h)
         }
         if (n > nlist)
             snprintf (more, sizeof (more), " (%d ranks in all)", n);
-        if (who != h->rank)
+        if (FAULT_KIND (kind) == FAULT_LEFT) {
+            /* Not a failure of the leaver: the call that needs it. */
+            if (h->leaving)
+                return h->broken;
+            snprintf (by, sizeof (by), " before %s #%llu",
+                      host_call_name (h->kind),
+                      (unsigned long long)h->call);
+        }
+        else if (who != h->rank)
             snprintf (by, sizeof (by), " (noticed by rank %d)", who);
         ddpi_error (code, "rank%s %s%s %s%s%s%s", n > 1 ? "s" : "",
                     ddpi_format_ranks (list, sizeof (list),
                                        h->hdr->fault_list, nlist),
-                    more, kind_str (kind), tmo, by, det);
+                    more, kind_str (kind, what, sizeof (what)), tmo, by,
+                    det);
     }
     return h->broken;
 }
@@ -315,15 +344,99 @@ static void died_grace (struct host *h)
         nanosleep (&step, NULL);
 }
 
+/* PIDFD_GET_INFO (Linux 6.15): what a pidfd's process is, and once it was
+ * reaped how it ended, for any process this one could open a pidfd of
+ * (not only children).  The kernel's struct in its first version (64
+ * bytes): the C library's headers may not have it yet. */
+struct pidfd_exit_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid;
+    uint32_t fsuid, fsgid;
+    int32_t exit_code;
+};
+#define PIDFD_INFO_EXIT_MASK (UINT64_C(1) << 3)
+#define PIDFD_GET_INFO_CMD _IOWR (0xFF, 11, struct pidfd_exit_info)
+
+/* How local rank lr's process ended, as its pidfd tells: 1 and its wait
+ * status in *status, or 0 while that is not known (not yet reaped by its
+ * parent, no pidfd, a kernel before 6.15). */
+static int gone_status (struct host *h, int lr, int *status)
+{
+    struct pidfd_exit_info in = { .mask = PIDFD_INFO_EXIT_MASK };
+
+    if (lr < 0 || lr >= h->lsize || !h->pidfds || h->pidfds[lr] < 0
+        || ioctl (h->pidfds[lr], PIDFD_GET_INFO_CMD, &in) < 0
+        || !(in.mask & PIDFD_INFO_EXIT_MASK))
+        return 0;
+    *status = in.exit_code;
+    return 1;
+}
+
+/* The process of rank r, on this node, is gone.  Within DIED_GRACE (see
+ * died_grace; a record claimed meanwhile stands) look at how it ended:
+ * an exit with its status, a signal, or, when that cannot be seen,
+ * FAULT_DIED.  An exit ends the grace: no signal is on its way. */
+static int peer_gone (struct host *h, int r)
+{
+    const struct timespec step = { 0, 5 * 1000 * 1000 };
+    double end = ddpi_now () + DIED_GRACE;
+    int lr = h->rank_lrank ? h->rank_lrank[r] : -1, st = 0, kind = FAULT_DIED;
+    bool known = false;
+
+    for (;;) {
+        known = known || gone_status (h, lr, &st);
+        if (atomic_load (&h->hdr->fault_rank) != 0 || ddpi_now () >= end
+            || (known && WIFEXITED (st)))
+            break;
+        nanosleep (&step, NULL);
+    }
+    if (known && WIFEXITED (st))
+        kind = FAULT_WITH (FAULT_EXITED, WEXITSTATUS (st));
+    else if (known && WIFSIGNALED (st))
+        kind = FAULT_WITH (FAULT_KILLED, WTERMSIG (st));
+    host_fault_claim (h, &r, 1, 1, kind, h->rank, h->call);
+    return report (h);
+}
+
+/* What ddp_finalize waits for the bytes queued on this rank's links to
+ * leave before it says it left (seconds). */
+#define LEAVE_FLUSH 0.3
+
+int host_fault_leave (struct host *h, uint64_t from)
+{
+    int32_t me = h->rank;
+    uint64_t st = FAULT_STATE (h->call, FAULT_KIND_FINALIZE, 1);
+
+    h->leaving = true;
+    h->left_mid = from <= h->call;
+    if (h->relay && h->relay->flush && h->lk)
+        h->relay->flush (h, LEAVE_FLUSH);
+    if (!host_fault_claim (h, &h->rank, 1, 1, FAULT_LEFT, h->rank, from)
+        && FAULT_KIND (record_kind (h)) == FAULT_LEFT)
+        host_fault_merge (h, &me, &st, 1, 1);
+    return report (h);
+}
+
+/* Is rank r one of this node's, in ddp_finalize? */
+static bool finalizing (struct host *h, int r)
+{
+    uint64_t st;
+
+    if (!h->rank_node || r < 0 || r >= h->size || h->rank_node[r] != h->node)
+        return false;
+    st = atomic_load (&h->flags[h->rank_lrank[r]].state);
+    return st != 0 && FAULT_STATE_KIND (st) == FAULT_KIND_FINALIZE;
+}
+
 int host_fault_set (struct host *h, const int *ranks, int n, int kind)
 {
-    char list[192];
+    char list[192], what[64];
 
     if (!h->hdr) {
         h->broken = host_fault_code (kind);
         return ddpi_error (h->broken, "rank%s %s %s", n > 1 ? "s" : "",
                            ddpi_format_ranks (list, sizeof (list), ranks, n),
-                           kind_str (kind));
+                           kind_str (kind, what, sizeof (what)));
     }
     if (kind == FAULT_DIED)
         died_grace (h);
@@ -334,6 +447,14 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind)
 int host_fault_mismatch (struct host *h, int other)
 {
     int ranks[2];
+
+    /* A rank in ddp_finalize meets one in another call: it leaves. */
+    if (h->leaving)
+        return host_fault_leave (h, h->call);
+    if (finalizing (h, other)) {
+        host_fault_claim (h, &other, 1, 1, FAULT_LEFT, other, h->call);
+        return report (h);
+    }
 
     ranks[0] = other < h->rank ? other : h->rank;
     ranks[1] = other < h->rank ? h->rank : other;
@@ -374,6 +495,25 @@ static int absent_fault (struct host *h, int lr, uint64_t s)
     return host_check_fault (h);
 }
 
+/* A data frame of another call may be the last of a rank that leaves
+ * (its ddp_finalize's barrier), whose notice follows on the side
+ * (flood.c): wait up to NOTICE_WAIT for a record, taking side frames,
+ * before naming a mismatch.  True when a record came. */
+#define NOTICE_WAIT 1.0
+
+static bool notice_came (struct host *h)
+{
+    const struct timespec step = { 0, 2 * 1000 * 1000 };
+    double end = ddpi_now () + NOTICE_WAIT;
+
+    while (!host_record_set (h) && ddpi_now () < end) {
+        if (h->relay && h->relay->poll)
+            h->relay->poll (h);
+        nanosleep (&step, NULL);
+    }
+    return host_record_set (h);
+}
+
 /* A frame came from ev->rank (the lead of node ev->node) that is not the
  * one awaited.  A data frame of this call with another part or size: the
  * ranks passed different counts, dtypes or roots to the call (or made
@@ -386,6 +526,10 @@ static int link_bad (struct host *h, const struct host_event *ev)
     unsigned long long c = (unsigned long long)h->call;
     int rc;
 
+    if (h->leaving && ev->got_data)
+        return host_fault_leave (h, h->call);
+    if (ev->got_data && notice_came (h))
+        return host_check_fault (h);
     if (!ev->got_data) {
         ddpi_error (DDP_ETRANSPORT, "%s #%llu: node %d (rank %d) sent a "
                     "frame that is not data where rank %d expected data",
@@ -421,8 +565,13 @@ int host_fault_event (struct host *h)
     int rc;
 
     h->ev.kind = HOST_EV_NONE;
+    /* ddp_finalize's short wait ran out: the others are elsewhere. */
+    if (h->leaving && (ev.kind == HOST_EV_ABSENT || ev.kind == HOST_EV_LATE
+                       || ev.kind == HOST_EV_STALLED))
+        return host_fault_leave (h, h->call);
     switch (ev.kind) {
     case HOST_EV_PEER_GONE:
+        return peer_gone (h, ev.rank);
     case HOST_EV_LINK_LOST:
         return host_fault (h, ev.rank, FAULT_DIED);
     case HOST_EV_ABSENT:

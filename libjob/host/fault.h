@@ -35,7 +35,8 @@
 int host_fault_code (int kind);
 
 /* The API name of a collective kind (enum host_kind), e.g. "ddp_bcast";
- * "a collective" for KIND_OTHER or a kind out of range. */
+ * "ddp_finalize" for FAULT_KIND_FINALIZE; "a collective" for KIND_OTHER
+ * or a kind out of range. */
 const char *host_call_name (int kind);
 
 /* Record a fault (rank at fault, kind) in the segment and the sticky state
@@ -50,6 +51,17 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind);
 /* A FAULT_MISMATCH between rank other and this one (host_fault_set of the
  * pair, ascending): they passed different arguments to one call. */
 int host_fault_mismatch (struct host *h, int other);
+
+/* This rank leaves in ddp_finalize: the collectives of the others from
+ * their call from on fail, naming it.  from is h->call when the others
+ * are elsewhere (its barrier's short wait ran out, or one of them is in
+ * another call), h->call + 1 after a barrier every rank came to.  After
+ * the bytes queued on its links left (LEAVE_FLUSH, 0.3 s at most), claim
+ * the record as FAULT_LEFT of this rank (or add it to such a record), and
+ * tell the other nodes (where from is h->call, on the side too:
+ * flood.c).  Logs nothing unless the record is another fault; sets
+ * h->leaving.  Returns the record's DDP_E* code. */
+int host_fault_leave (struct host *h, uint64_t from);
 
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
@@ -434,8 +435,14 @@ static void flood_send (struct host *h, const int *ranks,
     if (!side)
         return;
     host_tcp_send_fault (h, &m, len, side);
-    for (int i = 0; i < h->npart; i++)
+    for (int i = 0; i < h->npart; i++) {
+        /* A rank that leaves may have sent its ddp_finalize's barrier on
+         * the link: a partner in another call reads that first, and takes
+         * the notice from the side before it names a mismatch (fault.c). */
+        if (FAULT_KIND (kind) == FAULT_LEFT && h->left_mid && side[i] == 0)
+            side[i] = 1;
         any |= side[i];
+    }
     if (any)
         side_send (h, side, h->npart, &m, len);
     for (int i = 0; i < h->npart; i++)
@@ -444,8 +451,19 @@ static void flood_send (struct host *h, const int *ranks,
     free (side);
 }
 
+/* The relay's flush (host_core.h). */
+static void flood_flush (struct host *h, double window)
+{
+    const struct timespec step = { 0, 1000 * 1000 };
+    double end = ddpi_now () + window;
+
+    while (host_tcp_unsent (h) && ddpi_now () < end)
+        nanosleep (&step, NULL);
+}
+
 const struct fault_relay host_flood_relay = {
     .send = flood_send,
     .poll = host_tcp_poll,
     .gather = flood_gather,
+    .flush = flood_flush,
 };

@@ -29,6 +29,9 @@ struct host;
 #define FAULT_STATE_CALL(st) ((st) >> 8)
 #define FAULT_STATE_KIND(st) ((int)((st) >> 1 & 0x3f))
 #define FAULT_STATE_IN(st) (((st) & 1u) != 0)
+/* The kind a rank shows in its state while in ddp_finalize (not an enum
+ * host_kind: it is not counted as a collective of its own). */
+#define FAULT_KIND_FINALIZE 0x3f
 
 enum host_fault_kind {
     FAULT_DIED = 1,     /* the process is gone */
@@ -37,7 +40,20 @@ enum host_fault_kind {
     FAULT_LINK = 4,     /* its node's link failed */
     FAULT_MISMATCH = 5, /* it passed another count than a node-mate to a
                            call (node.c's ring tags) */
+    FAULT_LEFT = 6,     /* it called ddp_finalize and left while the others
+                           were elsewhere (coll.c, host_finalize): calls
+                           from fault_call on fail, earlier ones complete */
+    FAULT_EXITED = 7,   /* its process exited, status FAULT_DETAIL, without
+                           ddp_finalize (seen through its pidfd) */
+    FAULT_KILLED = 8,   /* a signal, FAULT_DETAIL, ended its process */
 };
+
+/* A record's kind (shm_hdr.fault_kind, a FAULT frame's kind) is one of
+ * the above in its low byte, and for FAULT_EXITED and FAULT_KILLED the
+ * exit status or signal number in the next one. */
+#define FAULT_KIND(k) ((int)(k) & 0xff)
+#define FAULT_DETAIL(k) ((int)(k) >> 8 & 0xff)
+#define FAULT_WITH(kind, detail) ((kind) | ((detail) & 0xff) << 8)
 
 /* What fault.c needs from the links between nodes: the transport's relay
  * (flood.c, host_flood_relay), called downwards by fault.c only.  Each is
@@ -61,6 +77,9 @@ struct fault_relay {
      * speakers of the partner nodes, merging theirs into the record
      * (host_fault_merge) and passing every change on. */
     void (*gather) (struct host *h, double window);
+    /* A lane leaving (ddp_finalize): wait up to window seconds for the
+     * bytes queued on its links to be sent. */
+    void (*flush) (struct host *h, double window);
 };
 
 /* What a transport (shm.c, tcp.c) saw that ends its wait.  It does not
@@ -329,6 +348,11 @@ struct host {
     int setup_gets;             /* blobs read at set-up, for DDP_DEBUG */
     size_t setup_bytes;
     int broken;                 /* sticky DDP_E* code after a fault */
+    /* In ddp_finalize (coll.c, host_finalize): its waits are short, and a
+     * wait that runs out means the others are elsewhere: this rank leaves
+     * (FAULT_LEFT), quietly. */
+    bool leaving;
+    bool left_mid;              /* it left in the middle of that barrier */
     struct host_event ev;       /* what the transport saw last */
 
     int kind;                   /* enum host_kind of the call under way */
@@ -388,7 +412,8 @@ static inline bool host_record_set (struct host *h)
 }
 
 /* Does the node's fault record end the call under way?  Every record does
- * but a mismatch seen in a later call: the ranks that saw it finished
+ * but a mismatch seen in a later call, or a rank that left in a later
+ * call (its ddp_finalize; FAULT_LEFT): the ranks that saw it finished
  * this call, so what this rank waits for was sent (or comes through a
  * node-mate that goes on too); it completes this call, as they did, and
  * fails a later one.  A record being written (its kind not yet set) is
@@ -402,13 +427,17 @@ static inline bool host_record_stops (struct host *h)
     kind = atomic_load_explicit (&h->hdr->fault_kind, memory_order_acquire);
     if (kind == 0)
         return false;
-    return kind != FAULT_MISMATCH || h->hdr->fault_call <= h->call;
+    return (kind != FAULT_MISMATCH && kind != FAULT_LEFT)
+           || h->hdr->fault_call <= h->call;
 }
 
-/* Extra time a wait that depends on another rank's wait gets (seconds). */
+/* Extra time a wait that depends on another rank's wait gets (seconds);
+ * in ddp_finalize's short wait (h->leaving) HOST_LEAVE_GRACE. */
+#define HOST_LEAVE_GRACE 0.1
+
 static inline double host_grace (const struct host *h)
 {
-    return 1.0 + 0.1 * h->cfg->timeout_s;
+    return h->leaving ? HOST_LEAVE_GRACE : 1.0 + 0.1 * h->cfg->timeout_s;
 }
 
 /* Tell local waiters that this rank is making progress (flags' beat). */

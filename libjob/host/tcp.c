@@ -115,7 +115,7 @@ static void fault_take (struct host *h, int fd, struct link *l, int peer,
     uint64_t call = host_fault_call_near (h->call, (uint32_t)(f->len >> 32));
     bool whole;
 
-    if (kind < FAULT_DIED || kind > FAULT_MISMATCH)
+    if (FAULT_KIND (kind) < FAULT_DIED || FAULT_KIND (kind) > FAULT_KILLED)
         kind = FAULT_DIED;
     nlist = host_frame_list (h, fd, l, peer, f, list, states, &whole);
     fallback = f->arg >= 0 && f->arg < h->size ? f->arg : peer;
@@ -334,6 +334,16 @@ void host_tcp_send_fault (struct host *h, const struct fault_msg *msg,
         else if (unsent (l))
             side[i] = 1;
     }
+}
+
+bool host_tcp_unsent (struct host *h)
+{
+    for (int i = 0; h->lk && i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        if (l->fd >= 0 && !l->closed && unsent (l))
+            return true;
+    }
+    return false;
 }
 
 void host_tcp_cut (struct host *h, int i)

@@ -91,6 +91,10 @@ int host_frame_list (struct host *h, int fd, struct link *l, int peer,
 void host_tcp_send_fault (struct host *h, const struct fault_msg *msg,
                           size_t len, int *side);
 
+/* Are bytes of this rank still waiting in one of its links' sockets to be
+ * sent (an exit with unread input on that link would drop them)? */
+bool host_tcp_unsent (struct host *h);
+
 /* Cut link i (both directions): its peer sees it end at once. */
 void host_tcp_cut (struct host *h, int i);
 

@@ -72,9 +72,11 @@ static PyObject *py_init (PyObject *self, PyObject *unused)
 PyDoc_STRVAR (finalize_doc,
 "finalize()\n--\n\n"
 "Release libddp after a final barrier with the other ranks (and the\n"
-"straggler report, with DDP_STRAGGLERS=1).  Done at exit by itself, unless\n"
-"the program ends with an uncaught exception: then the process just exits\n"
-"and the other ranks name it as dead instead of waiting in a barrier.\n"
+"straggler report, with DDP_STRAGGLERS=1).  The barrier waits about 1 s\n"
+"for the others: when they are elsewhere this rank leaves, and their next\n"
+"call fails naming it ('rank 1 left (ddp_finalize) before ...').  Done at\n"
+"exit by itself, unless the program ends with an uncaught exception: then\n"
+"the process just exits and the other ranks name it by how it ended.\n"
 "A later call of any function initializes again.  Does nothing when not\n"
 "initialized.");
 

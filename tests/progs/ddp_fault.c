@@ -5,9 +5,18 @@
  *         abort   RANK calls ddp_abort (7, ...) after 200 collectives
  *         absent  RANK sleeps 600 s before its 201st collective
  *         early   RANK kills itself before ddp_init
+ *         leave   RANK calls ddp_finalize after 200 collectives, while the
+ *                 others sleep 2 s there, and exits 0
+ *         leavemid  the same, the others sleeping 0.3 s: they come while
+ *                 RANK waits in ddp_finalize's barrier
+ *         exit    RANK exits 0 after 200 collectives, without ddp_finalize
+ *         after   every rank calls ddp_finalize after 200 collectives,
+ *                 then OP: prints "rank R: after ddp_finalize: CODE (why)"
+ *                 and exits 0 when that failed
  *   OP    barrier (default) or allreduce (4 MiB floats per call)
  * Every rank loops on OP until it fails; a surviving rank prints
- * "rank R: failed after N calls in S s: CODE (message)" and exits 3.
+ * "rank R: failed after N calls in S s: CODE (message): WHY" (WHY: its
+ * ddp_last_error) and exits 3.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -49,7 +58,30 @@ int main (int argc, char **argv)
         return 3;
     }
     for (i = 0;; i++) {
+        if (i == 200 && strcmp (mode, "after") == 0) {
+            int me = ddp_rank ();
+            ddp_finalize ();
+            rc = big ? ddp_allreduce (a, a, n, DDP_FLOAT32, DDP_SUM)
+                     : ddp_barrier ();
+            printf ("rank %d: after ddp_finalize: %d (%s)\n", me, rc,
+                    ddp_last_error ());
+            free (a);
+            return rc == 0;
+        }
+        if (i == 200 && strcmp (mode, "leave") == 0 && ddp_rank () != bad)
+            sleep (2);
+        if (i == 200 && strcmp (mode, "leavemid") == 0 && ddp_rank () != bad)
+            usleep (300 * 1000);
         if (i == 200 && ddp_rank () == bad) {
+            if (strncmp (mode, "leave", 5) == 0) {
+                ddp_finalize ();
+                free (a);
+                return 0;
+            }
+            if (strcmp (mode, "exit") == 0) {
+                fflush (stdout);
+                exit (0);
+            }
             if (strcmp (mode, "kill") == 0)
                 raise (SIGKILL);
             if (strcmp (mode, "abort") == 0)
@@ -68,8 +100,9 @@ int main (int argc, char **argv)
             return 0;
         }
     }
-    printf ("rank %d: failed after %ld calls in %.1f s: %d (%s)\n", ddp_rank (),
-            i, t0 ? now () - t0 : 0, rc, ddp_strerror (rc));
+    printf ("rank %d: failed after %ld calls in %.1f s: %d (%s): %s\n",
+            ddp_rank (), i, t0 ? now () - t0 : 0, rc, ddp_strerror (rc),
+            ddp_last_error ());
     fflush (stdout);
     rc = ddp_barrier ();
     printf ("rank %d: next call: %d (%s)\n", ddp_rank (), rc, ddp_strerror (rc));
