@@ -154,7 +154,7 @@ static void describe (struct host *h, int dkind, size_t count,
     h->desc.sig = desc_sig (h->desc.what, h->desc.count);
     atomic_store_explicit (&d[1], h->desc.count, memory_order_relaxed);
     atomic_store_explicit (&d[0], HOST_DESC_STAMP (h->desc.what, h->call),
-                           memory_order_relaxed);
+                           memory_order_release);
 }
 
 /* Start a collective of kind (the call as described: dkind, count, dtype,

@@ -269,16 +269,18 @@ const char *host_desc_kind_name (int dkind)
                                                     : "a collective";
 }
 
-/* fault.h. */
+/* fault.h.  The writer stores count, then what (coll.c): a what read
+ * twice the same around the count vouches for that count. */
 bool host_desc_of (struct host *h, int lr, uint64_t call, uint64_t *what,
                    uint64_t *count)
 {
     _Atomic uint64_t *d = h->flags[lr].desc[call % HOST_DESC_SLOTS];
-    uint64_t w = atomic_load_explicit (&d[0], memory_order_relaxed);
+    uint64_t w = atomic_load_explicit (&d[0], memory_order_acquire);
 
-    *count = atomic_load_explicit (&d[1], memory_order_relaxed);
+    *count = atomic_load_explicit (&d[1], memory_order_acquire);
     *what = HOST_DESC_STAMP (w, 0);
-    return w == HOST_DESC_STAMP (w, call);
+    return w == HOST_DESC_STAMP (w, call)
+           && atomic_load_explicit (&d[0], memory_order_relaxed) == w;
 }
 
 /* fault.h. */
