@@ -44,4 +44,12 @@ for l in "1 2" "1 3" "2 2" "2 4"; do
 		names barrier.$1.$2 'ddp_barrier (its collective #3)' 'rank 1: ddp_allreduce of 1 int32 with SUM (its collective #3)'
 	"
 done
+for l in "1 2" "2 4"; do
+	set -- $l
+	test_expect_success "an all-reduce with MAX on rank 1, SUM on the others: fails on every rank ($1 node(s), $2 ranks)" "
+		mm op.$1.$2 op 16 -N$1 -n$2 &&
+		failed op.$1.$2 $2 &&
+		names op.$1.$2 'rank 1: ddp_allreduce of 16 float32 with MAX (its collective #3)' 'ddp_allreduce of 16 float32 with SUM (its collective #3)'
+	"
+done
 test_done
