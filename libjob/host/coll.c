@@ -145,13 +145,18 @@ static void describe (struct host *h, int dkind, size_t count,
     bool data = dkind != HOST_DESC_BARRIER;
     enum ddp_coll_kind k = (enum ddp_coll_kind)dkind;
     _Atomic uint64_t *d = h->flags[h->lrank].desc[h->call % HOST_DESC_SLOTS];
+    uint64_t what = HOST_DESC_WHAT (dkind, data ? (int)dtype + 1 : 0,
+                                    data && ddp_coll_has_op (k) ? (int)op + 1
+                                                                : 0,
+                                    data && ddp_coll_has_root (k) ? root : 0);
+    uint64_t n = data ? (uint64_t)count : 0;
 
-    h->desc.what = HOST_DESC_WHAT (dkind, data ? (int)dtype + 1 : 0,
-                                   data && ddp_coll_has_op (k) ? (int)op + 1
-                                                               : 0,
-                                   data && ddp_coll_has_root (k) ? root : 0);
-    h->desc.count = data ? (uint64_t)count : 0;
-    h->desc.sig = desc_sig (h->desc.what, h->desc.count);
+    /* A loop makes the same call again and again: its signature stays. */
+    if (what != h->desc.what || n != h->desc.count) {
+        h->desc.what = what;
+        h->desc.count = n;
+        h->desc.sig = desc_sig (what, n);
+    }
     atomic_store_explicit (&d[1], h->desc.count, memory_order_relaxed);
     atomic_store_explicit (&d[0], HOST_DESC_STAMP (h->desc.what, h->call),
                            memory_order_release);
