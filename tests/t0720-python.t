@@ -119,6 +119,17 @@ test_expect_success 'an exception on one rank is raised on every rank (RemoteErr
 	within remote 45
 '
 
+test_expect_success 'an int on one rank, a float on the others: every rank raises ddp.Error (EMISMATCH) saying so' '
+	for l in "-n 2 -N 1" "-n 3 -N 1" "-n 2 -N 2" "-n 4 -N 2"; do
+		run mixed $l -- "$PY" "$CHECK" mixed 1 &&
+		test "$(cat mixed.rc)" = 0 &&
+		n=${l#-n } && n=${n%% *} &&
+		test $(grep -c "^rank [0-3]: Error code=-14 ddp.all_reduce: ranks disagree: " mixed.out) = $n &&
+		grep -q "an int on some ranks and a float on others (an int is reduced as int64, a float as float64): pass the same type on every rank, e.g. float(x); .*rank 1: ddp_allreduce of 1 float64 with SUM" mixed.out ||
+		return 1
+	done
+'
+
 test_expect_success 'a rank killed in a barrier loop: the others raise PeerError naming it' '
 	run kill -n 4 -N 2 -- "$PY" "$CHECK" kill 2 40 &&
 	test "$(cat kill.rc)" = 137 &&

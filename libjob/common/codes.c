@@ -1,7 +1,7 @@
 /* codes.c - the public API's answers that need no state: what an error
  * code means (ddp_strerror), why the last call failed (ddp_last_error, the
  * per-thread message of util.c) and how large an element is
- * (ddp_dtype_size).
+ * (ddp_dtype_size), and the names of dtypes and ops for messages.
  * They live here, below the core, so that the backends use them without
  * calling back into core.c. */
 #include "config.h"
@@ -59,4 +59,30 @@ size_t ddp_dtype_size (ddp_dtype_t dtype)
     default:
         return 0;
     }
+}
+
+/* ddp_internal.h. */
+const char *ddpi_dtype_name (int dtype)
+{
+    static const char *const names[DDP_NUM_DTYPES] = {
+        [DDP_INT8] = "int8",         [DDP_UINT8] = "uint8",
+        [DDP_INT32] = "int32",       [DDP_UINT32] = "uint32",
+        [DDP_INT64] = "int64",       [DDP_UINT64] = "uint64",
+        [DDP_FLOAT16] = "float16",   [DDP_BFLOAT16] = "bfloat16",
+        [DDP_FLOAT32] = "float32",   [DDP_FLOAT64] = "float64",
+    };
+
+    return dtype >= 0 && dtype < DDP_NUM_DTYPES && names[dtype] ? names[dtype]
+                                                                : "?";
+}
+
+/* ddp_internal.h. */
+const char *ddpi_op_name (int op)
+{
+    static const char *const names[DDP_NUM_OPS] = {
+        [DDP_SUM] = "SUM", [DDP_PROD] = "PROD", [DDP_MIN] = "MIN",
+        [DDP_MAX] = "MAX", [DDP_AVG] = "AVG",
+    };
+
+    return op >= 0 && op < DDP_NUM_OPS && names[op] ? names[op] : "?";
 }

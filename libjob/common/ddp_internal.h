@@ -133,6 +133,11 @@ void ddpi_sort_ranks (int *r, int n);
  * ",... (N ranks)".  Always NUL-terminates.  Returns buf. */
 char *ddpi_format_ranks (char *buf, size_t len, const int *ranks, int n);
 
+/* The names of a dtype ("float32") and an op ("SUM") for messages; "?"
+ * for a value out of range. */
+const char *ddpi_dtype_name (int dtype);
+const char *ddpi_op_name (int op);
+
 /* Room for one more element in the array v (cap elements of esize bytes,
  * n of them used): v itself while n < *cap, else a new array of twice the
  * room (16 at first) with the n elements copied over, v freed and *cap

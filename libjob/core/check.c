@@ -22,19 +22,6 @@ static const char *const kind_names[CHECK_KINDS] = {
     "ddp_allgather", "ddp_barrier", "ddp_finalize",
 };
 
-static const char *const dtype_names[DDP_NUM_DTYPES] = {
-    [DDP_INT8] = "int8",         [DDP_UINT8] = "uint8",
-    [DDP_INT32] = "int32",       [DDP_UINT32] = "uint32",
-    [DDP_INT64] = "int64",       [DDP_UINT64] = "uint64",
-    [DDP_FLOAT16] = "float16",   [DDP_BFLOAT16] = "bfloat16",
-    [DDP_FLOAT32] = "float32",   [DDP_FLOAT64] = "float64",
-};
-
-static const char *const op_names[DDP_NUM_OPS] = {
-    [DDP_SUM] = "SUM", [DDP_PROD] = "PROD", [DDP_MIN] = "MIN",
-    [DDP_MAX] = "MAX", [DDP_AVG] = "AVG",
-};
-
 /* Word 0: the kind, the dtype (+1, 0: none) and the op (+1, 0: none). */
 #define W0(kind, dt, op) \
     ((uint64_t)(kind) | (uint64_t)(dt) << 8 | (uint64_t)(op) << 16)
@@ -95,11 +82,10 @@ void check_sig_name (char *buf, size_t len, const struct check_sig *s)
     if (has_data (kind) && at >= 0 && (size_t)at < len)
         at += snprintf (buf + at, len - (size_t)at, " of %llu %s",
                         (unsigned long long)s->w[2],
-                        name_of (dtype_names, DDP_NUM_DTYPES,
-                                 W0_DTYPE (s->w[0])));
+                        ddpi_dtype_name (W0_DTYPE (s->w[0])));
     if (has_op (kind) && at >= 0 && (size_t)at < len)
         at += snprintf (buf + at, len - (size_t)at, " with %s",
-                        name_of (op_names, DDP_NUM_OPS, W0_OP (s->w[0])));
+                        ddpi_op_name (W0_OP (s->w[0])));
     if (has_root (kind) && at >= 0 && (size_t)at < len)
         snprintf (buf + at, len - (size_t)at, " %s root %d",
                   kind == DDP_COLL_BCAST ? "from" : "to",

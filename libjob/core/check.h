@@ -1,12 +1,13 @@
 /* check.h - DDP_CHECK: every collective's arguments compared across the
  * ranks before it runs (internal to libddp).
  *
- * The backends catch the mismatches that change what moves (a count of
- * another size, calls in another order) where the data shows it; others
- * pass unseen: every rank naming itself the root of a bcast (each keeps
- * its own data), a gather whose ranks name different roots, an all-reduce
- * with SUM on one rank and MAX on another, or two ranks that wait for each
- * other until DDP_TIMEOUT.  With DDP_CHECK=1 the core (core.c) describes
+ * The host backend agrees on each call's kind, count, dtype, op and root
+ * in the call itself wherever a rank reads another's data or waits for it
+ * (host.h); what no rank reads passes unseen: every rank naming itself
+ * the root of a bcast (each keeps its own data), a gather whose ranks
+ * name different roots, a count of 0 on some ranks only, or two ranks
+ * that wait for each other until DDP_TIMEOUT; the NCCL backend compares
+ * nothing.  With DDP_CHECK=1 the core (core.c) describes
  * each call (struct check_sig), and before running it checks that every
  * rank describes the same call: one all-reduce of six 64-bit words (the
  * maximum of the description and of its complement, i.e. its maximum and

@@ -122,9 +122,52 @@ static int strag_report (struct host *h)
 
 /* ------------------------------------------------------------ a call */
 
-/* Start a collective of kind: counts it, numbers it, and shows it to the
- * node (the diagnosis of a timeout names it). */
-static int call_begin (struct host *h, int kind)
+/* The 24-bit signature of a call (host_core.h, host_desc): its kind and
+ * dtype as they are, then 17 bits of a mix of the whole description. */
+static uint32_t desc_sig (uint64_t what, uint64_t count)
+{
+    uint64_t x = what * 0x9e3779b97f4a7c15ULL ^ count * 0xc2b2ae3d27d4eb4fULL;
+
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 29;
+    return (uint32_t)((what & 7) << 21 | (what >> 8 & 15) << 17
+                      | (x >> 40 & 0x1ffff));
+}
+
+/* Describe call h->call as this rank makes it (host_desc): dkind
+ * (check.h's numbering: enum ddp_coll_kind, HOST_DESC_BARRIER), and of
+ * count, dtype, op and root what the kind takes; show it to the node
+ * (flags' desc, read only to name the call in a mismatch). */
+static void describe (struct host *h, int dkind, size_t count,
+                      ddp_dtype_t dtype, ddp_op_t op, int root)
+{
+    bool data = dkind != HOST_DESC_BARRIER;
+    enum ddp_coll_kind k = (enum ddp_coll_kind)dkind;
+    _Atomic uint64_t *d = h->flags[h->lrank].desc[h->call % HOST_DESC_SLOTS];
+    uint64_t what = HOST_DESC_WHAT (dkind, data ? (int)dtype + 1 : 0,
+                                    data && ddp_coll_has_op (k) ? (int)op + 1
+                                                                : 0,
+                                    data && ddp_coll_has_root (k) ? root : 0);
+    uint64_t n = data ? (uint64_t)count : 0;
+
+    /* A loop makes the same call again and again: its signature stays. */
+    if (what != h->desc.what || n != h->desc.count) {
+        h->desc.what = what;
+        h->desc.count = n;
+        h->desc.sig = desc_sig (what, n);
+    }
+    atomic_store_explicit (&d[1], h->desc.count, memory_order_relaxed);
+    atomic_store_explicit (&d[0], HOST_DESC_STAMP (h->desc.what, h->call),
+                           memory_order_release);
+}
+
+/* Start a collective of kind (the call as described: dkind, count, dtype,
+ * op, root, see describe()): counts it, numbers it, and shows it to the
+ * node (the diagnosis of a timeout names it; a mismatch names the whole
+ * call). */
+static int call_begin (struct host *h, int kind, int dkind, size_t count,
+                       ddp_dtype_t dtype, ddp_op_t op, int root)
 {
     int rc;
 
@@ -138,6 +181,7 @@ static int call_begin (struct host *h, int kind)
     h->kind = kind;
     h->stats[kind].calls++;
     h->call++;
+    describe (h, dkind, count, dtype, op, root);
     atomic_store_explicit (&h->flags[h->lrank].state,
                            FAULT_STATE (h->call, kind, 1),
                            memory_order_relaxed);
@@ -258,13 +302,13 @@ static int reduce_in (struct host *h, const char *send, char *w, size_t count,
             piece (count, La, m, c, j, &lo, &n);
             memcpy (slot + (size_t)m * c * es, send + lo * es, n * es);
         }
-        node_tag_post (h, s, count * es);
+        node_tag_post (h, s);
         host_post (h, 0, s);
         if (l < 0)
             continue;
         piece (count, La, l, c, j, &lo, &n);
         if ((rc = node_wait_all (h, 0, s)) < 0
-            || (rc = node_tags_check (h, h->lsize, s, count * es)) < 0)
+            || (rc = node_tags_check (h, h->lsize, s)) < 0)
             return rc;
         node_reduce (h, (int)(s & 1), w + j * c * aes, (size_t)l * c, n,
                      dtype, op);
@@ -273,15 +317,13 @@ static int reduce_in (struct host *h, const char *send, char *w, size_t count,
 }
 
 /* Out phase: lane l (< La) writes its block of the result (mine, dtype)
- * through the result area, piece by piece, with the tag of the call
- * (call: its bytes as the in phase tags them); every local rank with a
- * dst checks the lanes' tags and copies every lane's pieces into it (not
+ * through the result area, piece by piece, with the tag of the call;
+ * every local rank with a dst checks the lanes' tags and copies every lane's pieces into it (not
  * its own block when that is where it already lies).  reuse: the first
  * piece goes in the last step of this call's in phase (nobody reads that
  * bank's result area then). */
 static int result_out (struct host *h, const char *mine, char *dst,
-                       size_t count, size_t es, int La, bool reuse,
-                       size_t call)
+                       size_t count, size_t es, int La, bool reuse)
 {
     size_t c = h->res_bytes / ((size_t)La * es), lo, n;
     size_t steps = phase_steps (count, La, c);
@@ -296,13 +338,13 @@ static int result_out (struct host *h, const char *mine, char *dst,
         if (l >= 0) {
             piece (count, La, l, c, j, &lo, &n);
             memcpy (res + (size_t)l * c * es, mine + j * c * es, n * es);
-            node_tag_post (h, s, call);
+            node_tag_post (h, s);
             host_post (h, 2, s);
         }
         if (!dst)
             continue;
         if ((rc = node_wait_first (h, La, 2, s)) < 0
-            || (rc = node_tags_check (h, La, s, call)) < 0)
+            || (rc = node_tags_check (h, La, s)) < 0)
             return rc;
         for (int m = 0; m < La; m++) {
             piece (count, La, m, c, j, &lo, &n);
@@ -354,7 +396,7 @@ static int allreduce_nodes (struct host *h, const char *send, char *recv,
         if ((rc = algo_allreduce (h, w, out, bhi - blo, dtype, op)) < 0)
             return rc;
     }
-    return result_out (h, out, recv, count, es, La, true, count * es);
+    return result_out (h, out, recv, count, es, La, true);
 }
 
 static int reduce_nodes (struct host *h, const char *send, char *recv,
@@ -382,8 +424,7 @@ static int reduce_nodes (struct host *h, const char *send, char *recv,
     }
     if (h->node != rnode)
         return 0;
-    return result_out (h, out, want ? recv : NULL, count, es, La, true,
-                       count * es);
+    return result_out (h, out, want ? recv : NULL, count, es, La, true);
 }
 
 /* In phase of a bcast: the root (not lane 0) hands buf to lane 0, with
@@ -401,13 +442,13 @@ static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
         slot = host_slot (h, (int)(s & 1), root_lr);
         if (h->lrank == root_lr) {
             memcpy (slot, buf + off, n);
-            node_tag_post (h, s, bytes);
+            node_tag_post (h, s);
         }
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
         if ((rc = node_wait_flag (h, root_lr, 0, s)) < 0
-            || (rc = node_tag_check (h, root_lr, s, bytes)) < 0)
+            || (rc = node_tag_check (h, root_lr, s)) < 0)
             return rc;
         memcpy (buf + off, slot, n);
     }
@@ -427,7 +468,7 @@ static int bcast_nodes (struct host *h, char *buf, size_t bytes, int root)
         return rc;
     return result_out (h, h->lrank == 0 ? buf : NULL,
                        h->rank == root || h->lrank == 0 ? NULL : buf, bytes,
-                       1, 1, in, bytes);
+                       1, 1, in);
 }
 
 /* In phase of a gather: every local rank's bytes through its slot, with
@@ -450,12 +491,12 @@ static int gather_in (struct host *h, const char *send, char *dst,
             return rc;
         if (h->lrank != 0)
             memcpy (host_slot (h, (int)(s & 1), h->lrank), send + off, n);
-        node_tag_post (h, s, bytes);
+        node_tag_post (h, s);
         host_post (h, 0, s);
         if (h->lrank != 0)
             continue;
         if ((rc = node_wait_all (h, 0, s)) < 0
-            || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
+            || (rc = node_tags_check (h, h->lsize, s)) < 0)
             return rc;
         for (int lr = 1; lr < h->lsize; lr++)
             memcpy (dst + (size_t)(world ? h->local_ranks[lr] : lr) * bytes
@@ -490,7 +531,7 @@ static int gather_unpack (struct host *h, const char *tb, size_t bytes,
 }
 
 /* Out phase of a gather on the root's node: lane 0 writes the output
- * (world order) through the result area, with the call's tag (bytes), the
+ * (world order) through the result area, with the call's tag, the
  * root checks it and copies the output. */
 static int gather_out (struct host *h, const char *tb, char *recv,
                        size_t bytes, int rnode)
@@ -509,13 +550,13 @@ static int gather_out (struct host *h, const char *tb, char *recv,
             if ((rc = gather_unpack (h, tb, bytes, rnode, res, off,
                                      off + n)) < 0)
                 return rc;
-            node_tag_post (h, s, bytes);
+            node_tag_post (h, s);
             host_post (h, 2, s);
         }
         if (!recv)
             continue;
         if ((rc = node_wait_flag (h, 0, 2, s)) < 0
-            || (rc = node_tag_check (h, 0, s, bytes)) < 0)
+            || (rc = node_tag_check (h, 0, s)) < 0)
             return rc;
         memcpy (recv + off, res, n);
     }
@@ -581,12 +622,16 @@ static int allgather_nodes (struct host *h, const char *send, char *recv,
         return 0;
     return result_out (h, h->lrank == 0 ? recv : NULL,
                        h->lrank == 0 ? NULL : recv, (size_t)h->size * bytes,
-                       1, 1, true, bytes);
+                       1, 1, true);
 }
 
 /* ------------------------------------------------------------ the calls */
 
-/* A barrier's steps, after call_begin. */
+/* A barrier's steps, after call_begin: a node step with the call's tag
+ * (node_step_enter), which every rank that waits on another's step
+ * checks, so that a rank in another collective fails the barrier instead
+ * of passing it; then, on several nodes, lane 0 runs the cross-node
+ * barrier (frames carry the call too) and tells the node (fin). */
 static int barrier_steps (struct host *h)
 {
     uint64_t s = 0;
@@ -594,19 +639,34 @@ static int barrier_steps (struct host *h)
 
     if ((rc = node_step_enter (h, &s)) < 0)
         return rc;
-    if (h->nnodes == 1)
-        return node_wait_all (h, 0, s);
-    if (h->lrank != 0)
-        return node_wait_flag (h, 0, 2, s);
-    if ((rc = node_wait_all (h, 0, s)) < 0 || (rc = algo_barrier (h)) < 0)
+    if (h->nnodes == 1 || h->lrank == 0) {
+        if ((rc = node_wait_all (h, 0, s)) < 0
+            || (rc = node_tags_check (h, h->lsize, s)) < 0)
+            return rc;
+        if (h->nnodes == 1)
+            return 0;
+    }
+    else {
+        if ((rc = node_wait_flag (h, 0, 2, s)) < 0)
+            return rc;
+        return node_tag_check (h, 0, s);
+    }
+    if ((rc = algo_barrier (h)) < 0)
         return rc;
     host_post (h, 2, s);
     return 0;
 }
 
+/* A barrier as the call describes it (call_begin's dkind). */
+static int barrier_begin (struct host *h)
+{
+    return call_begin (h, KIND_BARRIER, HOST_DESC_BARRIER, 0, DDP_INT8,
+                       DDP_SUM, 0);
+}
+
 static int barrier_run (struct host *h)
 {
-    int rc = call_begin (h, KIND_BARRIER);
+    int rc = barrier_begin (h);
 
     return rc < 0 ? rc : barrier_steps (h);
 }
@@ -617,7 +677,9 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
     bool want = root < 0 || root == h->rank;
     int rc;
 
-    if ((rc = call_begin (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE)) < 0)
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE,
+                          root < 0 ? DDP_COLL_ALLREDUCE : DDP_COLL_REDUCE,
+                          count, dtype, op, root)) < 0)
         return rc;
     if (h->size == 1) {
         ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
@@ -670,7 +732,9 @@ static int bcast_run (struct host *h, void *buf, size_t count,
     size_t bytes = count * ddp_dtype_size (dtype);
     int rc;
 
-    if ((rc = call_begin (h, KIND_BCAST)) < 0 || h->size == 1)
+    if ((rc = call_begin (h, KIND_BCAST, DDP_COLL_BCAST, count, dtype,
+                          DDP_SUM, root)) < 0
+        || h->size == 1)
         return rc;
     if (h->nnodes > 1)
         return bcast_nodes (h, buf, bytes, root);
@@ -689,7 +753,9 @@ static int gather_impl (struct host *h, const char *send, char *recv,
     size_t es = ddp_dtype_size (dtype), bytes = count * es;
     int rc;
 
-    if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER)) < 0)
+    if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER,
+                          root < 0 ? DDP_COLL_ALLGATHER : DDP_COLL_GATHER,
+                          count, dtype, DDP_SUM, root)) < 0)
         return rc;
     if (root >= 0 && h->rank != root)
         recv = NULL;            /* ignored off the root (ddp.h) */
@@ -740,7 +806,7 @@ int host_finalize (void *ctx)
         quick.timeout_s = LEAVE_WAIT;
     h->cfg = &quick;
     h->leaving = true;
-    rc = call_begin (h, KIND_BARRIER);
+    rc = barrier_begin (h);
     atomic_store (&h->flags[h->lrank].state,
                   FAULT_STATE (h->call, FAULT_KIND_FINALIZE, 1));
     if (rc == 0)

@@ -39,8 +39,8 @@ static const char *kind_str (int kind, char *buf, size_t len)
     case FAULT_ABORTED: return "called ddp_abort";
     case FAULT_TIMEOUT: return "did not arrive within DDP_TIMEOUT";
     case FAULT_LINK: return "lost its node's link";
-    case FAULT_MISMATCH: return "disagree on a collective call (count, "
-                                "dtype, root or order)";
+    case FAULT_MISMATCH: return "disagree on a collective call (kind, "
+                                "count, dtype, op, root or order)";
     case FAULT_LEFT: return "left (ddp_finalize)";
     case FAULT_EXITED:
         snprintf (buf, len, "exited with status %d without ddp_finalize", d);
@@ -273,6 +273,141 @@ static void describe (struct host *h, char *out, size_t len)
                   "one; DDP_CHECK=1 compares every call)");
 }
 
+/* fault.h.  The kinds in check.h's numbering (host_core.h). */
+const char *host_desc_kind_name (int dkind)
+{
+    static const char *const names[HOST_DESC_BARRIER + 1] = {
+        [DDP_COLL_BCAST] = "ddp_bcast", [DDP_COLL_REDUCE] = "ddp_reduce",
+        [DDP_COLL_ALLREDUCE] = "ddp_allreduce",
+        [DDP_COLL_GATHER] = "ddp_gather",
+        [DDP_COLL_ALLGATHER] = "ddp_allgather",
+        [HOST_DESC_BARRIER] = "ddp_barrier",
+    };
+
+    return dkind >= 0 && dkind <= HOST_DESC_BARRIER ? names[dkind]
+                                                    : "a collective";
+}
+
+/* fault.h.  The writer stores count, then what (coll.c): a what read
+ * twice the same around the count vouches for that count. */
+bool host_desc_of (struct host *h, int lr, uint64_t call, uint64_t *what,
+                   uint64_t *count)
+{
+    _Atomic uint64_t *d = h->flags[lr].desc[call % HOST_DESC_SLOTS];
+    uint64_t w = atomic_load_explicit (&d[0], memory_order_acquire);
+
+    *count = atomic_load_explicit (&d[1], memory_order_acquire);
+    *what = HOST_DESC_STAMP (w, 0);
+    return w == HOST_DESC_STAMP (w, call)
+           && atomic_load_explicit (&d[0], memory_order_relaxed) == w;
+}
+
+/* fault.h. */
+void host_desc_name (char *buf, size_t len, uint64_t what, uint64_t count)
+{
+    int kind = HOST_DESC_KIND (what), at;
+
+    at = snprintf (buf, len, "%s", host_desc_kind_name (kind));
+    if (kind >= HOST_DESC_BARRIER || at < 0 || (size_t)at >= len)
+        return;
+    at += snprintf (buf + at, len - (size_t)at, " of %llu %s",
+                    (unsigned long long)count,
+                    ddpi_dtype_name (HOST_DESC_DTYPE (what)));
+    if (HOST_DESC_OP (what) >= 0 && at >= 0 && (size_t)at < len)
+        at += snprintf (buf + at, len - (size_t)at, " with %s",
+                        ddpi_op_name (HOST_DESC_OP (what)));
+    if (ddp_coll_has_root ((enum ddp_coll_kind)kind) && at >= 0
+        && (size_t)at < len)
+        snprintf (buf + at, len - (size_t)at, " %s root %d",
+                  kind == DDP_COLL_BCAST ? "from" : "to",
+                  HOST_DESC_ROOT (what));
+}
+
+/* fault.h.  A peer on this node needs no note: its flags describe its
+ * call (mismatch_detail). */
+int host_fault_calls (struct host *h, int other, uint64_t what,
+                      uint64_t count, uint64_t call)
+{
+    h->mm_rank = other;
+    h->mm_what = what;
+    h->mm_count = count;
+    h->mm_call = call;
+    return host_fault_mismatch (h, other);
+}
+
+/* The call rank r made in the call the fault was seen in, as this rank
+ * can tell (its flags on this node, the frame that told the calls apart,
+ * else what its state says) into out at *at (len bytes in all). */
+static void one_call (struct host *h, int r, uint64_t st, char *out,
+                      size_t len, size_t *at)
+{
+    uint64_t what = 0, count = 0, call = h->hdr->fault_call;
+    bool known = false;
+    char name[96];
+
+    if (*at >= len)
+        return;
+    if (call == 0)
+        call = h->call;
+    if (h->rank_node && h->flags && r >= 0 && r < h->size
+        && h->rank_node[r] == h->node)
+        known = host_desc_of (h, h->rank_lrank[r], call, &what, &count);
+    else if (r == h->mm_rank) {
+        what = h->mm_what;
+        count = h->mm_count;
+        call = h->mm_call;
+        known = true;
+    }
+    if (!known) {
+        doing (h, st, name, sizeof (name));
+        if (name[0])
+            *at += (size_t)snprintf (out + *at, len - *at, "; rank %d "
+                                     "(node %d) %s", r,
+                                     h->rank_node ? h->rank_node[r] : -1,
+                                     name);
+        return;
+    }
+    host_desc_name (name, sizeof (name), what, count);
+    *at += (size_t)snprintf (out + *at, len - *at, "; rank %d: %s (its "
+                             "collective #%llu)", r, name,
+                             (unsigned long long)call);
+}
+
+/* The detail of a mismatch: each listed rank's call, e.g. "; rank 0:
+ * ddp_allreduce of 4 int32 with SUM (its collective #3); rank 1:
+ * ddp_allreduce of 4 float32 with SUM (its collective #3)". */
+static void mismatch_detail (struct host *h, char *out, size_t len)
+{
+    int nlist = h->hdr->fault_nlist;
+    size_t at = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++)
+        one_call (h, h->hdr->fault_list[i], h->hdr->fault_state[i], out, len,
+                  &at);
+}
+
+/* report()'s error for a mismatch: the call this rank is in, the pair,
+ * each one's call, who saw it. */
+static int mismatch_report (struct host *h, int code, int who)
+{
+    char list[96], by[48] = "", det[320];
+
+    local_states (h);
+    mismatch_detail (h, det, sizeof (det));
+    if (who != h->rank)
+        snprintf (by, sizeof (by), " (noticed by rank %d)", who);
+    return ddpi_error (code, "%s #%llu: rank%s %s %s%s%s; every rank must "
+                       "make the same calls in the same order (DDP_CHECK=1 "
+                       "compares every rank's)", host_call_name (h->kind),
+                       (unsigned long long)h->call,
+                       h->hdr->fault_nlist > 1 ? "s" : "",
+                       ddpi_format_ranks (list, sizeof (list),
+                                          h->hdr->fault_list,
+                                          h->hdr->fault_nlist),
+                       kind_str (FAULT_MISMATCH, NULL, 0), det, by);
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
@@ -306,6 +441,8 @@ static int report (struct host *h)
             local_states (h);
             describe (h, det, sizeof (det));
         }
+        if (kind == FAULT_MISMATCH)
+            return mismatch_report (h, code, who);
         if (n > nlist)
             snprintf (more, sizeof (more), " (%d ranks in all)", n);
         if (FAULT_KIND (kind) == FAULT_LEFT) {
@@ -515,7 +652,10 @@ static bool notice_came (struct host *h)
 }
 
 /* A frame came from ev->rank (the lead of node ev->node) that is not the
- * one awaited.  A data frame of this call with another part or size: the
+ * one awaited.  A data frame of another call than this rank's (as its
+ * sender described it: kind, count, dtype, op, root): the ranks made
+ * different calls, and the error names both.  Of this call with another
+ * part or size: the
  * ranks passed different counts, dtypes or roots to the call (or made
  * different collectives under one number); of another call: they made
  * different sequences of calls.  Both fail every rank with DDP_EMISMATCH,
@@ -536,6 +676,9 @@ static int link_bad (struct host *h, const struct host_event *ev)
                     call, c, ev->node, ev->rank, h->rank);
         return host_fault (h, ev->rank, FAULT_LINK);
     }
+    if (ev->got_what != h->desc.what || ev->got_count != h->desc.count)
+        return host_fault_calls (h, ev->rank, ev->got_what, ev->got_count,
+                                 ev->got_call);
     rc = host_fault_mismatch (h, ev->rank);
     if (ev->got_call != h->call)
         return ddpi_error (rc, "%s #%llu: node %d (rank %d) sent data of its "

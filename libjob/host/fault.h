@@ -27,6 +27,7 @@
 #ifndef DDP_FAULT_H
 #define DDP_FAULT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "host_core.h"
@@ -62,6 +63,29 @@ int host_fault_mismatch (struct host *h, int other);
  * flood.c).  Logs nothing unless the record is another fault; sets
  * h->leaving.  Returns the record's DDP_E* code. */
 int host_fault_leave (struct host *h, uint64_t from);
+
+/* Write the call a rank described (host_desc's what and count) to buf
+ * (len bytes; always terminated), as DDP_CHECK names it: "ddp_allreduce
+ * of 4 float32 with SUM", "ddp_bcast of 2 int32 from root 1",
+ * "ddp_barrier". */
+void host_desc_name (char *buf, size_t len, uint64_t what, uint64_t count);
+
+/* How local rank lr described its call number call (flags' desc): true
+ * with *what and *count, false when its slot holds another call (it
+ * went on, or has not come yet). */
+bool host_desc_of (struct host *h, int lr, uint64_t call, uint64_t *what,
+                   uint64_t *count);
+
+/* The API name of a kind of host_desc ("ddp_allgather", "ddp_barrier");
+ * "a collective" out of range. */
+const char *host_desc_kind_name (int dkind);
+
+/* Rank other made another call than this one (what, count: as it
+ * described it; call: its number of it, 0 unknown): a FAULT_MISMATCH of
+ * the pair, whose error names both calls.  Returns the DDP_E* code of the
+ * fault now in force (DDP_EMISMATCH unless another came first). */
+int host_fault_calls (struct host *h, int other, uint64_t what,
+                      uint64_t count, uint64_t call);
 
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record

@@ -413,6 +413,7 @@ static struct host *host_new (const struct bootstrap_info *in,
     h->cfg = cfg;
     h->strag = ddpi_debug_enabled () || strag;
     h->memfd = h->listen_fd = -1;
+    h->mm_rank = -1;
     h->relay = &host_flood_relay;
     h->kind = KIND_OTHER;
     if (getrandom (&h->cookie, sizeof (h->cookie), 0) != sizeof (h->cookie))

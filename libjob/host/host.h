@@ -39,15 +39,34 @@
  * a rank waits until every local rank has seq >= s - 1, i.e. has finished
  * step s - 2, the last step that used that bank.
  *
+ * Agreement: every call is agreed on in the call itself.  A rank
+ * describes its call once at entry (coll.c: struct host_desc, its kind,
+ * dtype, count, op and root, and a 24-bit signature of it, kind and dtype
+ * exact) and keeps its last four descriptions in a line of its flags that
+ * no one polls (desc).  Everything a rank posts for its node-mates opens
+ * with or comes with a tag of the step and that signature: a ring entry,
+ * a bank step's area, or the polled line's tag[s & 1] (every step that
+ * posts seq with data for others, a barrier's too); every reader checks
+ * the tag it reads anyway, in the cache line it reads anyway, and fails
+ * the call with DDP_EMISMATCH on a difference, naming both calls (the
+ * other's from its desc line).  Frames between nodes carry the whole
+ * description, compared by the receiver.  The fault record (FAULT_MISMATCH)
+ * then fails the call on every rank.  A rank that reads nothing from the
+ * others in a call (a bcast's root, a gather's sender: they run ahead on
+ * one node) fails a later call instead; DDP_CHECK's vote (core) sees what
+ * no rank reads.
+ *
  * The rings (one node only): a bcast or gather of at most HOST_RING_BYTES
  * (512) a rank goes through the writer's own ring (16 KiB a local rank)
- * instead of a bank: each call's entry (an 8-byte tag, its step and size,
- * then the data) follows the one before, rounded up to 16 bytes, so that
+ * instead of a bank: each call's entry (an 8-byte tag, its step, size and
+ * the call's signature, then the data) follows the one before, rounded up to 16 bytes, so that
  * small entries share cache lines (a reader takes one miss for four 8-byte
  * calls), and entries over 64 bytes take whole lines.  Every rank moves a
  * cursor per ring through the same calls, so all agree where an entry is;
  * ranks that pass different counts move theirs apart, and the reader that
- * finds another tag than it expects fails the call with DDP_EMISMATCH.
+ * finds another tag than it expects fails the call with DDP_EMISMATCH
+ * (from the tag's size and signature it tells what the writer passed
+ * where the writer went on).
  * The other one-node bcast and gather paths tag their data too (node.c:
  * a bank step's area opens with the tag, single copy and the inline
  * allgather post it in the writer's polled flags, tag[s & 1]), so that
@@ -170,7 +189,7 @@
  * B the largest buffer of a call, S the slot: DDP_SHM_SLOT, by default
  * 8 MiB / P within [64 KiB, 1 MiB]):
  *   segment (shared by the node): 2 (P + 1) S bytes (two banks of P slots
- *   and a result area of S), a ring of 16 KiB and flags of 640 bytes
+ *   and a result area of S), a ring of 16 KiB and flags of 704 bytes
  *   per rank, so about 2 S per rank
  *   tables: 4 words per rank of the world (W ints: node, local rank, and
  *   the node lists), a few per node (N)

@@ -38,8 +38,9 @@ enum host_fault_kind {
     FAULT_ABORTED = 2,  /* it called ddp_abort() */
     FAULT_TIMEOUT = 3,  /* it did not arrive within DDP_TIMEOUT */
     FAULT_LINK = 4,     /* its node's link failed */
-    FAULT_MISMATCH = 5, /* it passed another count than a node-mate to a
-                           call (node.c's ring tags) */
+    FAULT_MISMATCH = 5, /* it made another call than a peer (another
+                           kind, count, dtype, op or root: node.c's tags,
+                           the frames between nodes) */
     FAULT_LEFT = 6,     /* it called ddp_finalize and left while the others
                            were elsewhere (coll.c, host_finalize): calls
                            from fault_call on fail, earlier ones complete */
@@ -116,6 +117,9 @@ struct host_event {
     uint32_t want_tag;
     size_t want_len;
     int node;
+    /* HOST_EV_LINK_BAD, a data frame: the call its sender described
+     * (host_desc's what and count). */
+    uint64_t got_what, got_count;
 };
 
 /* What a transport function returns when it filled h->ev.  Never leaves
@@ -152,7 +156,11 @@ struct host_event {
  * reader that sees seq has the data in the same cache line. */
 #define HOST_INLINE_BYTES 16
 
-/* One local rank's flags: ten cache lines.  The first holds what the
+#define HOST_DESC_SLOTS 4
+#define HOST_DESC_STAMP(what, call) \
+    (((what) & ~(uint64_t)0xff000000u) | ((uint64_t)(call) & 0xff) << 24)
+
+/* One local rank's flags: eleven cache lines.  The first holds what the
  * node-mates poll (seq, red, fin: written once per step; inl and tag with
  * seq); the others what this rank writes often or at every call and the
  * others read rarely (beat, state, arrive), so that those writes do not
@@ -162,12 +170,13 @@ struct shm_flags {
     _Atomic uint64_t red;
     _Atomic uint64_t fin;
     unsigned char inl[2][HOST_INLINE_BYTES];
-    /* The step and size of the bcast, gather or reduction data (or
-     * single-copy vote) this rank posted outside the rings in its last
-     * two steps (tag[s & 1], node.c's step_tag, written before seq): its
-     * readers check it, so that ranks which passed different counts fail
-     * instead of reading stale data, also where the counts put them on
-     * different paths. */
+    /* The step and the call's signature (host_desc) of every step this
+     * rank posted outside the rings in its last two steps (tag[s & 1],
+     * node.c's step_tag, written before seq; a barrier's too): its readers
+     * check it, so that ranks which made different calls (kind, count,
+     * dtype, op, root) fail that call instead of reading stale or
+     * misread data, also where their calls put them on different
+     * paths. */
     _Atomic uint32_t tag[2];
     _Atomic uint64_t beat;
     _Atomic uint64_t state;     /* FAULT_STATE of this rank (above) */
@@ -186,12 +195,26 @@ struct shm_flags {
      * do: written by sleepers, read by this rank at every post. */
     _Atomic uint32_t sleepers[3];
     _Atomic uint64_t addr2;
+    /* The last HOST_DESC_SLOTS calls this rank entered as it described
+     * them (host_desc), call c in desc[c % HOST_DESC_SLOTS]: what, with
+     * c's low 8 bits in its bits 24-31 (HOST_DESC_STAMP), and count;
+     * written at the call's entry, before any of its steps' seq.  Read by
+     * a node-mate only to name both calls after a tag told them apart
+     * (node.c's tag_bad, fault.c): a line of its own that no one polls.
+     * A rank that finished call c enters no more than call c + 2 while a
+     * node-mate is still in c's bank steps (each step waits for the one
+     * before), so its slot of c is still there; on the rings it may be
+     * further ahead (the ring's tag then tells what it can). */
+    _Atomic uint64_t desc[HOST_DESC_SLOTS][2];
 };
 
 _Static_assert (offsetof (struct shm_flags, beat) == 64,
                 "the polled flags are one cache line");
-_Static_assert (sizeof (struct shm_flags) == 640,
-                "a rank's flags are ten cache lines");
+_Static_assert (offsetof (struct shm_flags, desc) == 640
+                && sizeof (((struct shm_flags *)0)->desc) == 64,
+                "the call's description opens a line of its own");
+_Static_assert (sizeof (struct shm_flags) == 704,
+                "a rank's flags are eleven cache lines");
 
 struct shm_hdr {
     uint64_t magic;
@@ -277,6 +300,32 @@ struct host_stats {
 
 struct host_links;
 
+/* A call as this rank described it (coll.c's call_begin), agreed in the
+ * call itself on every path: what packs the kind (check.h's numbering:
+ * enum ddp_coll_kind, then CHECK_BARRIER), the dtype + 1 and the op + 1
+ * (0: the kind takes none) as check_sig_make's word 0 does, and the root
+ * (high half; 0 where the kind takes none); count: the elements (0: a
+ * barrier).  sig: 24 bits of it for the tags of the segment (node.c):
+ * the kind (3 bits) and dtype (4) exactly, then 17 bits of a hash of
+ * the whole, so that every difference of kind or dtype is seen and one
+ * of count, op or root but once in 2^17 calls.  The frames between nodes
+ * carry what and count whole (tcp.h). */
+#define HOST_DESC_BARRIER (DDP_COLL_ALLGATHER + 1)
+#define HOST_DESC_WHAT(kind, dt1, op1, root) \
+    ((uint64_t)(kind) | (uint64_t)(dt1) << 8 | (uint64_t)(op1) << 16 \
+     | (uint64_t)(uint32_t)(root) << 32)
+#define HOST_DESC_KIND(w) ((int)((w) & 0xff))
+#define HOST_DESC_DTYPE(w) ((int)((w) >> 8 & 0xff) - 1)
+#define HOST_DESC_OP(w) ((int)((w) >> 16 & 0xff) - 1)
+#define HOST_DESC_ROOT(w) ((int)(uint32_t)((w) >> 32))
+#define HOST_SIG_KIND(sig) ((int)((sig) >> 21 & 7))
+#define HOST_SIG_DTYPE(sig) ((int)((sig) >> 17 & 15) - 1)
+struct host_desc {
+    uint64_t what;
+    uint64_t count;
+    uint32_t sig;
+};
+
 /* A partner node (sched_partners()): its index, its machine id, and the
  * listening addresses of its lanes (h->lanes entries, lane 0 first). */
 struct host_partner {
@@ -341,6 +390,12 @@ struct host {
     bool cma_refused;           /* DDP_CMA=0 here: this rank votes no */
     long spin_env, yield_env;   /* DDP_SPIN, DDP_YIELD (us); -1: unset */
     uint64_t call;              /* collectives called: frames carry it */
+    struct host_desc desc;      /* the call under way, as described */
+    /* The call a peer on another node described in the frame that told
+     * the calls apart (fault.c names it): its rank (-1: none), what,
+     * count, and its number. */
+    int mm_rank;
+    uint64_t mm_what, mm_count, mm_call;
     unsigned spin_us;
     double yield_s;             /* node waits: yielding before naps */
     bool post_fence;            /* posts fence before they look for

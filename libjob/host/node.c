@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ddp_internal.h"
@@ -118,8 +119,10 @@ int node_step_enter (struct host *h, uint64_t *sp)
 {
     int rc = node_step_begin (h, sp);
 
-    if (rc == 0)
+    if (rc == 0) {
+        node_tag_post (h, *sp);
         host_post (h, 0, *sp);
+    }
     return rc;
 }
 
@@ -165,69 +168,100 @@ static size_t ring_place (struct host *h, int lr, size_t bytes)
 }
 
 /* The tag that opens step s's entry of bytes in a ring (HOST_RING_TAG
- * bytes): the step's low half and the size.  Ranks that pass different
- * counts to a small one-node call move their cursors apart; a reader that
+ * bytes): the step's low 22 bits, the size (10 bits: 1023 for 1023 and
+ * more) and the call's signature (host_desc's sig: its kind, dtype,
+ * count, op and root).  Ranks that make different calls fail at the
+ * first reader that checks a tag; ranks that pass different counts to a
+ * small one-node call also move their cursors apart, and a reader that
  * checks the tag at its own cursor fails that call, naming both ranks,
  * where it would otherwise read the wrong place in that call and every
  * later one. */
-static uint64_t ring_tag (uint64_t s, size_t bytes)
+#define TAG_STEP_MASK 0x3fffffu
+#define TAG_SIZE_MAX 1023u
+
+static uint64_t ring_tag (uint64_t s, uint32_t sig, size_t bytes)
 {
-    return (s & 0xffffffffu) | (uint64_t)bytes << 32;
+    uint64_t size = bytes < TAG_SIZE_MAX ? bytes : TAG_SIZE_MAX;
+
+    return (s & TAG_STEP_MASK) | size << 22 | (uint64_t)sig << 32;
 }
 
-/* A reader found another tag than that of local rank lr's data of bytes
- * for this step: fail the call (and, through the fault record, every
- * rank's next one), naming lr's rank and this one; this rank's error says
- * what each passed where the tag was of this step (theirs: lr's size, or
- * SIZE_MAX when the tag is of another step and tells none). */
-static int tag_bad (struct host *h, int lr, size_t theirs, size_t bytes)
+/* A reader found another tag than that of local rank lr's data for this
+ * step (same_step: the tag is of this step, with the signature sig and,
+ * where a ring tag tells it, the size theirs; else SIZE_MAX): fail the
+ * call (and, through the fault record, every rank's next one), naming
+ * lr's rank and this one and the call each made: lr's as its flags
+ * describe it (host_core.h), or, where it went on too far (a ring's
+ * writer runs ahead), what its tag tells.  A tag of another step from a
+ * rank that describes the same call: lr's data is not where this rank
+ * looks (counts that differed in an earlier small call). */
+static int tag_bad (struct host *h, int lr, bool same_step, uint32_t sig,
+                    size_t theirs)
 {
-    int them = h->local_ranks[lr], rc = host_fault_mismatch (h, them);
-    const char *call = host_call_name (h->kind);
+    int them = h->local_ranks[lr], rc, dt = HOST_SIG_DTYPE (sig);
+    uint64_t what, count;
+    const char *name = host_call_name (h->kind);
     unsigned long long c = (unsigned long long)h->call;
+    char mine[96], n[32] = "";
 
+    if (host_desc_of (h, lr, h->call, &what, &count)
+        && (what != h->desc.what || count != h->desc.count))
+        return host_fault_calls (h, them, what, count, h->call);
+    rc = host_fault_mismatch (h, them);
     if (rc != DDP_EMISMATCH)    /* them or this rank left (ddp_finalize) */
         return rc;
-
-    if (theirs != SIZE_MAX)
-        return ddpi_error (rc, "%s #%llu: rank %d passed %zu bytes, rank %d "
-                           "%zu: every rank must pass the same count and "
-                           "dtype", call, c, them, theirs, h->rank, bytes);
-    return ddpi_error (rc, "%s #%llu: rank %d's data is not where rank %d "
-                       "expects it: the two passed different counts or "
-                       "roots to this call, or different counts to an "
-                       "earlier small one (DDP_CHECK=1 compares every call)",
-                       call, c, them, h->rank);
+    host_desc_name (mine, sizeof (mine), h->desc.what, h->desc.count);
+    if (!same_step || sig == h->desc.sig)
+        return ddpi_error (rc, "%s #%llu: rank %d's data is not where rank "
+                           "%d expects it: the two made different calls "
+                           "(rank %d: %s) or passed different counts to an "
+                           "earlier small one (DDP_CHECK=1 compares every "
+                           "call)", name, c, them, h->rank, h->rank, mine);
+    if (theirs != SIZE_MAX && dt >= 0 && ddp_dtype_size (dt) > 0)
+        snprintf (n, sizeof (n), "%zu ", theirs / ddp_dtype_size (dt));
+    return ddpi_error (rc, "%s #%llu: rank %d: %s of %s%s%s (its tag; it went "
+                       "on since); rank %d: %s; every rank must make the "
+                       "same calls in the same order (DDP_CHECK=1 names "
+                       "each rank's)", name, c, them,
+                       host_desc_kind_name (HOST_SIG_KIND (sig)), n,
+                       ddpi_dtype_name (dt),
+                       HOST_SIG_KIND (sig) == HOST_SIG_KIND (h->desc.sig)
+                       && dt == HOST_SIG_DTYPE (h->desc.sig) && !n[0]
+                           ? " (another count, op or root)" : "",
+                       h->rank, mine);
 }
 
-/* Put the tag of step s's data of bytes at e (a ring entry, a bank
- * step's area: its first HOST_RING_TAG bytes). */
-static void tag_put (char *e, uint64_t s, size_t bytes)
+/* Put the tag of this call's step s data of bytes (a rank's) at e (a ring
+ * entry, a bank step's area: its first HOST_RING_TAG bytes). */
+static void tag_put (struct host *h, char *e, uint64_t s, size_t bytes)
 {
-    uint64_t tag = ring_tag (s, bytes);
+    uint64_t tag = ring_tag (s, h->desc.sig, bytes);
 
     memcpy (e, &tag, sizeof (tag));
 }
 
-/* Does e hold the tag of local rank lr's step s data of bytes?  0, or
- * tag_bad()'s code. */
+/* Does e hold the tag of local rank lr's step s data of bytes, of this
+ * call?  0, or tag_bad()'s code. */
 static int tag_check (struct host *h, int lr, const char *e, uint64_t s,
                       size_t bytes)
 {
-    uint64_t tag;
+    uint64_t tag, size;
 
     memcpy (&tag, e, sizeof (tag));
-    if (tag == ring_tag (s, bytes))
+    if (tag == ring_tag (s, h->desc.sig, bytes))
         return 0;
-    return tag_bad (h, lr, (tag & 0xffffffffu) == (s & 0xffffffffu)
-                               ? (size_t)(tag >> 32) : SIZE_MAX, bytes);
+    size = tag >> 22 & TAG_SIZE_MAX;
+    return tag_bad (h, lr, (tag & TAG_STEP_MASK) == (s & TAG_STEP_MASK),
+                    (uint32_t)(tag >> 32),
+                    size < TAG_SIZE_MAX ? (size_t)size : SIZE_MAX);
 }
 
 /* Write step s's entry at e of a ring (HOST_RING_TAG + bytes, placed by
  * ring_place and claimed): the tag, then the bytes of src. */
-static void ring_write (char *e, uint64_t s, const void *src, size_t bytes)
+static void ring_write (struct host *h, char *e, uint64_t s, const void *src,
+                        size_t bytes)
 {
-    tag_put (e, s, bytes);
+    tag_put (h, e, s, bytes);
     memcpy (e + HOST_RING_TAG, src, bytes);
 }
 
@@ -246,65 +280,53 @@ static int ring_read (struct host *h, int lr, const char *e, uint64_t s,
 /* Step data that opens with no tag of its own (as ring entries and the
  * one-node bcast and gather bank areas do): single copy, the inline
  * allgather, every reduction step (inline or in the slots), the single-copy
- * vote, and the in and out phases of calls across nodes (coll.c).  Its
- * writers post a tag of step s's data (of a call of bytes, a rank's for a
- * gather; the vote: of the call that takes it) in their polled flag line,
- * tag[s & 1], written before the step's seq: the low 8 bits of the step, then
- * 24 bits of size: the size itself below 8 MiB, else a hash of it with the
- * top bit set.  A writer cannot post step s + 2 before every node-mate
- * entered s + 1, so tag[s & 1] holds step s's while a reader of step s checks
- * it. */
-#define STEP_TAG_EXACT (1u << 23)
-
-static uint32_t step_tag (uint64_t s, size_t bytes)
+ * vote, a barrier's step, and the in and out phases of calls across nodes
+ * (coll.c).  Its writers post a tag of step s of this call in their
+ * polled flag line, tag[s & 1], written before the step's seq: the low 8
+ * bits of the step, then the call's 24-bit signature (host_desc's sig).
+ * A writer cannot post step s + 2 before every node-mate entered s + 1,
+ * so tag[s & 1] holds step s's while a reader of step s checks it; a
+ * reader that sees the step's seq has the tag in the same cache line. */
+static uint32_t step_tag (uint64_t s, uint32_t sig)
 {
-    uint32_t size = bytes < STEP_TAG_EXACT
-        ? (uint32_t)bytes
-        : STEP_TAG_EXACT | ((uint32_t)(((uint64_t)bytes
-                                        * 0x9e3779b97f4a7c15ULL) >> 41)
-                            & (STEP_TAG_EXACT - 1));
-
-    return (uint32_t)(s & 0xff) << 24 | size;
+    return (uint32_t)(s & 0xff) << 24 | (sig & 0xffffff);
 }
 
 /* node.h. */
-void node_tag_post (struct host *h, uint64_t s, size_t bytes)
+void node_tag_post (struct host *h, uint64_t s)
 {
-    atomic_store_explicit (&h->flags[h->lrank].tag[s & 1], step_tag (s, bytes),
-                           memory_order_relaxed);
+    atomic_store_explicit (&h->flags[h->lrank].tag[s & 1],
+                           step_tag (s, h->desc.sig), memory_order_relaxed);
 }
 
-/* node.h.  A rank that passed another count may have taken another path
- * (a ring entry, single copy, the banks: each has its own size range),
- * which leaves an earlier step's tag, or the same path with another
- * size. */
-int node_tag_check (struct host *h, int lr, uint64_t s, size_t bytes)
+/* node.h.  A rank that made another call may have taken another path (a
+ * ring entry, single copy, the banks: each has its own size range), which
+ * leaves an earlier step's tag, or the same path with another
+ * signature. */
+int node_tag_check (struct host *h, int lr, uint64_t s)
 {
     uint32_t got = atomic_load_explicit (&h->flags[lr].tag[s & 1],
                                          memory_order_relaxed);
-    uint32_t size = got & 0xffffff;
 
-    if (got == step_tag (s, bytes))
+    if (got == step_tag (s, h->desc.sig))
         return 0;
-    if (got >> 24 != (uint32_t)(s & 0xff) || size >= STEP_TAG_EXACT
-        || bytes >= STEP_TAG_EXACT)
-        return tag_bad (h, lr, SIZE_MAX, bytes);
-    return tag_bad (h, lr, size, bytes);
+    return tag_bad (h, lr, got >> 24 == (uint32_t)(s & 0xff), got & 0xffffff,
+                    SIZE_MAX);
 }
 
 /* node.h. */
-int node_tags_check (struct host *h, int n, uint64_t s, size_t bytes)
+int node_tags_check (struct host *h, int n, uint64_t s)
 {
     int rc;
 
     for (int lr = 0; lr < n; lr++)
-        if (lr != h->lrank && (rc = node_tag_check (h, lr, s, bytes)) < 0)
+        if (lr != h->lrank && (rc = node_tag_check (h, lr, s)) < 0)
             return rc;
     return 0;
 }
 
 /* A bank step's data (the bcast's result area, a gather's slot) opens
- * with its tag (tag_put: step and bytes of the call), on a line of its own:
+ * with its tag (tag_put: step and signature of the call), on a line of its own:
  * the reader reads it with the data (its own bank, s & 1, so that a
  * writer's next step does not touch it; in the polled flag line it cost
  * 1 x 2 gathers of 2 KiB 0.31-0.34 -> 0.32-0.57 us, the writer taking
@@ -388,9 +410,9 @@ static size_t acc_offset (size_t n, size_t es)
     return (n * es + ACC_ALIGN - 1) & ~(size_t)(ACC_ALIGN - 1);
 }
 
-/* One step of a reduction on one node: n elements of send (a piece of a call
- * of total bytes: the step's tag, checked by every rank that waits for the
- * others); out (NULL: not wanted here) gets the result.  At most
+/* One step of a reduction on one node: n elements of send (a piece of the
+ * call: the step's tag, checked by every rank that waits for the others);
+ * out (NULL: not wanted here) gets the result.  At most
  * HOST_INLINE_BYTES go in the flags' inline areas (a reader takes seq and
  * data in one cache line: 1 x 2 allreduce of 8 B 0.32-0.34 -> 0.24-0.29 us),
  * more in the slots.  Small steps are reduced by every rank that wants them,
@@ -399,8 +421,7 @@ static size_t acc_offset (size_t n, size_t es)
  * (apart when the types differ, so no share is narrowed over another's
  * partial). */
 static int node_reduce_step (struct host *h, const char *send, char *out,
-                             size_t n, size_t total, ddp_dtype_t dtype,
-                             ddp_op_t op)
+                             size_t n, ddp_dtype_t dtype, ddp_op_t op)
 {
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
     size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at), lo, hi;
@@ -417,7 +438,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
     inl = n * es <= HOST_INLINE_BYTES;
     memcpy (inl ? (char *)host_inline (h, h->lrank, bank)
                 : host_slot (h, bank, h->lrank), send, n * es);
-    node_tag_post (h, s, total);
+    node_tag_post (h, s);
     host_post (h, 0, s);
     if (n * es < SPLIT_MIN || h->lsize == 1) {
         void *w = at == dtype ? out : host_scratch (h, 0, n * aes);
@@ -426,7 +447,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
         if (!w)
             return DDP_ENOMEM;
         if ((rc = node_wait_all (h, 0, s)) < 0
-            || (rc = node_tags_check (h, h->lsize, s, total)) < 0)
+            || (rc = node_tags_check (h, h->lsize, s)) < 0)
             return rc;
         reduce_from (h, bank, inl, w, 0, n, dtype, op);
         ddpi_reduce_finish (w, n, at, op, h->size);
@@ -435,7 +456,7 @@ static int node_reduce_step (struct host *h, const char *send, char *out,
     }
     share (h, h->lrank, n, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = node_tags_check (h, h->lsize, s, total)) < 0)
+        || (rc = node_tags_check (h, h->lsize, s)) < 0)
         return rc;
     node_reduce (h, bank, acc + lo * aes, lo, hi - lo, dtype, op);
     ddpi_reduce_finish (acc + lo * aes, hi - lo, at, op, h->size);
@@ -461,7 +482,7 @@ static int node_bcast_step (struct host *h, char *buf, size_t bytes,
         return rc;
     res = host_result (h, (int)(s & 1));
     if (h->rank == root) {
-        tag_put (res, s, total);
+        tag_put (h, res, s, total);
         memcpy (res + STEP_HDR, buf, bytes);
     }
     host_post (h, 0, s);
@@ -490,7 +511,7 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
     if (h->rank == root) {
         if ((rc = ring_claim (h, s, off, HOST_RING_TAG + bytes)) < 0)
             return rc;
-        ring_write (e, s, buf, bytes);
+        ring_write (h, e, s, buf, bytes);
     }
     host_post (h, 0, s);
     if (h->rank == root)
@@ -538,9 +559,9 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
 
 /* The node's vote on single copy, once, in a step of its own (every
  * local rank is in the same call: the choice depends on the call alone),
- * tagged with the call's bytes: a rank whose count put it on another path
- * fails here instead of reading a vote from a data step. */
-static int cma_decide (struct host *h, size_t bytes)
+ * tagged with the call's signature: a rank whose call put it on another
+ * path fails here instead of reading a vote from a data step. */
+static int cma_decide (struct host *h)
 {
     uint64_t s = 0;
     int rc;
@@ -548,10 +569,10 @@ static int cma_decide (struct host *h, size_t bytes)
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_vote (h);
-    node_tag_post (h, s, bytes);
+    node_tag_post (h, s);
     host_post (h, 0, s);
     if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
+        || (rc = node_tags_check (h, h->lsize, s)) < 0)
         return rc;
     h->cma = host_cma_agreed (h) ? 1 : 2;
     ddpi_debug ("single copy between local ranks: %s",
@@ -568,7 +589,7 @@ static int cma_use (struct host *h, size_t bytes, size_t lo, size_t hi)
 
     if (h->nnodes != 1 || bytes < lo || bytes >= hi || h->cma == 2)
         return 0;
-    if (h->cma == 0 && (rc = cma_decide (h, bytes)) < 0)
+    if (h->cma == 0 && (rc = cma_decide (h)) < 0)
         return rc;
     return h->cma == 1;
 }
@@ -584,13 +605,13 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
         return rc;
     if (h->rank == root) {
         host_cma_post (h, buf, NULL);
-        node_tag_post (h, s, bytes);
+        node_tag_post (h, s);
     }
     host_post (h, 0, s);
     if (h->rank == root)
         return node_wait_all (h, 1, s);
     if ((rc = node_wait_flag (h, rlr, 0, s)) < 0
-        || (rc = node_tag_check (h, rlr, s, bytes)) < 0
+        || (rc = node_tag_check (h, rlr, s)) < 0
         || (rc = host_fault_rc (h, host_cma_read (h, rlr, 0, 0, buf, bytes)))
            < 0)
         return rc;
@@ -658,11 +679,11 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_post (h, send, recv);
-    node_tag_post (h, s, count * es);
+    node_tag_post (h, s);
     host_post (h, 0, s);
     share (h, h->lrank, count, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = node_tags_check (h, h->lsize, s, count * es)) < 0
+        || (rc = node_tags_check (h, h->lsize, s)) < 0
         || (rc = reduce_share_cma (h, send, recv, lo, hi, dtype, op)) < 0)
         return rc;
     host_post (h, 1, s);
@@ -694,11 +715,11 @@ static int node_gather_cma (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     host_cma_post (h, send, NULL);
-    node_tag_post (h, s, bytes);
+    node_tag_post (h, s);
     host_post (h, 0, s);
     if (recv) {
         if ((rc = node_wait_all (h, 0, s)) < 0
-            || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
+            || (rc = node_tags_check (h, h->lsize, s)) < 0)
             return rc;
         for (int lr = 0; lr < h->lsize; lr++) {
             char *dst = recv + (size_t)h->local_ranks[lr] * bytes;
@@ -730,7 +751,7 @@ static int node_gather_step (struct host *h, const char *send, char *recv,
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
     bank = (int)(s & 1);
-    tag_put (host_slot (h, bank, h->lrank), s, stride);
+    tag_put (h, host_slot (h, bank, h->lrank), s, stride);
     memcpy (host_slot (h, bank, h->lrank) + STEP_HDR, send, bytes);
     host_post (h, 0, s);
     if (!recv)
@@ -766,7 +787,7 @@ static int node_gather_ring (struct host *h, const char *send, char *recv,
     if ((rc = ring_step_begin (h, &s)) < 0
         || (rc = ring_claim (h, s, off, len)) < 0)
         return rc;
-    ring_write (host_ring (h, h->lrank) + off, s, send, bytes);
+    ring_write (h, host_ring (h, h->lrank) + off, s, send, bytes);
     host_post (h, 0, s);
     if (!recv)
         return 0;
@@ -793,10 +814,10 @@ static int node_allgather_inline (struct host *h, const char *send,
         return rc;
     bank = (int)(s & 1);
     memcpy (host_inline (h, h->lrank, bank), send, bytes);
-    node_tag_post (h, s, bytes);
+    node_tag_post (h, s);
     host_post (h, 0, s);
     if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = node_tags_check (h, h->lsize, s, bytes)) < 0)
+        || (rc = node_tags_check (h, h->lsize, s)) < 0)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++)
         memcpy (recv + (size_t)h->local_ranks[lr] * bytes,
@@ -820,7 +841,7 @@ int node_reduce_run (struct host *h, const char *send, char *recv,
         n = count - off < chunk ? count - off : chunk;
         if ((rc = node_reduce_step (h, send + off * es,
                                     recv ? recv + off * es : NULL, n,
-                                    count * es, dtype, op)) < 0)
+                                    dtype, op)) < 0)
             return rc;
     }
     return 0;

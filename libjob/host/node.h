@@ -26,23 +26,25 @@ int node_wait_all (struct host *h, int which, uint64_t s);
 int node_step_begin (struct host *h, uint64_t *sp);
 
 /* node_step_begin(), then show the node this rank entered the step with
- * nothing of its own in it (flag 0). */
+ * nothing of its own in it (flag 0), with the call's tag
+ * (node_tag_post). */
 int node_step_enter (struct host *h, uint64_t *sp);
 
-/* Post the tag of this rank's step s data, of a call of bytes (a rank's,
- * for a gather), in its polled flag line, before the step's flag: its
- * readers check it (node_tag_check), so that ranks that passed different
- * counts fail the call with DDP_EMISMATCH instead of reading stale or
- * short data.  For steps whose data carries no tag of its own (node.c). */
-void node_tag_post (struct host *h, uint64_t s, size_t bytes);
+/* Post the tag of this rank's step s of the call under way (its step and
+ * the call's signature, h->desc) in its polled flag line, before the
+ * step's flag: its readers check it (node_tag_check), so that ranks that
+ * made different calls (kind, count, dtype, op, root) fail the call with
+ * DDP_EMISMATCH instead of reading stale, short or misread data.  For
+ * steps whose data carries no tag of its own (node.c), barriers'
+ * included. */
+void node_tag_post (struct host *h, uint64_t s);
 
 /* Local rank lr's flag for step s was seen: did it post the tag of step
- * s data of bytes (node_tag_post)?  0, or DDP_EMISMATCH after the fault
- * was recorded, naming lr's rank and this one, and what each passed
- * where the tag tells it.  node_tags_check: of local ranks 0..n-1 other
- * than this one. */
-int node_tag_check (struct host *h, int lr, uint64_t s, size_t bytes);
-int node_tags_check (struct host *h, int n, uint64_t s, size_t bytes);
+ * s of this call (node_tag_post)?  0, or DDP_EMISMATCH after the fault
+ * was recorded, naming lr's rank and this one and the call each made.
+ * node_tags_check: of local ranks 0..n-1 other than this one. */
+int node_tag_check (struct host *h, int lr, uint64_t s);
+int node_tags_check (struct host *h, int n, uint64_t s);
 
 /* Reduce every local rank's slot of bank, elements [lo, lo+n) of dtype,
  * into dst in the accumulation type of dtype/op (not finished). */

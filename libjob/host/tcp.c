@@ -374,7 +374,7 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
     nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)(uint32_t)reporter
-                           | (uint64_t)(uint32_t)call << 32 };
+                           | (uint64_t)(uint32_t)call << 32, 0, 0 };
     for (int i = 0; i < nlist; i++) {
         int32_t r = ranks[i];
         uint64_t st = states ? states[i] : 0;
@@ -453,7 +453,8 @@ static void op_finish (struct host *h, struct host_op *o)
 static int pump_send (struct host *h, struct host_op *o)
 {
     struct link *l = &h->lk->l[o->link];
-    struct frame f = { FRAME_DATA, (int32_t)o->tag, h->call, o->len };
+    struct frame f = { FRAME_DATA, (int32_t)o->tag, h->call, o->len,
+                       h->desc.what, h->desc.count };
     size_t hleft = sizeof (f) - o->hdone;
     struct iovec v[IOV_BATCH + 1];
     struct msghdr m;
@@ -489,8 +490,9 @@ static int pump_send (struct host *h, struct host_op *o)
 /* The header of link i's frame is in: is it the one op o waits for?
  * Returns 0; 1: a FAULT frame that does not end this call (a later
  * call's mismatch, host_record_stops) was taken, o's header is still to
- * come; or HOST_EVENT: a FAULT frame, or another frame than o's (the
- * ranks passed different arguments to the call or made different calls:
+ * come; or HOST_EVENT: a FAULT frame, or another frame than o's (another
+ * call, as its sender described it, or another part or size of it: the
+ * ranks passed different arguments to the call or made different calls;
  * fault.c's link_bad says which). */
 static int check_header (struct host *h, struct host_op *o)
 {
@@ -505,11 +507,14 @@ static int check_header (struct host *h, struct host_op *o)
                                      : 1;
     }
     if (f->type != FRAME_DATA || f->seq != h->call
-        || f->arg != (int32_t)o->tag || f->len != o->len) {
+        || f->arg != (int32_t)o->tag || f->len != o->len
+        || f->what != h->desc.what || f->count != h->desc.count) {
         h->ev.got_data = f->type == FRAME_DATA;
         h->ev.got_call = f->seq;
         h->ev.got_tag = f->arg;
         h->ev.got_len = f->len;
+        h->ev.got_what = f->what;
+        h->ev.got_count = f->count;
         h->ev.want_tag = o->tag;
         h->ev.want_len = o->len;
         h->ev.node = l->node;

@@ -32,7 +32,9 @@ struct hello {
 
 /* Every message starts with a frame.  DATA: arg is the tag of the message
  * in its algorithm, seq the call number, len the payload bytes that
- * follow.  FAULT and LIST: arg is the first rank at fault (or the
+ * follow, what and count the call as its sender described it (host_desc:
+ * kind, dtype, op, root; count), so that a receiver whose call differs
+ * fails it naming both calls (fault.c), even where the bytes agree.  FAULT and LIST: arg is the first rank at fault (or the
  * fallback of an empty list; LIST: the sender's node), seq packs the kind
  * (bits 0-15), how many ranks follow (16-31) and how many there are in
  * all (32-63); len is who noticed.  The ranks follow as int32, then what
@@ -42,6 +44,8 @@ struct frame {
     int32_t arg;
     uint64_t seq;
     uint64_t len;
+    uint64_t what;      /* DATA: host_desc's what and count; else 0 */
+    uint64_t count;
 };
 
 #define FAULT_SEQ(kind, nlist, n) \

@@ -161,6 +161,32 @@ out:
     return res;
 }
 
+/* Raise for a failed all_reduce of numbers: DDP_EMISMATCH, which the host
+ * backend reports in the call itself without DDP_CHECK, says in Python's
+ * words what the ranks passed (an int on one rank and a float on another
+ * is an int64 against a float64), then libddp's detail; any other code as
+ * pyddp_fail_here(). */
+static void mismatch_or_fail (int rc, const char *where)
+{
+    const char *e = ddp_last_error ();
+    char msg[900];
+
+    if (rc != DDP_EMISMATCH) {
+        pyddp_fail_here (rc, where);
+        return;
+    }
+    snprintf (msg, sizeof (msg), "%s%s%s",
+              strstr (e, " int64 ") && strstr (e, " float64 ")
+                  ? "an int on some ranks and a float on others (an int is "
+                    "reduced as int64, a float as float64): pass the same "
+                    "type on every rank, e.g. float(x)"
+                  : "the ranks passed different values (ints on some and "
+                    "floats on others, sequences of other lengths, or "
+                    "another op): pass the same on every rank",
+              e[0] ? "; " : "", e);
+    pyddp_fail (rc, where, msg);
+}
+
 /* all_reduce of ints and floats, n of them at items (borrowed). */
 static PyObject *reduce_numbers (PyObject *const *items, Py_ssize_t n,
                                  int op, bool as_tuple, bool scalar)
@@ -210,7 +236,7 @@ static PyObject *reduce_numbers (PyObject *const *items, Py_ssize_t n,
                                  floats ? DDP_FLOAT64 : DDP_INT64,
                                  (ddp_op_t) op));
     if (rc < 0) {
-        pyddp_fail_here (rc, where);
+        mismatch_or_fail (rc, where);
         goto out;
     }
     if (scalar) {
@@ -252,7 +278,10 @@ PyDoc_STRVAR (all_reduce_doc,
 "and shape.  'avg' of ints and sequences gives floats; of an integer\n"
 "buffer, integers truncated toward zero (as libddp's DDP_AVG).\n"
 "\n"
-"Every rank must pass the same kind of x with the same length and op.\n"
+"Every rank must pass the same kind of x with the same length and op: an\n"
+"int on one rank and a float on another (int64 against float64), or\n"
+"lengths that differ, fail the call on every rank with ddp.Error\n"
+"(EMISMATCH), saying what each passed; no promotion is made.\n"
 "Raises TypeError / ValueError for an x or op it cannot reduce (on this\n"
 "rank, before any communication: the others then time out naming it),\n"
 "ddp.PeerError / ddp.TimeoutError when a rank died or did not come.");

@@ -7,7 +7,11 @@
  *   kind     rank 1 calls an all-reduce where the others call a bcast
  *   skip     rank 1 leaves out a barrier before a bcast
  *   same     every rank makes the same calls (none differ)
- * COUNT: float32 elements a call (default 2).  Each rank makes its call
+ *   dtype    an all-reduce (SUM) of COUNT elements: float32 on rank 1,
+ *            int32 on the others (the same bytes)
+ *   barrier  rank 1 all-reduces COUNT int32 where the others call a
+ *            barrier
+ * COUNT: elements a call (default 2).  Each rank makes its call
  * of the case (after a first all-reduce that every rank makes alike, so
  * that the case's call is the job's second collective; "skip": its third
  * on the ranks that keep the barrier), then a barrier, and prints "rank
@@ -24,7 +28,8 @@
 static int known (const char *c)
 {
     static const char *const cases[] = { "self", "swap", "op", "kind",
-                                         "skip", "same" };
+                                         "skip", "same", "dtype",
+                                         "barrier" };
 
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
         if (strcmp (c, cases[i]) == 0)
@@ -51,6 +56,12 @@ static int run_case (const char *c, float *a, float *b, size_t n, int r,
             return rc;
         return ddp_bcast (a, n, DDP_FLOAT32, 0);
     }
+    if (strcmp (c, "dtype") == 0)
+        return ddp_allreduce (a, b, n, r == 1 ? DDP_FLOAT32 : DDP_INT32,
+                              DDP_SUM);
+    if (strcmp (c, "barrier") == 0)
+        return r == 1 ? ddp_allreduce (a, b, n, DDP_INT32, DDP_SUM)
+                      : ddp_barrier ();
     return ddp_bcast (a, n, DDP_FLOAT32, size - 1); /* same */
 }
 
@@ -70,8 +81,8 @@ int main (int argc, char **argv)
     a = calloc (n ? n : 1, sizeof (*a));
     b = calloc ((n ? n : 1) * (size_t)size, sizeof (*b));
     if (!a || !b || size < 2 || !known (c)) {
-        fprintf (stderr, "usage: ddp_mismatch self|swap|op|kind|skip|same "
-                 "[COUNT], 2 ranks or more\n");
+        fprintf (stderr, "usage: ddp_mismatch self|swap|op|kind|skip|same|"
+                 "dtype|barrier [COUNT], 2 ranks or more\n");
         return 2;
     }
     for (size_t i = 0; i < n; i++)

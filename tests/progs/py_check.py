@@ -553,6 +553,17 @@ def mode_late(late_rank, secs):
     return 0
 
 
+def mode_mixed(odd):
+    """Rank odd all-reduces the float 1.0, the others the int 1."""
+    r = ddp.rank()
+    try:
+        v = ddp.all_reduce(1.0 if r == odd else 1)
+        out(f"rank {r}: no error: {v!r}")
+    except ddp.Error as e:
+        out(f"rank {r}: {type(e).__name__} code={e.code} {e}")
+    return 0
+
+
 def mode_stop(signaller, at):
     r = ddp.rank()
     step = 0
@@ -645,6 +656,8 @@ def main(argv):
         return mode_late(int(args[0]), float(args[1]))
     if mode == "stop":
         return mode_stop(int(args[0]), int(args[1]))
+    if mode == "mixed":
+        return mode_mixed(int(args[0]))
     if mode == "gil":
         return mode_gil()
     if mode == "interrupt":
