@@ -132,6 +132,10 @@ class BuildExt(build_ext):
             self.configure_libddp()
         except DdpBuildError as e:
             sys.exit("ddp: error: %s" % e)
+        # Always link again: a module left in build_lib by an earlier build
+        # may be of the other libddp (an installed one, not the checkout's)
+        # and newer than its sources, which build_ext would take as done.
+        self.force = True
         super().run()
 
     def configure_libddp(self):
