@@ -6,9 +6,12 @@ python3, not the interpreter configure chose: against an installed libddp
 in a fresh venv; 2 ranks under ddp-run all-reduce with each'
 . "$(dirname "$0")/test-lib.sh"
 
-# The commands are README's ("Python", pip): a venv, then
-#   python -m pip install --no-build-isolation --no-index ./libjob/python
-#   python -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./libjob/python
+# The commands are README's ("Python", pip) and ddp-python(7)'s:
+#   /usr/bin/python3 -m venv --system-site-packages ~/ddp-venv
+#   ~/ddp-venv/bin/python -m pip install --no-build-isolation --no-index ./libjob/python
+#   ~/ddp-venv/bin/python -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./libjob/python
+#   /usr/bin/python3 -m venv ~/fresh-venv
+#   ~/fresh-venv/bin/python -m pip install --no-index dist/slurm_ddp-*.whl
 # Needs python3-venv, python3-pip, python3-setuptools, python3-wheel and
 # python3-dev for DDP_PIP_PYTHON (default /usr/bin/python3; deps.sh's
 # test packages); skips, saying which is missing, without them.  No
@@ -109,10 +112,12 @@ test_expect_success '2 ranks under ddp-run all-reduce with the venv'"'"'s module
 '
 
 test_expect_success VPATH 'pip wheel with libddp built from the checkout, installed into a fresh venv' '
+	{ test -x "$W/venv1/bin/python" ||
+		"$PY" -m venv --system-site-packages "$W/venv1"; } &&
 	DDP_LIBDDP=checkout DDP_CONFIGURE_FLAGS=--without-nccl \
-		"$PY" -m pip wheel --no-build-isolation --no-index --no-deps -w "$W/dist" "$SETUP_DIR" \
+		"$W/venv1/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps -w "$W/dist" "$SETUP_DIR" \
 		>pip2.log 2>&1 || { cat pip2.log; return 1; } &&
-	whl=$(ls "$W"/dist/*.whl) && echo "$whl" &&
+	whl=$(ls "$W"/dist/slurm_ddp-*.whl) && echo "$whl" &&
 	"$PY" -m venv "$W/venv2" &&
 	"$W/venv2/bin/python" -m pip install --no-index "$whl" >pip3.log 2>&1 ||
 		{ cat pip3.log; return 1; } &&
