@@ -199,12 +199,22 @@ class BuildExt(build_ext):
         bdir = os.path.abspath(os.path.join(self.build_temp, "libddp"))
         os.makedirs(bdir, exist_ok=True)
         archive = os.path.join(bdir, "libjob", ".libs", "libddp.a")
-        if not os.path.exists(os.path.join(bdir, "config.status")):
-            flags = shlex.split(os.environ.get("DDP_CONFIGURE_FLAGS", ""))
-            run([os.path.join(TOP, "configure"), "--disable-shared",
-                 "--enable-static", "--with-pic", "--without-python",
-                 "--without-slurm", "--disable-dependency-tracking"] + flags,
-                bdir, "configure libddp")
+        cmd = [os.path.join(TOP, "configure"), "--disable-shared",
+               "--enable-static", "--with-pic", "--without-python",
+               "--without-slurm", "--disable-dependency-tracking"]
+        cmd += shlex.split(os.environ.get("DDP_CONFIGURE_FLAGS", ""))
+        # Configured once per build folder, again when the options change
+        # (the stamp holds the command that made config.status).
+        stamp = os.path.join(bdir, "ddp-configure-command")
+        try:
+            with open(stamp, encoding="utf-8") as f:
+                done = f.read() == repr(cmd)
+        except OSError:
+            done = False
+        if not done or not os.path.exists(os.path.join(bdir, "config.status")):
+            run(cmd, bdir, "configure libddp")
+            with open(stamp, "w", encoding="utf-8") as f:
+                f.write(repr(cmd))
         jobs = "-j%d" % max(1, min(4, os.cpu_count() or 1))
         run(["make", jobs, "-C", "libjob"], bdir, "make libddp")
         # What libddp itself links (ddp.pc's Libs.private: PMIx, NCCL,
