@@ -65,12 +65,14 @@ egg_base = $W
 EOF
 
 # The 2-rank program: each rank adds rank + 1 (1 + 2 = 3) and says which
-# module it imported.
+# module it imported, in one write (unbuffered, print writes the line and
+# its newline apart, and the ranks' lines interleave).
 cat >allreduce.py <<\EOF
+import os
 import ddp
 r, n = ddp.rank(), ddp.world_size()
-print("rank %d/%d: all_reduce %r from %s" % (r, n, ddp.all_reduce(r + 1),
-                                              ddp._ddp.__file__), flush=True)
+os.write(1, ("rank %d/%d: all_reduce %r from %s\n" % (
+    r, n, ddp.all_reduce(r + 1), ddp._ddp.__file__)).encode())
 EOF
 
 # ranks VENV NAME: 2 ranks of VENV's python (host backend) under ddp-run;
