@@ -1,0 +1,138 @@
+#!/bin/sh
+test_description='pip: the Python module ddp installed with pip from the
+checkout (libjob/python/setup.py), offline, into venvs of Debian'"'"'s
+python3, not the interpreter configure chose: against an installed libddp
+(pkg-config), and as a wheel with libddp built from the checkout inside it,
+in a fresh venv; 2 ranks under ddp-run all-reduce with each'
+. "$(dirname "$0")/test-lib.sh"
+
+# The commands are README's ("Python", pip) and ddp-python(7)'s:
+#   /usr/bin/python3 -m venv --system-site-packages ~/ddp-venv
+#   ~/ddp-venv/bin/python -m pip install --no-build-isolation --no-index ./libjob/python
+#   ~/ddp-venv/bin/python -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./libjob/python
+#   /usr/bin/python3 -m venv ~/fresh-venv
+#   ~/fresh-venv/bin/python -m pip install --no-index dist/slurm_ddp-*.whl
+# Needs python3-venv, python3-pip, python3-setuptools, python3-wheel and
+# python3-dev for DDP_PIP_PYTHON (default /usr/bin/python3; deps.sh's
+# test packages); skips, saying which is missing, without them.  No
+# cluster, no root.  About 25 s, most of it the wheel's configure and make
+# of libddp (--without-nccl: the host backend is what the ranks use).
+
+PY=${DDP_PIP_PYTHON:-/usr/bin/python3}
+RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run
+SETUP_DIR=$DDP_SRC_DIR/libjob/python
+unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE VIRTUAL_ENV
+unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
+unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
+unset DDP_LIBDDP DDP_CONFIGURE_FLAGS PKG_CONFIG_SYSROOT_DIR PIP_REQUIRE_VIRTUALENV
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
+
+why=
+test -x "$PY" || why="no $PY (DDP_PIP_PYTHON)"
+test -n "$why" || "$PY" -c 'import venv, ensurepip' 2>/dev/null ||
+	why="$PY has no venv/ensurepip (install python3-venv)"
+test -n "$why" || "$PY" -m pip --version >/dev/null 2>&1 ||
+	why="$PY has no pip (install python3-pip)"
+test -n "$why" || "$PY" -c 'import setuptools, wheel' 2>/dev/null ||
+	why="$PY has no setuptools or wheel (install python3-setuptools python3-wheel)"
+test -n "$why" || "$PY" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+	why="no Python.h for $PY (install python3-dev)"
+test -n "$why" || command -v pkg-config >/dev/null 2>&1 || why="no pkg-config"
+test -n "$why" || test -x "$RUN" || why="no $RUN: build the tree first"
+if test -n "$why"; then
+	skip_all="cannot pip install here: $why"
+	test_done
+fi
+# configure in place (config.status in the source tree) leaves no room for
+# the wheel's own build of libddp; setup.py refuses, saying so.
+test -f "$DDP_SRC_DIR/config.status" || test_set_prereq VPATH
+
+# The venvs, the staged libddp and setuptools' build folders in a folder
+# of the build tree without the space of sharness's trash directory names
+# (configure and libtool need that).  setuptools' build_temp (the wheel's
+# build of libddp) and its egg-info go there, not into the source tree:
+# distutils reads ~/.pydistutils.cfg (sharness's HOME is this trash
+# directory).
+W=$DDP_BUILD_DIR/tests/.t0740-pip
+rm -rf "$W" && mkdir -p "$W"
+cat >"$HOME/.pydistutils.cfg" <<EOF
+[build]
+build_base = $W/pybuild
+[egg_info]
+egg_base = $W
+EOF
+
+# The 2-rank program: each rank adds rank + 1 (1 + 2 = 3) and says which
+# module it imported, in one write (unbuffered, print writes the line and
+# its newline apart, and the ranks' lines interleave).
+cat >allreduce.py <<\EOF
+import os
+import ddp
+r, n = ddp.rank(), ddp.world_size()
+os.write(1, ("rank %d/%d: all_reduce %r from %s\n" % (
+    r, n, ddp.all_reduce(r + 1), ddp._ddp.__file__)).encode())
+EOF
+
+# ranks VENV NAME: 2 ranks of VENV's python (host backend) under ddp-run;
+# NAME.out has their lines, sorted; each got 3 from VENV's module.
+ranks () {
+	timeout --kill-after=5 60 "$RUN" -n 2 -b host "$1/bin/python" allreduce.py \
+		>"$2.raw" 2>"$2.err"
+	rc=$?
+	sort "$2.raw" >"$2.out"
+	ddp_show "$2.out" "$2.err"
+	test $rc = 0 &&
+	sed -n "s|^rank \([01]\)/2: all_reduce 3 from $1/lib/python[0-9.]*/site-packages/ddp/_ddp\..*so$|\1|p" \
+		"$2.out" >"$2.ranks" &&
+	printf "0\n1\n" | test_cmp - "$2.ranks"
+}
+
+# The build tree's libddp, installed with DESTDIR (nothing of the build
+# tree is rebuilt: the library's own install targets only), and found by
+# pkg-config as an installed one (PKG_CONFIG_SYSROOT_DIR: t0510's way).
+DEST=$W/dest
+test_expect_success 'pip install into a venv, against an installed libddp (pkg-config)' '
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$DDP_BUILD_DIR/libjob" \
+		install-libLTLIBRARIES install-pkgconfigDATA install-includeHEADERS \
+		DESTDIR="$DEST" >make-install.log 2>&1 ||
+		{ cat make-install.log; return 1; } &&
+	libdir=$(PKG_CONFIG_PATH=$DDP_BUILD_DIR/libjob pkg-config --variable=libdir ddp) &&
+	test -f "$DEST$libdir/pkgconfig/ddp.pc" &&
+	"$PY" -m venv --system-site-packages "$W/venv1" &&
+	PKG_CONFIG_SYSROOT_DIR=$DEST PKG_CONFIG_PATH=$DEST$libdir/pkgconfig DDP_LIBDDP=pkg-config \
+		"$W/venv1/bin/python" -m pip install --no-build-isolation --no-index "$SETUP_DIR" \
+		>pip1.log 2>&1 || { cat pip1.log; return 1; } &&
+	so=$(ls "$W"/venv1/lib/python*/site-packages/ddp/_ddp.*so) &&
+	ldd "$so" >ldd1 && ddp_show ldd1 &&
+	grep -q "libddp\.so\.0 => $DEST/" ldd1
+'
+
+test_expect_success '2 ranks under ddp-run all-reduce with the venv'"'"'s module' '
+	ranks "$W/venv1" run1
+'
+
+test_expect_success VPATH 'pip wheel with libddp built from the checkout, installed into a fresh venv' '
+	{ test -x "$W/venv1/bin/python" ||
+		"$PY" -m venv --system-site-packages "$W/venv1"; } &&
+	DDP_LIBDDP=checkout DDP_CONFIGURE_FLAGS=--without-nccl \
+		"$W/venv1/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps -w "$W/dist" "$SETUP_DIR" \
+		>pip2.log 2>&1 || { cat pip2.log; return 1; } &&
+	whl=$(ls "$W"/dist/slurm_ddp-*.whl) && echo "$whl" &&
+	"$PY" -m venv "$W/venv2" &&
+	"$W/venv2/bin/python" -m pip install --no-index "$whl" >pip3.log 2>&1 ||
+		{ cat pip3.log; return 1; } &&
+	so=$(ls "$W"/venv2/lib/python*/site-packages/ddp/_ddp.*so) &&
+	ldd "$so" >ldd2 && ddp_show ldd2 &&
+	# libddp is inside: no libddp.so to find, nothing but the init function exported
+	! grep -q libddp ldd2 &&
+	nm -D --defined-only "$so" | awk "{ print \$NF }" >exported &&
+	echo PyInit__ddp | test_cmp - exported
+'
+
+test_expect_success VPATH '2 ranks under ddp-run all-reduce with the wheel'"'"'s module' '
+	ranks "$W/venv2" run2
+'
+
+test_done
