@@ -235,7 +235,8 @@ if [ $quick = no ]; then
     log=$top/build-debian13.log
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
 t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
-t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t"
+t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t
+t0740-python-pip.t"
     echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own; README's build):" $d13_skip
     # Its build is the background's (started at once): wait for it.
     while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
