@@ -37,11 +37,12 @@ static int local_addrs (struct host_addr *a)
 }
 
 /* Descriptors a lane may hold at once: its links, the fault relay's
- * connections to every lane of every partner and back, and slack. */
+ * connections to every lane of every partner and back, the connections
+ * its gate holds (gate.h: strangers' among them), and slack. */
 static rlim_t fds_needed (struct host *h)
 {
     rlim_t np = (rlim_t)sched_partners_max (h->nnodes);
-    return np * (2 + (rlim_t)h->tune.lanes) + 64;
+    return np * (2 + (rlim_t)h->tune.lanes) + GATE_MAX + 64;
 }
 
 /* Raise the soft limit on descriptors to what a lane needs (up to the hard
