@@ -11,10 +11,13 @@ ddp_cluster_require 2
 # rate; progs/stranger_flood.py, as root, finds the ports the ranks listen
 # on (as `ss -ltnp` would) from the moment they open, and its child, as
 # the user nobody, holds CONNS silent connections to each of them in the
-# even phases (0, from before ddp_init returns; 2, 4, 6, 8), opening a new
+# even phases (0, from set-up on; 2, 4, 6, 8), opening a new
 # one for each the ranks close, and none in the odd ones (1, 3, 5, 7).  The
 # flooded and quiet phases alternate so that the machine's own ups and
-# downs (other jobs) weigh on both alike; the ratio is of their sums.  On the code
+# downs (other jobs) weigh on both alike; the ratio is of their sums.
+# The last task starts ddp_init 2 s late, so that the others listen in
+# set-up for that long: the strangers are on their ports before the links
+# are made (opened_in_setup).  On the code
 # before the gate (libjob/host/gate.c), every connection a rank accepted
 # held it up for 0.1 s waiting for a hello: the flooded rate fell to 1-20%
 # of the quiet one, or set-up failed (the strangers filled the table of
@@ -22,7 +25,7 @@ ddp_cluster_require 2
 LOOP=$DDP_PROGS/ddp_loop
 FLOOD=$DDP_SRC_DIR/tests/progs/stranger_flood.py
 SECS=${DDP_STRANGERS_SECS:-3}
-CONNS=30
+CONNS=${DDP_STRANGERS_CONNS:-30}
 DDP_SRUN_TIMEOUT=$((SECS * 9 + 90))
 
 test_expect_success 'python3 and the user nobody are here' '
@@ -33,7 +36,7 @@ test_expect_success 'a loop of collectives with strangers on every port: right r
 	rm -f phase &&
 	{ python3 "$FLOOD" ddp_loop $CONNS "$PWD/phase" >flood.out 2>flood.err &
 	  fpid=$!; } &&
-	ddp_srun --mpi=pmix -N2 -n4 "$LOOP" $SECS 9 "$PWD/phase" \
+	ddp_srun --mpi=pmix -N2 -n4 "$LOOP" $SECS 9 "$PWD/phase" 2 \
 		>loop.out 2>loop.err
 	rc=$?
 	wait $fpid
@@ -45,8 +48,8 @@ test_expect_success 'a loop of collectives with strangers on every port: right r
 	test "$(grep -c "^ddp_loop phase" loop.out)" = 9
 '
 
-test_expect_success 'the strangers held their connections on the ports' '
-	grep "^stranger_flood: ports [1-9][0-9]* conns $CONNS opened [1-9]" \
+test_expect_success 'the strangers held their connections on the ports, from set-up on' '
+	grep "^stranger_flood: ports [1-9][0-9]* conns $CONNS opened [1-9].* opened_in_setup [1-9]" \
 		flood.out
 '
 

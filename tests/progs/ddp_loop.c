@@ -2,7 +2,7 @@
  * (t0265-ddp-strangers.t: the rate with and without strangers holding
  * connections to the ranks' listening ports).
  *
- * Usage: ddp_loop SECONDS PHASES PHASE_FILE
+ * Usage: ddp_loop SECONDS PHASES PHASE_FILE [LATE]
  * One iteration: a 1 MiB float32 all-reduce, an 8-byte all-reduce that
  * carries rank 0's phase to every rank, a barrier.  Rank 0 starts phase p
  * at p x SECONDS after ddp_init returns, writes p into PHASE_FILE when it
@@ -10,11 +10,14 @@
  * "ddp_loop phase P iters N seconds S rate R" for each, counting from
  * SETTLE seconds into the phase (the flooder has its connections up by
  * then).  Every rank checks the all-reduces' results; exits 0 when all
- * were right. */
+ * were right.  With LATE, the task of the highest SLURM_PROCID sleeps
+ * LATE seconds before ddp_init: the others wait for it inside ddp_init,
+ * listening (a window for the test's strangers to connect in set-up). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ddp.h"
 
@@ -68,6 +71,9 @@ int main (int argc, char **argv)
         return 2;
     for (size_t i = 0; i < big; i++)
         a[i] = 1.0f;
+    if (argc > 4 && getenv ("SLURM_PROCID") && getenv ("SLURM_NTASKS")
+        && atoi (getenv ("SLURM_PROCID")) == atoi (getenv ("SLURM_NTASKS")) - 1)
+        usleep ((useconds_t)(atof (argv[4]) * 1e6));
     CHECK (ddp_init ());
     t0 = now ();
     for (;;) {
