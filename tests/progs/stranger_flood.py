@@ -2,22 +2,23 @@
 """stranger_flood.py - another user's process holding silent connections to
 the listening ports of a job's ranks (t0265-ddp-strangers.t).
 
-Usage (as root): stranger_flood.py COMM CONNS PHASE_FILE
+Usage (as root): stranger_flood.py COMM CONNS PHASE_FILE ON_PHASES
 The parent, root, finds the processes named COMM (the job's ranks) and the
 TCP ports they listen on (/proc/PID/fd against /proc/PID/net/tcp: what
 `ss -ltnp` shows), as soon as they appear and for as long as they live,
 and reads PHASE_FILE (written by progs/ddp_loop: a phase number, "end"
 after the last).  Its child, which drops to the user nobody before it opens
 anything, holds CONNS silent connections to every port while the phase is
-even (phase 0 too, and before the file exists: the flood is on while the
-ranks start), none while it is odd, and opens a new one for every one the
-ranks close.  The parent ends when PHASE_FILE says "end" or the ranks are
+one of ON_PHASES (comma-separated numbers; and before the file exists: the
+flood is on while the ranks start), none in the others, and opens a new one
+for every one the ranks close.  The parent ends when PHASE_FILE says "end" or the ranks are
 gone; the child then prints (one line)
   "stranger_flood: ports P conns C opened O closed_by_job K
-   opened_in_setup S"
+   opened_in_setup S cpu_s T"
 (P: the ports it found, O: connections it opened, K: of those, closed by
 the other end, S: opened before ddp_loop's first phase began, while the
-ranks were still in ddp_init).
+ranks were still in ddp_init, T: the CPU seconds the child used: the
+strangers' own load on the machine).
 """
 import errno
 import os
@@ -76,7 +77,7 @@ def read_phase(path):
         return ""
 
 
-def parent(comm, path, w):
+def parent(comm, path, on_phases, w):
     """Tell the child on w: "P ip:port ..." (the ports), "on", "off", "end"."""
     seen = False
     sent_ports = None
@@ -104,7 +105,7 @@ def parent(comm, path, w):
         if phase == "end":
             break
         state = "setup" if phase == "" else "on" if (
-            phase.isdigit() and int(phase) % 2 == 0) else "off"
+            phase in on_phases) else "off"
         if state != sent_state:
             sent_state = state
             msgs.append(state)
@@ -188,14 +189,16 @@ def child(conns, r):
             elif words[0] == "end":
                 done = True
     print("stranger_flood: ports %d conns %d opened %d closed_by_job %d "
-          "opened_in_setup %d" % (len(ports), conns, opened, closed, in_setup),
-          flush=True)
+          "opened_in_setup %d cpu_s %.2f"
+          % (len(ports), conns, opened, closed, in_setup,
+             os.times().user + os.times().system), flush=True)
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
     comm, conns, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    on_phases = set(sys.argv[4].split(","))
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -204,7 +207,7 @@ def main():
         os._exit(0)
     os.close(r)
     try:
-        parent(comm, path, w)
+        parent(comm, path, on_phases, w)
     finally:
         try:
             os.write(w, b"end\n")
