@@ -8,9 +8,9 @@
  * at p x SECONDS after ddp_init returns, writes p into PHASE_FILE when it
  * does (the test's flooder reads it; "end" after the last), and prints
  * "ddp_loop phase P iters N seconds S rate R cpu_us C" for each (C: the
- * CPU time of all ranks together per iteration, in microseconds), counting from
- * SETTLE seconds into the phase (the flooder has its connections up by
- * then).  Every rank checks the all-reduces' results; exits 0 when all
+ * CPU time of all ranks together per iteration, in microseconds), counting
+ * from SETTLE seconds (or a third of the phase) into the phase (the
+ * flooder has its connections up by then).  Every rank checks the all-reduces' results; exits 0 when all
  * were right.  With LATE, the task of the highest SLURM_PROCID sleeps
  * LATE seconds before ddp_init: the others wait for it inside ddp_init,
  * listening (a window for the test's strangers to connect in set-up). */
@@ -24,7 +24,7 @@
 
 #include "ddp.h"
 
-#define SETTLE 0.5
+#define SETTLE 0.5  /* at most; a third of a phase when shorter */
 
 static double now (void)
 {
@@ -106,7 +106,7 @@ int main (int argc, char **argv)
             if (p >= phases)
                 break;
             phase = (int)p;
-            from = t + SETTLE;
+            from = t + (secs / 3 < SETTLE ? secs / 3 : SETTLE);
             counting = false;
             if (ddp_rank () == 0) {
                 snprintf (buf, sizeof (buf), "%d", phase);
