@@ -19,6 +19,10 @@ gone; the child then prints (one line)
 the other end, S: opened before ddp_loop's first phase began, while the
 ranks were still in ddp_init, T: the CPU seconds the child used: the
 strangers' own load on the machine).
+With STRANGER_FLOOD_DECOY=1 in the environment the child opens as many
+connections, at the same times, to a listening socket of its own that
+never accepts instead of the ranks' ports: the control, everything the
+strangers do but to someone else.
 """
 import errno
 import os
@@ -120,6 +124,11 @@ def child(conns, r):
     os.setgroups([])
     os.setgid(nobody.pw_gid)
     os.setuid(nobody.pw_uid)
+    decoy = None
+    if os.environ.get("STRANGER_FLOOD_DECOY") == "1":
+        decoy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        decoy.bind(("127.0.0.1", 0))
+        decoy.listen(4096)
     ports = []
     socks = {}          # port -> list of sockets
     on = False
@@ -135,7 +144,7 @@ def child(conns, r):
                     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                     s.setblocking(False)
                     try:
-                        s.connect(p)
+                        s.connect(p[0] if decoy else p)
                     except BlockingIOError:
                         pass
                     except OSError:
@@ -174,6 +183,9 @@ def child(conns, r):
             if words[0] == "P":
                 ports = [(a.split(":")[0], int(a.split(":")[1]))
                          for a in words[1:]]
+                if decoy:   # as many targets, all of them ours
+                    ports = [(decoy.getsockname(), i)
+                             for i in range(len(ports))]
                 for p in list(socks):
                     if p not in ports:      # no longer listening
                         for s in socks.pop(p):
