@@ -7,14 +7,14 @@ rate'
 ddp_cluster_require 2
 
 # progs/ddp_loop runs a loop of collectives (a 1 MiB all-reduce, an 8-byte
-# all-reduce, a barrier) in 33 phases of SECS seconds and prints each
+# all-reduce, a barrier) in 49 phases of SECS seconds and prints each
 # one's rate; progs/stranger_flood.py, as root, finds the ports the ranks
 # listen on (as `ss -ltnp` would) from the moment they open, and its
 # child, as the user nobody, holds CONNS silent connections to each of
-# them in phase 0 (from set-up on) and in the flooded phases of the 32
+# them in phase 0 (from set-up on) and in the flooded phases of the 48
 # that follow, opening a new one for each the ranks close, and none in
 # the quiet ones.  The measured phases go quiet, flooded, flooded, quiet,
-# eight times over, each short (0.6 s, counted from 0.2 s in), so that the
+# twelve times over, each short (0.6 s, counted from 0.2 s in), so that the
 # machine's own ups and downs (other jobs: on the shared 2-CPU machine of
 # 2026-11-28 the rate swung 2-4x over seconds, and with no strangers at
 # all the same ratio of 4 x 1.5 s phases read 0.74 to 1.26) weigh on both
@@ -31,8 +31,8 @@ SECS=${DDP_STRANGERS_SECS:-0.6}
 # (a phase), DDP_STRANGERS_WRAP (a command before the program, e.g.
 # "nice -n -15" to take the ranks out of the machine's noise).
 CONNS=${DDP_STRANGERS_CONNS:-30}
-FLOODED=$(seq 1 32 | awk '$1 % 4 == 2 || $1 % 4 == 3' | paste -sd, -)
-QUIET=$(seq 1 32 | awk '$1 % 4 == 1 || $1 % 4 == 0' | paste -sd, -)
+FLOODED=$(seq 1 48 | awk '$1 % 4 == 2 || $1 % 4 == 3' | paste -sd, -)
+QUIET=$(seq 1 48 | awk '$1 % 4 == 1 || $1 % 4 == 0' | paste -sd, -)
 DDP_SRUN_TIMEOUT=180
 
 test_expect_success 'python3 and the user nobody are here' '
@@ -43,7 +43,7 @@ test_expect_success 'a loop of collectives with strangers on every port: right r
 	rm -f phase &&
 	{ python3 "$FLOOD" ddp_loop $CONNS "$PWD/phase" 0,$FLOODED >flood.out 2>flood.err &
 	  fpid=$!; } &&
-	ddp_srun --mpi=pmix -N2 -n4 $DDP_STRANGERS_WRAP "$LOOP" $SECS 33 "$PWD/phase" 2 \
+	ddp_srun --mpi=pmix -N2 -n4 $DDP_STRANGERS_WRAP "$LOOP" $SECS 49 "$PWD/phase" 2 \
 		>loop.out 2>loop.err
 	rc=$?
 	wait $fpid
@@ -52,7 +52,7 @@ test_expect_success 'a loop of collectives with strangers on every port: right r
 	uptime
 	test $rc = 0 && test $frc = 0 &&
 	test "$(grep -c "^ddp_loop rank .*: ok" loop.out)" = 4 &&
-	test "$(grep -c "^ddp_loop phase" loop.out)" = 33
+	test "$(grep -c "^ddp_loop phase" loop.out)" = 49
 '
 
 test_expect_success 'the strangers held their connections on the ports, from set-up on' '
@@ -72,7 +72,7 @@ ON=$(sum $(echo $FLOODED | tr , " "))
 OFF=$(sum $(echo $QUIET | tr , " "))
 RATIO=$(awk -v a="$ON" -v b="$OFF" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
 
-test_expect_success "flooded, the loop keeps >= 0.95 of its quiet rate: ratio $RATIO (it/s summed over 16 phases each: flooded $ON, quiet $OFF; phase 0, flooded from set-up: $(rate 0))" '
+test_expect_success "flooded, the loop keeps >= 0.95 of its quiet rate: ratio $RATIO (it/s summed over 24 phases each: flooded $ON, quiet $OFF; phase 0, flooded from set-up: $(rate 0))" '
 	awk -v r="$RATIO" "BEGIN { exit !(r >= 0.95) }"
 '
 
