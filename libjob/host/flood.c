@@ -143,22 +143,13 @@ static void list_in (struct host *h, struct swap *w, int i,
 }
 
 /* Connection i is readable: a LIST frame (outgoing: their answer and
- * updates), or a hello then a LIST (incoming). */
+ * updates; incoming: its hello was read by the gate, host_tcp_gate, and
+ * proved our cookie: a speaker of the job, whose frame comes whole). */
 static void conn_read (struct host *h, struct swap *w, int i)
 {
     struct conn *c = &w->c[i];
-    struct hello hi;
     struct frame f;
 
-    if (!c->out && c->part < 0) {
-        if (ddpi_io_full (c->fd, &hi, sizeof (hi), false, ddpi_now () + 0.2)
-            < 0 || hi.magic != GATHER_MAGIC || hi.cookie != h->cookie
-            || hi.node >= (uint32_t)h->nnodes
-            || (c->part = host_tcp_link (h, (int)hi.node)) < 0) {
-            conn_close (w, i);
-            return;
-        }
-    }
     if (ddpi_io_full (c->fd, &f, sizeof (f), false, ddpi_now () + 0.2) < 0
         || f.type != FRAME_LIST) {
         conn_close (w, i);
@@ -261,20 +252,15 @@ static bool settled (struct host *h, struct swap *w, double t)
     return true;
 }
 
-/* Accept a speaker's connection on our listening socket. */
-static void accept_one (struct host *h, struct swap *w)
-{
-    int fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+static void adopt_stashed (struct host *h, struct swap *w);
 
-    if (fd >= 0)
-        conn_add (w, (struct conn){ .fd = fd, .part = -1 });
-}
-
-/* One poll over the listening socket and the connections (10 ms). */
+/* One poll over the connections and the gate of our listening socket
+ * (gate.h: it accepts and reads hellos without blocking; the speakers it
+ * finds are adopted) (10 ms). */
 static void poll_once (struct host *h, struct swap *w)
 {
     struct pollfd *pfd = calloc ((size_t)w->nc + 1, sizeof (*pfd));
-    int np = 0;
+    int np = 0, gfd = host_tcp_gate_fd (h);
 
     if (!pfd)
         return;
@@ -282,8 +268,8 @@ static void poll_once (struct host *h, struct swap *w)
         pfd[np++] = (struct pollfd){ w->c[i].fd,
                                      w->c[i].out && !w->c[i].up ? POLLOUT
                                                                 : POLLIN, 0 };
-    if (h->listen_fd >= 0)
-        pfd[np++] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
+    if (gfd >= 0)
+        pfd[np++] = (struct pollfd){ gfd, POLLIN, 0 };
     if (poll (pfd, (nfds_t)np, 10) > 0) {
         for (int i = 0; i < w->nc; i++) {
             if (!pfd[i].revents || w->c[i].fd < 0)
@@ -293,8 +279,10 @@ static void poll_once (struct host *h, struct swap *w)
             else
                 conn_read (h, w, i);
         }
-        if (h->listen_fd >= 0 && pfd[np - 1].revents)
-            accept_one (h, w);
+        if (gfd >= 0 && pfd[np - 1].revents) {
+            host_tcp_gate (h);
+            adopt_stashed (h, w);
+        }
     }
     free (pfd);
 }

@@ -37,11 +37,12 @@ static int local_addrs (struct host_addr *a)
 }
 
 /* Descriptors a lane may hold at once: its links, the fault relay's
- * connections to every lane of every partner and back, and slack. */
+ * connections to every lane of every partner and back, the connections
+ * its gate holds (gate.h: strangers' among them), and slack. */
 static rlim_t fds_needed (struct host *h)
 {
     rlim_t np = (rlim_t)sched_partners_max (h->nnodes);
-    return np * (2 + (rlim_t)h->tune.lanes) + 64;
+    return np * (2 + (rlim_t)h->tune.lanes) + GATE_MAX + 64;
 }
 
 /* Raise the soft limit on descriptors to what a lane needs (up to the hard
@@ -104,9 +105,9 @@ int host_tcp_listen (struct host *h, struct host_addr *a)
     return 0;
 }
 
-int host_tcp_listen_fd (struct host *h)
+int host_tcp_gate_fd (struct host *h)
 {
-    return h->listen_fd;
+    return h->lk ? gate_fd (&h->lk->gate) : -1;
 }
 
 /* SO_SNDBUF of a link to a partner on this machine (the kernel carries
@@ -211,15 +212,14 @@ int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai)
     return -1;
 }
 
-/* A connection being made at init. */
+/* A connection being made at init, to a partner above us (those below
+ * connect to us: the gate, gate.h, reads their hello). */
 struct pend {
     int fd;
-    int link;           /* outgoing: the link; incoming: -1 until known */
-    uint32_t ai;        /* outgoing: the address being tried */
+    int link;
+    uint32_t ai;        /* the address being tried */
     double since;       /* when this attempt started */
-    int state;          /* 0 connecting, 1 hello sent, 2 incoming */
-    size_t got;         /* incoming: hello bytes so far */
-    struct hello hi;
+    int state;          /* 0 connecting, 1 hello sent */
 };
 
 /* The ordered addresses of partner link i's lane (h->lrank). */
@@ -295,24 +295,6 @@ static int pend_out (struct host *h, struct pend *p, uint32_t ev)
     return ok == 'K' ? 1 : -1;
 }
 
-/* Incoming p: read its hello.  Returns the link it makes, -2 to go on,
- * -1 to drop it (a stranger, a duplicate). */
-static int pend_in (struct host *h, struct pend *p)
-{
-    ssize_t r = recv (p->fd, (char *)&p->hi + p->got, sizeof (p->hi) - p->got,
-                      MSG_DONTWAIT);
-    int i;
-
-    if (r <= 0)
-        return r < 0 && (errno == EAGAIN || errno == EINTR) ? -2 : -1;
-    p->got += (size_t)r;
-    if (p->got < sizeof (p->hi))
-        return -2;
-    if ((i = hello_link (h, &p->hi)) < 0 || send (p->fd, "K", 1, MSG_NOSIGNAL) != 1)
-        return -1;
-    return i;
-}
-
 /* The link is made on fd: keep it (watched once every link is made). */
 static void link_made (struct host *h, int i, int fd)
 {
@@ -322,13 +304,14 @@ static void link_made (struct host *h, int i, int fd)
 }
 
 /* Every link made: watch them for input, on the links' own epoll, and the
- * listening socket for FAULT frames sent on the side (flood.c). */
+ * gate of the listening socket for FAULT frames sent on the side
+ * (flood.c). */
 static int links_watch (struct host *h)
 {
     if ((h->lk->ep = epoll_create1 (EPOLL_CLOEXEC)) < 0)
         return sock_error ("epoll_create1");
-    if (h->listen_fd >= 0
-        && ep_add (h->lk->ep, h->listen_fd, EPOLLIN, LISTEN_EV) < 0)
+    if (gate_fd (&h->lk->gate) >= 0
+        && ep_add (h->lk->ep, gate_fd (&h->lk->gate), EPOLLIN, LISTEN_EV) < 0)
         return sock_error ("epoll_ctl");
     for (int i = 0; i < h->lk->n; i++) {
         h->lk->l[i].ev = EPOLLIN;
@@ -378,6 +361,10 @@ static int links_alloc (struct host *h)
     h->lk = lk;
     lk->n = h->npart;
     lk->ep = -1;
+    lk->gate.ep = -1;
+    if (h->listen_fd >= 0
+        && gate_open (&lk->gate, h->listen_fd, sizeof (struct hello)) < 0)
+        return sock_error ("epoll_create1");
     /* Without memory for the read-ahead buffers the links read exactly. */
     if (cap > 0 && lk->n > 0)
         lk->rbuf = malloc ((size_t)lk->n * cap);
@@ -392,7 +379,7 @@ static int links_alloc (struct host *h)
 
 /* The connect loop's state. */
 struct mesh {
-    struct pend *p;     /* outgoing first (one per higher partner) */
+    struct pend *p;     /* one per higher partner */
     int np, cap;
     int want;           /* links still to make */
     int ep;
@@ -408,42 +395,41 @@ static int mesh_done (struct host *h, struct mesh *m, struct pend *p, int i)
     return 0;
 }
 
-/* One event on a pending connection or the listening socket. */
+/* A partner below us connected (slot of the gate, its hello read): make
+ * the link it asks for, or drop it (a stranger, a duplicate). */
+static void mesh_hello (struct host *h, struct mesh *m, int slot)
+{
+    struct gate *g = &h->lk->gate;
+    struct hello hi;
+    int i;
+
+    memcpy (&hi, g->c[slot].buf, sizeof (hi));
+    if ((i = hello_link (h, &hi)) < 0
+        || send (g->c[slot].fd, "K", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        gate_drop (g, slot);
+        return;
+    }
+    link_made (h, i, gate_take (g, slot));
+    m->want--;
+}
+
+/* One event on a pending connection or the gate. */
 static int mesh_event (struct host *h, struct mesh *m, int idx, uint32_t ev)
 {
     struct pend *p;
-    int rc;
+    int rc, slot;
 
-    if (idx == m->cap) {    /* the listening socket */
-        int fd = accept4 (h->listen_fd, NULL, NULL,
-                          SOCK_CLOEXEC | SOCK_NONBLOCK);
-        int slot;
-        if (fd < 0)
-            return errno == EMFILE || errno == ENFILE ? sock_error ("accept")
-                                                      : 0;
-        for (slot = 0; slot < m->cap && m->p[slot].fd >= 0; slot++)
-            ;
-        if (slot == m->cap || ep_add (m->ep, fd, EPOLLIN, (uint64_t)slot) < 0) {
-            close (fd);
-            return 0;
-        }
-        m->p[slot] = (struct pend){ .fd = fd, .link = -1, .state = 2 };
-        return 0;
+    if (idx == m->cap) {    /* the gate */
+        for (int k = 0; k < GATE_MAX
+                        && (slot = gate_next (&h->lk->gate, ddpi_now ())) >= 0;
+             k++)
+            mesh_hello (h, m, slot);
+        return h->lk->gate.err == EMFILE || h->lk->gate.err == ENFILE
+               ? (errno = h->lk->gate.err, sock_error ("accept")) : 0;
     }
     p = &m->p[idx];
     if (p->fd < 0)
         return 0;
-    if (p->state == 2) {
-        if ((rc = pend_in (h, p)) == -2)
-            return 0;
-        if (rc < 0) {
-            epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
-            close (p->fd);
-            p->fd = -1;
-            return 0;
-        }
-        return mesh_done (h, m, p, rc);
-    }
     if ((rc = pend_out (h, p, ev)) == 0) {
         if (p->state == 1)
             ep_mod (m->ep, p->fd, EPOLLIN, (uint64_t)idx);
@@ -480,7 +466,7 @@ int host_tcp_connect (struct host *h)
 
     if ((rc = links_alloc (h)) < 0)
         return rc;
-    m.cap = 2 * h->npart + 8;
+    m.cap = h->npart + 1;
     if (!(m.p = calloc ((size_t)m.cap, sizeof (*m.p))))
         return ddpi_error (DDP_ENOMEM, "out of memory");
     if ((m.ep = epoll_create1 (EPOLL_CLOEXEC)) < 0) {
@@ -490,7 +476,7 @@ int host_tcp_connect (struct host *h)
     m.want = h->npart;
     for (i = 0; i < m.cap; i++)
         m.p[i].fd = -1;
-    rc = ep_add (m.ep, h->listen_fd, EPOLLIN, (uint64_t)m.cap) < 0
+    rc = ep_add (m.ep, gate_fd (&h->lk->gate), EPOLLIN, (uint64_t)m.cap) < 0
          ? sock_error ("epoll_ctl") : 0;
     for (i = 0; rc == 0 && i < h->npart; i++) {
         if (h->part[i].node < h->node)
@@ -531,6 +517,7 @@ void host_tcp_close (struct host *h)
             close (h->lk->l[i].fd);
     for (int i = 0; i < h->lk->nstash; i++)
         close (h->lk->stash_fd[i]);
+    gate_close (&h->lk->gate);
     if (h->lk->ep >= 0)
         close (h->lk->ep);
     free (h->lk->rbuf);

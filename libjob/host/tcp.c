@@ -137,35 +137,70 @@ static void fault_in (struct host *h, int i)
     l->in_hdr = 0;
 }
 
-/* A connection on the listening socket after the links were made: a
+/* A side FAULT frame is read whole into a pending connection's buffer. */
+_Static_assert (sizeof (struct hello) + sizeof (struct fault_msg) <= GATE_BUF,
+                "gate.h: GATE_BUF holds a hello and a FAULT frame");
+
+/* A connection to the listening socket after the links were made, with
+ * the bytes asked for in slot of the gate (gate.h; first its hello): a
  * partner lane's FAULT frame sent on the side (its link to us could not
- * carry it, flood.c), taken at once; or a speaker's swap of lists, kept
- * for flood.c (host_tcp_stashed).  Anything else is dropped. */
-static void side_in (struct host *h)
+ * carry it, flood.c), taken once all of it is there (one send: it comes
+ * at once); or a speaker's swap of lists, kept for flood.c
+ * (host_tcp_stashed).  Anything else is dropped.  Reads nothing itself:
+ * the gate reads, without blocking. */
+static void side_judge (struct host *h, int slot)
 {
-    int fd = accept4 (h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     struct host_links *lk = h->lk;
+    struct gate_conn *c = &lk->gate.c[slot];
+    size_t head = sizeof (struct hello) + sizeof (struct frame), want;
     struct hello hi;
     struct frame f;
-    int i;
+    struct link body = { .fd = -1 };
+    int i, nlist;
 
-    if (fd < 0)
-        return;
-    if (ddpi_io_full (fd, &hi, sizeof (hi), false, ddpi_now () + 0.1) < 0
-        || hi.cookie != h->cookie || hi.node >= (uint32_t)h->nnodes
+    memcpy (&hi, c->buf, sizeof (hi));
+    if (hi.cookie != h->cookie || hi.node >= (uint32_t)h->nnodes
         || (i = host_tcp_link (h, (int)hi.node)) < 0)
         goto drop;
     if (hi.magic == GATHER_MAGIC && lk->nstash < STASH_MAX) {
-        lk->stash_fd[lk->nstash] = fd;
+        lk->stash_fd[lk->nstash] = gate_take (&lk->gate, slot);
         lk->stash_node[lk->nstash++] = (int)hi.node;
         return;
     }
-    if (hi.magic == SIDE_MAGIC
-        && ddpi_io_full (fd, &f, sizeof (f), false, ddpi_now () + 0.1) == 0
-        && f.type == FRAME_FAULT)
-        fault_take (h, fd, NULL, lk->l[i].peer, &f);
+    if (hi.magic != SIDE_MAGIC)
+        goto drop;
+    if (c->got < head) {
+        gate_ask (&lk->gate, slot, head);
+        return;
+    }
+    memcpy (&f, c->buf + sizeof (hi), sizeof (f));
+    if (f.type != FRAME_FAULT)
+        goto drop;
+    nlist = FAULT_SEQ_NLIST (f.seq);
+    want = head + (nlist >= 0 && nlist <= FAULT_LIST_MAX
+                   ? (size_t)nlist * (sizeof (int32_t) + sizeof (uint64_t))
+                   : 0);
+    if (c->got < want) {
+        gate_ask (&lk->gate, slot, want);
+        return;
+    }
+    /* The ranks, read already, are taken as if read ahead on a link. */
+    body.rb = (char *)c->buf + head;
+    body.rb_len = want - head;
+    fault_take (h, c->fd, &body, lk->l[i].peer, &f);
 drop:
-    close (fd);
+    gate_drop (&lk->gate, slot);
+}
+
+void host_tcp_gate (struct host *h)
+{
+    int slot;
+
+    /* Bounded: a stream of connections cannot keep us here. */
+    for (int k = 0; h->lk && k < GATE_MAX
+                    && (slot = gate_next (&h->lk->gate, ddpi_now ())) >= 0;
+         k++)
+        side_judge (h, slot);
 }
 
 int host_tcp_stashed (struct host *h, int *fd, int *node)
@@ -276,7 +311,7 @@ static void wait_events (struct host *h, int ms)
     for (int k = 0; k < n; k++) {
         int i = (int)ev[k].data.u64;
         if (ev[k].data.u64 == LISTEN_EV)
-            side_in (h);
+            host_tcp_gate (h);
         else if (i >= 0 && i < h->lk->n && h->lk->l[i].rx < 0)
             drain (h, i);
     }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
+#include "gate.h"
 #include "host_core.h"
 
 struct host;
@@ -107,6 +108,12 @@ void host_tcp_cut (struct host *h, int i);
  * Returns 1, or 0 when none is kept. */
 int host_tcp_stashed (struct host *h, int *fd, int *node);
 
+/* Without blocking, do what connections to this lane's listening socket
+ * call for (gate.h): accept them, read what they sent, take a FAULT frame
+ * sent on the side, keep a speaker's swap (host_tcp_stashed), close the
+ * rest (a stranger, or too slow).  Never waits for a connection. */
+void host_tcp_gate (struct host *h);
+
 /* Put a's addresses in the order to try them (same_machine: the peer runs
  * on this machine): loopback first for a peer on this machine, then
  * addresses on a subnet of one of this machine's interfaces, then the
@@ -117,7 +124,7 @@ void host_tcp_order_addrs (struct host_addr *a, bool same_machine);
 
 #define EVENTS 64           /* epoll events per wait (more come next time) */
 #define STASH_MAX 16        /* fault-list connections kept for flood.c */
-#define LISTEN_EV UINT64_MAX    /* epoll data of the listening socket */
+#define LISTEN_EV UINT64_MAX    /* epoll data of the gate (gate.h) */
 
 /* One link: a connection to this lane on a partner node. */
 struct link {
@@ -149,6 +156,9 @@ struct host_links {
      * waiting for side FAULT frames: their socket and node, hello read. */
     int nstash;
     int stash_fd[STASH_MAX], stash_node[STASH_MAX];
+    /* Connections to the listening socket not known yet (a lane; else
+     * its ep is -1): read without blocking until their hello tells. */
+    struct gate gate;
 };
 
 static inline int ep_add (int ep, int fd, uint32_t ev, uint64_t data)

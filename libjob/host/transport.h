@@ -164,8 +164,9 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops);
  * shared-memory waits (shm.c) and a call's end (coll.c, relay->poll). */
 void host_tcp_poll (struct host *h);
 
-/* This lane's listening socket, or -1 (not a lane), for the fault relay. */
-int host_tcp_listen_fd (struct host *h);
+/* What the fault relay watches for connections to this lane's listening
+ * socket (readable: call host_tcp_gate), or -1 (not a lane). */
+int host_tcp_gate_fd (struct host *h);
 
 /* Start a non-blocking connect to a's address ai (or, failing that, a
  * later one): returns the socket, with *ai the address being tried, or -1

@@ -188,15 +188,35 @@ done:
     close_fd (&c->fd);
 }
 
+/* A free slot of the table; when every one is taken, the oldest
+ * connection is closed for the new one.  A peer's question comes the
+ * moment it connects, so a stranger's silent connections (anyone on the
+ * machine can open them) never keep it waiting in the listen backlog
+ * behind them: they make room instead. */
+static int free_client (struct nccl_watch *w)
+{
+    int old = 0;
+
+    for (int i = 0; i < CLIENTS_MAX; i++) {
+        if (w->cl[i].fd < 0)
+            return i;
+        if (w->cl[i].until < w->cl[old].until)
+            old = i;
+    }
+    close_fd (&w->cl[old].fd);
+    return old;
+}
+
 static void accept_all (struct nccl_watch *w)
 {
-    for (int i = 0; i < CLIENTS_MAX; i++) {
-        int fd;
-        if (w->cl[i].fd >= 0)
-            continue;
-        fd = accept4 (w->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    /* At most a table's worth at a time: a stream of connections cannot
+     * keep the thread here. */
+    for (int k = 0; k < CLIENTS_MAX; k++) {
+        int fd = accept4 (w->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int i;
         if (fd < 0)
             return;
+        i = free_client (w);
         w->cl[i].fd = fd;
         w->cl[i].got = 0;
         w->cl[i].until = ddpi_now () + CLIENT_LIMIT;
@@ -210,7 +230,7 @@ static void *serve (void *arg)
     int who[CLIENTS_MAX];
 
     for (;;) {
-        int n = 2, nc = 0, busy = 0;
+        int n = 2, nc = 0;
         double now;
 
         for (int i = 0; i < CLIENTS_MAX; i++)
@@ -218,18 +238,18 @@ static void *serve (void *arg)
                 p[n++] = (struct pollfd){w->cl[i].fd, POLLIN, 0};
                 who[nc++] = i;
             }
-        busy = nc;
         p[0] = (struct pollfd){w->wake[0], POLLIN, 0};
-        /* A full table leaves new connections in the listen backlog. */
-        p[1] = (struct pollfd){w->lfd, busy < CLIENTS_MAX ? POLLIN : 0, 0};
+        p[1] = (struct pollfd){w->lfd, POLLIN, 0};
         if (poll (p, (nfds_t)n, SERVE_TICK_MS) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
         if (p[1].revents & POLLIN)
             accept_all (w);
+        /* A slot accept_all just gave a new connection reads nothing
+         * yet (a non-blocking read of an empty socket). */
         for (int k = 0; k < nc; k++)
-            if (p[2 + k].revents)
+            if (p[2 + k].revents && w->cl[who[k]].fd >= 0)
                 client_read (w, &w->cl[who[k]]);
         now = ddpi_now ();
         for (int i = 0; i < CLIENTS_MAX; i++)

@@ -384,6 +384,46 @@ static void test_silent_unreachable (void)
     world_stop (&x);
 }
 
+/* Strangers (anyone on the machine) hold more silent connections to a
+ * watch than it serves at once: a peer's question is still answered at
+ * once, not after theirs time out (2 s). */
+static void test_strangers (void)
+{
+    const uint64_t st0 = NCCL_STATE (4, NCCL_CALL_REDUCE, NCCL_ST_IN);
+    uint64_t st[2] = {st0, st0};
+    struct wire q = {0x57646470u, 1, 0, 0, 1, 0, 0, 0}, a;
+    struct timeval tv = {3, 0};
+    struct world x;
+    int s[100], fd, n = 0;
+    double t;
+
+    if (world_start (&x, 2, st) < 0) {
+        ok (false, "2 watches started");
+        return;
+    }
+    for (int i = 0; i < 100; i++)
+        if ((s[i] = connect_to (&x, 0)) >= 0)
+            n++;
+    usleep (100000);    /* the watch took what it takes of them */
+    q.cookie = x.blob[0].watch.cookie;
+    t = ddpi_now ();
+    fd = connect_to (&x, 0);
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    ok (n == 100 && fd >= 0 && send (fd, &q, sizeof (q), 0) == sizeof (q)
+            && recv (fd, &a, sizeof (a), MSG_WAITALL) == sizeof (a)
+            && a.type == 3 && a.rank == 0,
+        "behind 100 silent connections (%d made), a question is answered",
+        n);
+    t = ddpi_now () - t;
+    ok (t < 0.5, "at once (%.3f s)", t);
+    if (fd >= 0)
+        close (fd);
+    for (int i = 0; i < 100; i++)
+        if (s[i] >= 0)
+            close (s[i]);
+    world_stop (&x);
+}
+
 /* A child forked by a rank must not keep its watch's port open: once the
  * rank stopped its watch, the rank is gone, not silent. */
 static void test_fork (void)
@@ -457,6 +497,7 @@ int main (void)
     test_cookie ();
     test_awaited ();
     test_silent_unreachable ();
+    test_strangers ();
     test_fork ();
     test_tell_cleaned ();
     return done_testing ();
