@@ -132,6 +132,59 @@ test_expect_success 'leader 2 stopped for half of DDP_TIMEOUT, then resumed: nob
 	! grep -q "^\[ddp rank" "$REL_DIR.err" &&
 	rel_check_clean
 '
+# Dropped traffic: every packet to n2's leader's listening ports is
+# dropped (nftables, output hook: the test cluster's nodes share the
+# loopback), so the link from rank 0 to rank 2 carries nothing while both
+# are alive and in the call, and the lane 1 link (1 - 3) still flows.
+# Every rank must fail within the bound with a network error naming both
+# nodes, not a late rank.
+if command -v nft >/dev/null 2>&1 && nft list tables >/dev/null 2>&1; then
+	test_set_prereq NFT
+fi
+NFT_TABLE=ddp_t0806_$$
+
+drop_ports () {
+	nft add table inet "$NFT_TABLE" &&
+	nft add chain inet "$NFT_TABLE" out "{ type filter hook output priority 0; }" &&
+	for port in "$@"; do
+		nft add rule inet "$NFT_TABLE" out tcp dport "$port" drop || return 1
+	done
+}
+
+# listen_ports PID: the TCP ports process PID listens on.
+listen_ports () {
+	ss -ltnpH | grep "pid=$1," | grep -v slurmstepd | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u
+}
+
+test_expect_success NFT 'traffic to n2 leader 2 dropped: every rank fails in time with a network error naming both nodes' '
+	test_when_finished "nft delete table inet $NFT_TABLE 2>/dev/null; true" &&
+	rel_start drop.2 until 9 -N2 -n4 --ntasks-per-node=2 &&
+	for r in 0 1 2 3; do
+		rel_wait_file "$REL_DIR/pid.$r" 60 || { kill "$REL_PID"; return 1; }
+	done &&
+	sleep 0.5 &&
+	pid=$(cut -d" " -f1 "$REL_DIR/pid.2") &&
+	ports=$(listen_ports "$pid") &&
+	say "rank 2 (pid $pid) listens on: $ports" &&
+	test -n "$ports" &&
+	drop_ports $ports &&
+	for r in 0 1 2 3; do
+		rel_wait_file "$REL_DIR/exit.$r" 30 || break
+	done
+	nft delete table inet "$NFT_TABLE"
+	rel_wait &&
+	rel_show &&
+	say "worst failed call: $(worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
+	echo "$(worst_time)" >>"worst.drop.2" &&
+	rel_check_call_time 0,1,2,3 0 $((REL_TIMEOUT + 1)) &&
+	for r in 0 1 2 3; do
+		line=$(grep -F "[ddp rank $r/4]" "$REL_DIR.err" | head -n 1) &&
+		echo "$line" | grep -q "no data from node 0 (rank 0) to node 1 (rank 2) .*network?" || {
+			say "rank $r: no network error naming both nodes: $line"; return 1; }
+	done &&
+	! grep -q "did not arrive" "$REL_DIR.err" &&
+	rel_check_clean
+'
 test_expect_success 'busy loops ended' '
 	busy_stop
 '
