@@ -252,14 +252,15 @@ static void name_silent (struct host *h, struct swap *w)
     }
 }
 
-/* Every node is a partner and each was heard, and the record has been
- * still for a moment: nothing more can come. */
-static bool settled (struct host *h, struct swap *w, double t)
+/* Every node is a partner and each was heard (or, silent_done, named),
+ * and the record has been still for a moment: nothing more can come. */
+static bool settled (struct host *h, struct swap *w, double t,
+                     bool silent_done)
 {
     if (h->npart != h->nnodes - 1 || t - w->last_change < 0.05)
         return false;
     for (int p = 0; p < h->npart; p++)
-        if (!w->heard[p])
+        if (!w->heard[p] && !silent_done)
             return false;
     return true;
 }
@@ -335,7 +336,7 @@ static bool flood_gather (struct host *h, double window, int ask)
             name_silent (h, &w);
         }
         pass_on (h, &w, t);
-        if (settled (h, &w, t))
+        if (settled (h, &w, t, silent_done))
             break;
         start_tries (h, &w, t);
         poll_once (h, &w);
