@@ -155,8 +155,8 @@ static void add_stuck (struct host *h, int a)
     uint64_t st;
     int32_t r = a;
 
-    if (a < 0 || h->rank_node[a] != h->node)
-        return;
+    if (a < 0 || h->rank_node[a] != h->node || listed (h, a))
+        return;     /* not a node-mate, or named already (HOST_EV_LATE) */
     lr = h->rank_lrank[a];
     st = atomic_load (&h->flags[lr].state);
     if (atomic_load (&h->flags[lr].seq) != latest_step (h) || !st
