@@ -11,8 +11,8 @@
  * speakers of its partner nodes for a window: it connects to each
  * partner's lanes (lane 0 at once, lane l after l x 100 ms: the first
  * lane of theirs not at fault is their speaker), and accepts theirs on
- * its listening socket when it is a lane; with many lanes the tries of
- * all are squeezed into 30% of the window).  Every list that arrives is
+ * its listening socket when it is a lane (with many lanes, the tries of
+ * all fit in 30% of the window).  Every list that arrives is
  * merged into the record; every change of the record is sent on every
  * connection (flooding again).  A partner node not heard from by 75% of
  * the window has no rank that reached the call: all its ranks are
