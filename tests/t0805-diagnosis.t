@@ -96,10 +96,10 @@ test_expect_success 'without either, no report' '
 # ddp_victim late-first: rank 1 comes 1.5 s late to the first allreduce,
 # with DDP_TIMEOUT=1.  A collective ends the same way on every rank: a
 # rank that gives up on it leaves the fault record before it returns, and
-# a rank that completes it checks for one.  Within a node the wait is
-# DDP_TIMEOUT, so everyone fails with DDP_ETIMEDOUT (-7); between nodes a
-# lane waits DDP_TIMEOUT + 2 graces (3.2 s here), so with rank 1 alone on
-# its node everyone succeeds, with the right sum.
+# a rank that completes it checks for one.  The wait is DDP_TIMEOUT
+# within a node and between nodes alike (no graces: a survivor returns
+# within DDP_TIMEOUT + 1 s, ddp(3)), so everyone fails with
+# DDP_ETIMEDOUT (-7), also with rank 1 alone on its node.
 # agree_runs NAME CODE SRUN ARGS...: 3 runs, every rank prints code CODE
 # (and the sum of the ranks' 1s when CODE is 0).
 agree_runs () {
@@ -135,8 +135,8 @@ test_expect_success 'the same with -n3 on one node' '
 test_expect_success 'the same on two nodes, the late rank with an on-time node-mate (-N2 -n3)' '
 	agree_runs agree.3 -7 -N2 -n3
 '
-test_expect_success 'on two nodes with one rank each, 1.5 s is within the cross-node slack: both succeed (-N2 -n2)' '
-	agree_runs agree.4 0 -N2 -n2
+test_expect_success 'on two nodes with one rank each, 1.5 s is past DDP_TIMEOUT there too: both fail (-N2 -n2)' '
+	agree_runs agree.4 -7 -N2 -n2
 '
 # scancel signals every task, node by node, milliseconds apart: a rank
 # that sees a peer die of it first must not name it dead (issue 15: "rank

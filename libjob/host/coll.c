@@ -786,8 +786,9 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
 
 /* How long ddp_finalize's barrier waits for the others (DDP_TIMEOUT when
  * shorter), in each of its waits (seconds): on the node for another rank
- * to arrive (for its result 3 HOST_LEAVE_GRACE more), on the links
- * LEAVE_WAIT + 2 HOST_LEAVE_GRACE for a partner.  A rank whose peers are
+ * to arrive (for its result HOST_LATE_S more), on the links LEAVE_WAIT
+ * for a partner (the bound of host.h's "Timeouts" with LEAVE_WAIT for
+ * DDP_TIMEOUT).  A rank whose peers are
  * elsewhere (in a call of another library) leaves after that
  * (host_fault_leave). */
 #define LEAVE_WAIT 1.0

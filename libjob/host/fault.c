@@ -92,18 +92,46 @@ static uint64_t latest_step (struct host *h)
     return top;
 }
 
+/* The rank the claimer of a timeout waited for (the record's first rank:
+ * the fallback name of an empty list), or -1. */
+static int awaited (struct host *h)
+{
+    int a = atomic_load (&h->hdr->fault_rank) - 1;
+
+    return a >= 0 && a < h->size ? a : -1;
+}
+
 /* The node's speaker in the swap of lists: its lowest local rank that
- * reached the node's latest step and is not at fault.  Returns that local
- * rank, or -1 when there is none. */
+ * reached the node's latest step, is not at fault and is not the rank a
+ * timeout waited for (that one may be stopped: it would never speak).
+ * Returns that local rank, or -1 when there is none. */
 static int speaker (struct host *h)
 {
     uint64_t top = latest_step (h);
+    int a = awaited (h);
 
     for (int lr = 0; lr < h->lsize; lr++)
         if (atomic_load (&h->flags[lr].seq) == top
-            && !listed (h, h->local_ranks[lr]))
+            && !listed (h, h->local_ranks[lr]) && h->local_ranks[lr] != a)
             return lr;
     return -1;
+}
+
+/* This rank took the record in (fault_here): it is alive. */
+static void mark_here (struct host *h)
+{
+    if (h->lrank < HOST_HERE_MAX)
+        atomic_fetch_or (&h->hdr->fault_here[h->lrank / 64],
+                         (uint64_t)1 << (h->lrank % 64));
+}
+
+/* Did local rank lr take the record in?  (Past HOST_HERE_MAX: taken as
+ * yes, nothing tells.) */
+static bool here (struct host *h, int lr)
+{
+    return lr >= HOST_HERE_MAX
+           || (atomic_load (&h->hdr->fault_here[lr / 64])
+               & ((uint64_t)1 << (lr % 64))) != 0;
 }
 
 /* Local ranks that never reached the node's latest step are absent: add
@@ -127,28 +155,64 @@ static void add_local_absent (struct host *h)
         host_fault_merge (h, list, states, nlist, n);
 }
 
-/* Does a lane of this node take part (a lane not at fault)?  Then its
- * partners heard of the fault on their links at once; if not, they may
- * notice only when their own waits end, two graces later. */
-static bool lane_present (struct host *h)
+/* How long the speaker waits for the rank a timeout waited for, when it
+ * is a node-mate in the call, to take the record in (every wait of a call
+ * looks at the record every few milliseconds): one that does not is
+ * stopped in the call (SIGSTOP, a debugger) and is named. */
+#define ANSWER_S 0.15
+
+/* The awaited rank a, a node-mate that reached the node's latest step and
+ * is in a call, did not take the record in within ANSWER_S: add it to the
+ * record, with what it was doing. */
+static void add_stuck (struct host *h, int a)
 {
-    for (int lr = 0; lr < h->lanes && lr < h->lsize; lr++)
-        if (!listed (h, h->local_ranks[lr]))
-            return true;
-    return false;
+    const struct timespec step = { 0, 2 * 1000 * 1000 };
+    double end = ddpi_now () + ANSWER_S;
+    int lr;
+    uint64_t st;
+    int32_t r = a;
+
+    if (a < 0 || h->rank_node[a] != h->node || listed (h, a))
+        return;     /* not a node-mate, or named already (HOST_EV_LATE) */
+    lr = h->rank_lrank[a];
+    st = atomic_load (&h->flags[lr].state);
+    if (atomic_load (&h->flags[lr].seq) != latest_step (h) || !st
+        || !FAULT_STATE_IN (st))
+        return;
+    while (!here (h, lr) && ddpi_now () < end)
+        nanosleep (&step, NULL);
+    if (!here (h, lr))
+        host_fault_merge (h, &r, &st, 1, 1);
+}
+
+/* Is rank a, the one the claimer of a timeout waited for, alive and in
+ * the call?  A node-mate that took the record in, or a rank of a node
+ * whose speaker answered the swap (heard) with a list that does not name
+ * it. */
+static bool awaited_alive (struct host *h, int a, bool heard)
+{
+    if (a < 0 || listed (h, a))
+        return false;
+    if (h->rank_node[a] != h->node)
+        return heard;
+    return here (h, h->rank_lrank[a]);
 }
 
 /* A timeout in a job of several nodes: ranks on other nodes may be absent
  * too, and only their nodes know.  The node's speaker swaps lists with
- * the other nodes for a window; the other local ranks wait for that. */
-static void complete_list (struct host *h)
+ * the other nodes until HOST_SWAP_S after start (when this rank's report
+ * began); the other local ranks wait for that, HOST_FINAL_S more. */
+static void complete_list (struct host *h, double start)
 {
     struct ddpi_waiter w;
-    int sp = speaker (h);
-    double window = lane_present (h) ? host_grace (h) : 3 * host_grace (h);
+    int sp = speaker (h), a = awaited (h);
+    double window = start + HOST_SWAP_S - ddpi_now ();
+    bool heard;
 
+    if (window < 0.05)
+        window = 0.05;
     if (h->lrank != sp) {
-        ddpi_wait_init (&w, window + 0.5, h->spin_us);
+        ddpi_wait_init (&w, window + HOST_FINAL_S, h->spin_us);
         ddpi_wait_yield (&w, h->yield_s);   /* as a step's waits (shm.c) */
         while (!atomic_load (&h->hdr->fault_final)
                && ddpi_wait_step (&w) >= 0)
@@ -156,7 +220,11 @@ static void complete_list (struct host *h)
         return;
     }
     add_local_absent (h);
-    h->relay->gather (h, window);
+    add_stuck (h, a);
+    heard = h->relay->gather (h, start + HOST_SWAP_S - ddpi_now (),
+                              a >= 0 ? h->rank_node[a] : -1);
+    if (h->hdr->fault_nlist == 0 && awaited_alive (h, a, heard))
+        atomic_store (&h->hdr->fault_alive, 1);
     atomic_store (&h->hdr->fault_final, 1);
 }
 
@@ -408,13 +476,37 @@ static int mismatch_report (struct host *h, int code, int who)
                        kind_str (FAULT_MISMATCH, NULL, 0), det, by);
 }
 
+/* A timeout whose lists name nobody while the rank its claimer (who)
+ * waited for is alive and in the call (fault_alive): the link between
+ * their nodes carried nothing, not a late rank.  Logs it; returns
+ * DDP_ETRANSPORT, kept as the sticky state. */
+static int report_link (struct host *h, int who)
+{
+    int a = awaited (h);
+    int wn = who >= 0 && who < h->size ? h->rank_node[who] : -1;
+
+    h->broken = DDP_ETRANSPORT;
+    return ddpi_error (DDP_ETRANSPORT, "no data from node %d (rank %d) to "
+                       "node %d (rank %d) for %g s while both are alive and "
+                       "in the call (%s; rank %d noticed it): network? (a "
+                       "firewall, or the link between the nodes; no rank "
+                       "is absent)", h->rank_node[a], a, wn, who,
+                       h->cfg->timeout_s, h->rank_node[a] == h->node
+                           ? "it took the fault record in on its node"
+                           : "its node answered the swap of fault lists on "
+                             "another connection", who);
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
     int kind = record_kind (h);
     int who = atomic_load (&h->hdr->fault_reporter);
     int code = host_fault_code (kind);
+    double start = ddpi_now ();
     int n, nlist;
+
+    mark_here (h);
 
     if (h->relay && h->lk && !h->fault_sent) {
         int first = atomic_load (&h->hdr->fault_rank) - 1;
@@ -428,7 +520,10 @@ static int report (struct host *h)
                         who);
     }
     if (!h->broken && h->nnodes > 1 && h->relay && kind == FAULT_TIMEOUT)
-        complete_list (h);
+        complete_list (h, start);
+    if (!h->broken && kind == FAULT_TIMEOUT && h->hdr->fault_nlist == 0
+        && atomic_load (&h->hdr->fault_alive) && awaited (h) >= 0)
+        return report_link (h, who);
     check_list (h);
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;

@@ -14,15 +14,20 @@
  * reaches the links only through the relay (flood.c, h->relay), downwards;
  * nothing below calls it (doc/host-backend.md).
  *
- * A timeout between nodes (a lane waited DDP_TIMEOUT + 2 graces for a
- * partner) is claimed with an empty list: a node only knows who is absent
- * among its own ranks, and the partner waited for may itself be waiting.
- * Each node's speaker (its lowest local rank that is at the current step
- * and not at fault) adds the local ranks that never reached that step,
- * then the speakers swap lists with their partner nodes and pass every
- * change on, for a window; a partner node nobody speaks for has all its
- * ranks named.  Only if the list is still empty then is the rank waited for
- * named.
+ * A timeout between nodes (a lane waited DDP_TIMEOUT for a partner) is
+ * claimed with an empty list: a node only knows who is absent among its
+ * own ranks, and the partner waited for may itself be waiting.  Each
+ * node's speaker (its lowest local rank that is at the current step, not
+ * at fault and not the rank waited for) adds the local ranks that never
+ * reached that step, and the rank waited for if it is a node-mate in the
+ * call that does not take the record in (stopped); then the speakers swap
+ * lists with their partner nodes and pass every change on, until
+ * HOST_SWAP_S after the report began (host.h, "Timeouts": the bound); a
+ * partner node nobody speaks for has all its ranks named.  If the list is
+ * still empty then and the rank waited for is alive (it took the record
+ * in, or its node's speaker answered), the link carried nothing: that is
+ * reported, naming both nodes (DDP_ETRANSPORT), not a late rank; else the
+ * rank waited for is named.
  */
 #ifndef DDP_FAULT_H
 #define DDP_FAULT_H

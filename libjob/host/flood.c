@@ -11,9 +11,10 @@
  * speakers of its partner nodes for a window: it connects to each
  * partner's lanes (lane 0 at once, lane l after l x 100 ms: the first
  * lane of theirs not at fault is their speaker), and accepts theirs on
- * its listening socket when it is a lane.  Every list that arrives is
+ * its listening socket when it is a lane (with many lanes, the tries of
+ * all fit in 30% of the window).  Every list that arrives is
  * merged into the record; every change of the record is sent on every
- * connection (flooding again).  A partner node not heard from by 60% of
+ * connection (flooding again).  A partner node not heard from by 75% of
  * the window has no rank that reached the call: all its ranks are
  * merged, and that too floods on.
  *
@@ -45,8 +46,10 @@
 #include "transport.h"
 
 #define STAGGER 0.1         /* seconds between tries of a partner's lanes */
-#define SILENT_AT 0.6       /* share of the window before naming silent */
-#define SIDE_WAIT 0.5       /* seconds a side FAULT frame may take */
+#define STAGGER_ALL 0.3     /* at most this share of the window for all */
+#define SILENT_AT 0.75      /* share of the window before naming silent */
+#define SIDE_WAIT 0.25      /* seconds a side FAULT frame may take (within
+                               the swap's HOST_SWAP_S: host.h) */
 
 /* One connection of the swap. */
 struct conn {
@@ -65,6 +68,7 @@ struct swap {
     int *tried;         /* per partner: lanes tried so far */
     int version;        /* of the record last sent */
     double start, last_change;
+    double stagger;     /* seconds between tries of a partner's lanes */
 };
 
 /* The record as a LIST message from this node. */
@@ -199,7 +203,7 @@ static void start_tries (struct host *h, struct swap *w, double t)
         int l = w->tried[p];
         struct host_addr a;
         struct conn c = { .fd = -1, .part = p, .out = true };
-        if (w->heard[p] || l >= h->lanes || t < w->start + l * STAGGER)
+        if (w->heard[p] || l >= h->lanes || t < w->start + l * w->stagger)
             continue;
         w->tried[p]++;
         a = h->part[p].addr[l];
@@ -240,14 +244,15 @@ static void name_silent (struct host *h, struct swap *w)
     }
 }
 
-/* Every node is a partner and each was heard, and the record has been
- * still for a moment: nothing more can come. */
-static bool settled (struct host *h, struct swap *w, double t)
+/* Every node is a partner and each was heard (or, silent_done, named),
+ * and the record has been still for a moment: nothing more can come. */
+static bool settled (struct host *h, struct swap *w, double t,
+                     bool silent_done)
 {
     if (h->npart != h->nnodes - 1 || t - w->last_change < 0.05)
         return false;
     for (int p = 0; p < h->npart; p++)
-        if (!w->heard[p])
+        if (!w->heard[p] && !silent_done)
             return false;
     return true;
 }
@@ -297,16 +302,20 @@ static void adopt_stashed (struct host *h, struct swap *w)
                                     .part = host_tcp_link (h, node) });
 }
 
-static void flood_gather (struct host *h, double window)
+static bool flood_gather (struct host *h, double window, int ask)
 {
     struct swap w = { 0 };
-    bool silent_done = false;
+    bool silent_done = false, heard = false;
     double t;
 
     w.heard = calloc ((size_t)h->npart + 1, sizeof (bool));
     w.tried = calloc ((size_t)h->npart + 1, sizeof (int));
     if (!w.heard || !w.tried)
         goto out;
+    if (window < 0.05)
+        window = 0.05;
+    w.stagger = h->lanes > 1 && STAGGER * h->lanes > STAGGER_ALL * window
+                ? STAGGER_ALL * window / h->lanes : STAGGER;
     w.start = w.last_change = ddpi_now ();
     w.version = atomic_load (&h->hdr->fault_version);
     adopt_stashed (h, &w);
@@ -316,17 +325,20 @@ static void flood_gather (struct host *h, double window)
             name_silent (h, &w);
         }
         pass_on (h, &w, t);
-        if (settled (h, &w, t))
+        if (settled (h, &w, t, silent_done))
             break;
         start_tries (h, &w, t);
         poll_once (h, &w);
     }
+    for (int p = 0; p < h->npart; p++)
+        heard |= w.heard[p] && h->part[p].node == ask;
 out:
     for (int i = 0; i < w.nc; i++)
         conn_close (&w, i);
     free (w.c);
     free (w.heard);
     free (w.tried);
+    return heard;
 }
 
 /* One side connection: partner link i's lane, the address being tried. */

@@ -185,6 +185,24 @@
  * AVG divides once, at the end, by the world size; a 16-bit result is
  * rounded once, at the end.
  *
+ * Timeouts (fault.h has the swap of lists).  A wait ends at DDP_TIMEOUT
+ * T without progress: for a node-mate's arrival (seq), and on the links
+ * (tcp.c); one for a node-mate's result (red, fin), which that rank may
+ * itself wait for from another node, HOST_LATE_S (0.2 s) later, so that
+ * the rank waiting between nodes speaks first.  The report then lasts
+ * HOST_SWAP_S (0.6 s) at most from its start: the FAULT frames (side
+ * connections: 0.25 s at most), the speaker's wait for a stopped
+ * node-mate (0.15 s), the swap of lists; a node-mate of the speaker waits
+ * HOST_FINAL_S (0.1 s) more for fault_final.  So a survivor returns by T
+ * + 0.9 s after the last progress it saw (ddp(3) promises T + 1 s, the
+ * rest for scheduling on a loaded node).  Measured beside busy loops
+ * (load 7-12 on 2 CPUs, T = 4, a rank stopped for good): 4.05-4.6 s,
+ * before 8.2-8.7 s (T + 2 or 3 graces of 1 + T / 10).  Who is named:
+ * a rank that never reached the step (seq), or the rank waited for when
+ * it is in the call but does not take the record in (fault_here: a
+ * stopped process); with nobody named and the rank waited for alive, the
+ * link carried nothing, reported as such (fault.c, report_link).
+ *
  * Memory per rank (P ranks on the node, L lanes, W world size, N nodes,
  * B the largest buffer of a call, S the slot: DDP_SHM_SLOT, by default
  * 8 MiB / P within [64 KiB, 1 MiB]):

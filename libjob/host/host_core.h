@@ -19,6 +19,7 @@ struct host;
 
 /* Ranks a fault record can list; more are counted, not listed. */
 #define FAULT_LIST_MAX 32
+#define HOST_HERE_MAX 256   /* local ranks whose answer a record notes */
 
 /* What a rank was doing, as its node's segment shows it (shm_flags.state)
  * and the fault record carries it: the number of the collective it
@@ -76,8 +77,11 @@ struct fault_relay {
     void (*poll) (struct host *h);
     /* This node's speaker: for up to window seconds swap lists with the
      * speakers of the partner nodes, merging theirs into the record
-     * (host_fault_merge) and passing every change on. */
-    void (*gather) (struct host *h, double window);
+     * (host_fault_merge) and passing every change on.  Returns whether a
+     * list came from node ask's speaker (its ranks that reached the call
+     * are alive: what the node's list does not name is there); false for
+     * a node that is not a partner. */
+    bool (*gather) (struct host *h, double window, int ask);
     /* A lane leaving (ddp_finalize): wait up to window seconds for the
      * bytes queued on its links to be sent. */
     void (*flush) (struct host *h, double window);
@@ -100,8 +104,8 @@ enum host_event_kind {
                            come within the extended wait */
     HOST_EV_LINK_LOST,  /* the link to rank closed in an exchange */
     HOST_EV_LINK_BAD,   /* a frame from rank that is not the one awaited */
-    HOST_EV_STALLED,    /* no progress on the links for DDP_TIMEOUT + 2
-                           graces; rank: the first peer still awaited */
+    HOST_EV_STALLED,    /* no progress on the links for DDP_TIMEOUT;
+                           rank: the first peer still awaited */
 };
 
 struct host_event {
@@ -247,9 +251,20 @@ struct shm_hdr {
      * record came from another node).  A rank still in an earlier call,
      * which completed it, does not fail that one (coll.c, call_agree). */
     uint64_t fault_call;
-    char pad[512 - 4 * sizeof (uint64_t) - (10 + FAULT_LIST_MAX)
+    /* Bit lr (lr < HOST_HERE_MAX): local rank lr took the record in, in
+     * its report (fault.c): it is alive, not stopped in a wait. */
+    _Atomic uint64_t fault_here[HOST_HERE_MAX / 64];
+    /* Set by the speaker with fault_final: the list came out empty and
+     * the rank the claimer waited for (fault_rank - 1) is alive and in the
+     * call (a node-mate that took the record in here, or its node's
+     * speaker answered the swap): the link between the two carried
+     * nothing. */
+    _Atomic int32_t fault_alive;
+    char pad[512 - 8 * sizeof (uint64_t) - (11 + FAULT_LIST_MAX)
              * sizeof (int32_t) - FAULT_LIST_MAX * sizeof (uint64_t)];
 };
+
+_Static_assert (sizeof (struct shm_hdr) == 512, "the header is 512 bytes");
 
 /* Addresses a lane listens on (the bootstrap blob carries them). */
 #define HOST_MAX_ADDRS 6
@@ -486,14 +501,16 @@ static inline bool host_record_stops (struct host *h)
            || h->hdr->fault_call <= h->call;
 }
 
-/* Extra time a wait that depends on another rank's wait gets (seconds);
- * in ddp_finalize's short wait (h->leaving) HOST_LEAVE_GRACE. */
-#define HOST_LEAVE_GRACE 0.1
-
-static inline double host_grace (const struct host *h)
-{
-    return h->leaving ? HOST_LEAVE_GRACE : 1.0 + 0.1 * h->cfg->timeout_s;
-}
+/* The timeout path's pieces (seconds; host.h, "Timeouts", adds them up):
+ * a wait for a node-mate's result, which that rank may itself wait for
+ * from another node, gets HOST_LATE_S after DDP_TIMEOUT, so that the rank
+ * waiting between nodes speaks first; the swap of lists after a timeout
+ * lasts HOST_SWAP_S at most from the report's start (the FAULT frames'
+ * side connections included); a node-mate of the speaker waits
+ * HOST_FINAL_S more for its verdict. */
+#define HOST_LATE_S 0.2
+#define HOST_SWAP_S 0.6
+#define HOST_FINAL_S 0.1
 
 /* Tell local waiters that this rank is making progress (flags' beat). */
 static inline void host_beat (struct host *h)

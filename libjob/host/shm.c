@@ -312,9 +312,9 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
         return 0;
     /* At the deadline a rank that has not arrived (seq) is absent.  One
      * that has arrived but whose result (red, fin) is late is waiting on
-     * others itself (the leader on its node, then on the other leaders,
-     * which allows two graces): it gets three more graces, so that the
-     * first report names the rank that never came. */
+     * others itself (the leader on the other nodes, whose wait began a
+     * little later): it gets HOST_LATE_S more, so that its own wait runs
+     * out first and the nodes' lists name the rank that never came. */
     ddpi_wait_init (&w, h->cfg->timeout_s, h->spin_us);
     ddpi_wait_yield (&w, h->yield_s);
     ddpi_wait_nap (&w, nap_on_flag, &nap);
@@ -329,7 +329,7 @@ int host_wait_flag (struct host *h, int lr, int which, uint64_t s)
         }
         if (rc < 0 && !extended) {
             extended = true;
-            ddpi_wait_extend (&w, 3 * host_grace (h));
+            ddpi_wait_extend (&w, HOST_LATE_S);
             continue;
         }
         if (rc < 0)

@@ -40,8 +40,8 @@ void host_shm_destroy (struct host *h);
  * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
  * (HOST_EV_RECORD; not a later call's mismatch: host_record_stops), a
  * local rank gone (HOST_EV_PEER_GONE), lr absent at the deadline
- * (HOST_EV_ABSENT, with lr and s) or its result late past three more
- * graces (HOST_EV_LATE). */
+ * (HOST_EV_ABSENT, with lr and s) or its result late past HOST_LATE_S
+ * more (HOST_EV_LATE). */
 int host_wait_flag (struct host *h, int lr, int which, uint64_t s);
 
 /* host_wait_flag() for every local rank but this one. */
@@ -145,7 +145,7 @@ int host_tcp_peer (struct host *h, int i);
  * or made different calls; fault.c).  Counts messages and bytes
  * in h->stats[h->kind], and bumps this rank's beat.  Watches the fault
  * record and every link (a FAULT frame on any of them is taken into the
- * record).  Waits at most DDP_TIMEOUT + 2 graces without progress.
+ * record).  Waits at most DDP_TIMEOUT without progress.
  * Returns 0 or HOST_EVENT, h->ev saying what ended it: the record claimed
  * (HOST_EV_RECORD; not a later call's mismatch), a link lost
  * (HOST_EV_LINK_LOST: after 0.1 s for a FAULT frame that would explain

@@ -30,6 +30,10 @@
  *              and prints "ddp_victim: rank R: allreduce RC VALUE"; exit 0
  *   fail-main  ddp_run_on_main() whose function fails on rank 0
  *   fail-first ddp_rank0_first() whose function fails on rank 0
+ *   until      init, then one-float ddp_allreduce()s (MAX of "my
+ *              DDP_VICTIM_SECS are up") until every rank agrees that they
+ *              are; prints "ddp_victim: rank R: done" and exits 0 (a test
+ *              stops and resumes a rank meanwhile: nobody may fail)
  * Loops stop after DDP_VICTIM_SECS seconds (default 60): a rank that gets
  * there never noticed its peer's death, prints "NOT NOTICED" and exits 4.
  * A failing call prints "ddp_victim: rank R: CALL failed: MESSAGE (CODE)" on
@@ -282,6 +286,25 @@ static void late_first (void)
     finish (0, "done");
 }
 
+/* Mode until: the ranks agree on when to stop, so that none is left in a
+ * call the others never make. */
+static void loop_until (double secs)
+{
+    double end = now () + secs;
+    float up = 0.0f;
+    int rc;
+
+    ready ();
+    while (up == 0.0f) {
+        up = now () >= end ? 1.0f : 0.0f;
+        call_start = now ();
+        if ((rc = ddp_allreduce (&up, &up, 1, DDP_FLOAT32, DDP_MAX)) < 0)
+            failed ("ddp_allreduce", rc);
+    }
+    printf ("ddp_victim: rank %d: done\n", my_rank);
+    finish (0, "done");
+}
+
 static int fail_on_main (void *arg)
 {
     (void)arg;
@@ -337,6 +360,8 @@ int main (int argc, char **argv)
         loop_slow ();
     if (strcmp (mode, "late") == 0)
         loop_late (secs, timeout);
+    if (strcmp (mode, "until") == 0)
+        loop_until (secs);
     call_start = now ();
     if ((rc = ddp_barrier ()) < 0)
         failed ("ddp_barrier", rc);
