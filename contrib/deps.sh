@@ -14,11 +14,12 @@ util-linux coreutils"
 # The tests beside: the TAP tools, Open MPI (the peer the benchmarks
 # measure against), gnuplot (the picture of the benchmark's node sweep,
 # which t0600 checks; -nox: no X libraries), what the harness scripts
-# call, and pip's offline route for the Python module (venv, pip,
-# setuptools, wheel: tests/t0740-python-pip.t).
+# call, pip's offline route for the Python module (venv, pip,
+# setuptools, wheel: tests/t0740-python-pip.t), and nftables (t0806 drops
+# one link's packets).
 DDP_PKGS_TEST="$DDP_PKGS_CLUSTER sharness perl openmpi-bin libopenmpi-dev
 gnuplot-nox man-db groff-base binutils bsdextrautils python3-venv python3-pip
-python3-setuptools python3-wheel"
+python3-setuptools python3-wheel nftables"
 # Optional: PyTorch for Debian's python3 (CPU; 1.13 on Debian 12), for the
 # PyTorch example's cluster test (tests/t0730-python-torch.t, which skips
 # without it, saying so).  Installed when the archive has it; a machine
