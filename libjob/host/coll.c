@@ -218,7 +218,11 @@ static int call_agree (struct host *h)
         return 0;
     /* Noticed by a node-mate in a later call (it ran ahead of this rank
      * on the rings, or left this call first): this one completed on every
-     * rank; the next one meets the record. */
+     * rank; the next one meets the record.  The claimer may still be
+     * writing it: its call comes before its kind, so wait for the kind
+     * (a rank 50 calls behind failed a call that had completed, once in
+     * some hundred runs of collectives.t's mismatch of a bcast's root). */
+    (void)host_record_kind (h);
     if (atomic_load (&h->hdr->fault_kind) != 0
         && h->hdr->fault_call > h->call)
         return 0;

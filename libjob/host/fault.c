@@ -53,9 +53,8 @@ static const char *kind_str (int kind, char *buf, size_t len)
     return "failed";
 }
 
-/* The fault record's kind, waiting (1 ms at most) for a claimer that is
- * still writing it; FAULT_DIED if it never shows (the common case then). */
-static int record_kind (struct host *h)
+/* fault.h. */
+int host_record_kind (struct host *h)
 {
     double end = 0;
     int kind;
@@ -500,7 +499,7 @@ static int report_link (struct host *h, int who)
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
-    int kind = record_kind (h);
+    int kind = host_record_kind (h);
     int who = atomic_load (&h->hdr->fault_reporter);
     int code = host_fault_code (kind);
     double start = ddpi_now ();
@@ -644,7 +643,7 @@ int host_fault_leave (struct host *h, uint64_t from)
     if (h->relay && h->relay->flush && h->lk)
         h->relay->flush (h, LEAVE_FLUSH);
     if (!host_fault_claim (h, &h->rank, 1, 1, FAULT_LEFT, h->rank, from)
-        && FAULT_KIND (record_kind (h)) == FAULT_LEFT)
+        && FAULT_KIND (host_record_kind (h)) == FAULT_LEFT)
         host_fault_merge (h, &me, &st, 1, 1);
     return report (h);
 }

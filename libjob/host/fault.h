@@ -58,6 +58,12 @@ int host_fault_set (struct host *h, const int *ranks, int n, int kind);
  * pair, ascending): they passed different arguments to one call. */
 int host_fault_mismatch (struct host *h, int other);
 
+/* The node's fault record's kind (it is claimed), waiting (1 ms at most)
+ * for a claimer that is still writing it: what it writes before the kind
+ * (the list, fault_call) is then there.  FAULT_DIED if it never shows
+ * (the common case then). */
+int host_record_kind (struct host *h);
+
 /* This rank leaves in ddp_finalize: the collectives of the others from
  * their call from on fail, naming it.  from is h->call when the others
  * are elsewhere (its barrier's short wait ran out, or one of them is in
