@@ -734,10 +734,11 @@ step_kill () {
     lim=$(limit_for 30)
     ranks "$STEP" "$lim" 2 2 1 DDP_TIMEOUT=$FAULT_TIMEOUT "${mockenv[@]}" -- \
         "$P_ddp_fault" kill 1 "$op"
-    # "rank 0: failed after N calls in S s: CODE (strerror)"
+    # "rank 0: failed after N calls in S s: CODE (strerror): WHY" (WHY:
+    # ddp_last_error, which the library's own message repeats)
     line=$(first_line '^rank 0: failed after ' "$SD/rank0.out")
     msg=$(library_error "$SD/rank0.err")
-    if [[ $line =~ ^rank\ 0:\ failed\ after\ ([0-9]+)\ calls\ in\ ([0-9.]+)\ s:\ (-?[0-9]+)\ \((.*)\)$ ]]; then
+    if [[ $line =~ ^rank\ 0:\ failed\ after\ ([0-9]+)\ calls\ in\ ([0-9.]+)\ s:\ (-?[0-9]+)\ \(([^\)]*)\)(:\ .*)?$ ]]; then
         local calls=${BASH_REMATCH[1]} secs=${BASH_REMATCH[2]} code=${BASH_REMATCH[3]} why=${BASH_REMATCH[4]}
         key="survivor: $code ($why) after $secs s; names rank 1: $(names_rank1 "$msg"); message: $(cell "${msg:-none}")"
         # It must fail after the kill (call 200 on), within the timeout,
