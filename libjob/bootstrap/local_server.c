@@ -38,7 +38,7 @@ struct lrank {
     bool ended;             /* its process ended, with status */
     int status;
     bool victim;            /* it said another rank failed its calls */
-    char *why;              /* its words for that (malloc'd, or NULL) */
+    char why[LP_TEXT_MAX + 1];  /* its words for that ("": none) */
     bool arrived;           /* synced the open round */
     unsigned long done;     /* rounds it completed */
     struct put *puts;
@@ -167,7 +167,6 @@ void ddpi_lserver_destroy (struct ddpi_lserver *s)
         close_rank (s, r);
         drop_puts (&s->r[r], "");
         free (s->r[r].puts);
-        free (s->r[r].why);
     }
     free (s->r);
     free (s->pfd);
@@ -458,7 +457,8 @@ static int on_victim (struct ddpi_lserver *s, int r, struct lp_cur *c)
     if (s->r[r].victim)
         return 0;       /* the first failure is the one that counts */
     s->r[r].victim = true;
-    s->r[r].why = strndup (text, v.textlen);
+    memcpy (s->r[r].why, text, v.textlen);
+    s->r[r].why[v.textlen] = '\0';
     return 0;
 }
 
@@ -549,7 +549,7 @@ const char *ddpi_lserver_victim (struct ddpi_lserver *s, int rank)
 {
     if (rank < 0 || rank >= s->size || !s->r[rank].victim)
         return NULL;
-    return s->r[rank].why ? s->r[rank].why : "";
+    return s->r[rank].why;
 }
 
 bool ddpi_lserver_aborted (struct ddpi_lserver *s, int *rank, int *code)

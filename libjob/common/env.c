@@ -100,7 +100,7 @@ const char *ddpi_env_quote (const char *s, char *buf, size_t len)
     if (len == 0)
         return buf;
     buf[0] = '\0';
-    for (i = 0; s[i] && i < DDPI_ENV_SHOWN; i++) {
+    for (i = 0; i < DDPI_ENV_SHOWN && s[i]; i++) {
         unsigned char c = (unsigned char)s[i];
         bool plain = c >= 0x20 && c < 0x7f && c != '\'' && c != '\\';
 
@@ -208,8 +208,8 @@ static int get (const char *name, long *l, double *d)
     const struct var *v = find (name);
     const char *s = getenv (name);
     char msg[DDPI_ENV_MSG];
-    long lv;
-    double dv;
+    long lv = 0;
+    double dv = 0;
     int rc;
 
     if (!v)
