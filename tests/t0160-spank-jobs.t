@@ -130,7 +130,11 @@ test_expect_success 'concurrent --ddp steps with --exact in one allocation: own 
 	cat exact.a exact.b | sed "s/ MASTER_PORT=[0-9]*//" | sort | uniq -d >shared &&
 	test_must_be_empty shared
 '
+# The steps before may leave a node completing for a while (once 76 s on
+# n1 under Slurm 22.05, the step's tasks long gone: the next allocation of
+# two nodes, and -w n[1-2], then waited past their timeout): wait for it.
 test_expect_success 'concurrent --ddp steps with --overlap: both run, own ports' '
+	ddp_wait_idle 120 &&
 	cat >overlap.sh <<-EOF &&
 	#!/bin/sh
 	for s in a b; do
@@ -167,6 +171,7 @@ test_expect_success 'a fake torchrun for the tests below' '
 	chmod +x bin/torchrun
 '
 test_expect_success 'torchrun, one task per node: PET_* for its rendezvous, every GPU of the node' '
+	ddp_wait_idle 120 &&
 	ddp_srun --ddp=host -N2 -w "n[1-2]" --ntasks-per-node=1 --gres=gpu:2 \
 		"$PWD/bin/torchrun" --nproc-per-node=2 train.py >torchrun.out &&
 	sort torchrun.out >torchrun.sorted &&
