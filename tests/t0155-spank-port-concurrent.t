@@ -44,10 +44,10 @@ ended () {
 	ls h*.rc 2>/dev/null | wc -l
 }
 
-test_expect_success "port_range is $SPAN ports, for $N steps" '
-	grep "port_range=$LO-$HI" "$PRIVATE/etc/plugstack.conf"
-'
-test_expect_success "$N one-task steps started together on one node all listen at once, on $N distinct ports" '
+# start_holders: N one-task steps on n1 at once, each holding its
+# MASTER_PORT (port_holder); wait (3 min at most) until all listen or one
+# ended, and say which.
+start_holders () {
 	rm -f h*.out h*.err h*.rc &&
 	for i in $(seq $N); do
 		( DDP_SRUN_TIMEOUT=300 ddp_srun -s --ddp=host -N1 -n1 -w n1 \
@@ -58,7 +58,20 @@ test_expect_success "$N one-task steps started together on one node all listen a
 		test $i -lt 1800 || break
 		sleep 0.1; i=$((i + 1))
 	done &&
-	echo "after $((i / 10)) s: $(listening) listening, $(ended) ended" &&
+	echo "after $((i / 10)) s: $(listening) listening, $(ended) ended"
+}
+# end_holders: cancel them; wait (1 min at most) until every srun ended.
+end_holders () {
+	scancel --quiet --user=root
+	i=0 && while test $(ended) -lt $N; do
+		test $i -lt 600 || return 1; sleep 0.1; i=$((i + 1)); done
+}
+
+test_expect_success "port_range is $SPAN ports, for $N steps" '
+	grep "port_range=$LO-$HI" "$PRIVATE/etc/plugstack.conf"
+'
+test_expect_success "$N one-task steps started together on one node all listen at once, on $N distinct ports" '
+	start_holders &&
 	cat h*.out &&
 	cat h*.err &&
 	test $(ended) = 0 &&
@@ -68,30 +81,16 @@ test_expect_success "$N one-task steps started together on one node all listen a
 	test $(head -n 1 ports) -ge $LO && test $(tail -n 1 ports) -le $HI
 '
 test_expect_success 'the steps end, and give their ports back: another '"$N"' get ports' '
-	scancel --quiet --user=root;
-	i=0 && while test $(ended) -lt $N; do
-		test $i -lt 600 || return 1; sleep 0.1; i=$((i + 1)); done &&
+	end_holders &&
 	i=0 && while squeue -h | grep -q . ; do
 		test $i -lt 600 || return 1; sleep 0.1; i=$((i + 1)); done &&
-	rm -f h*.out h*.err h*.rc &&
-	for i in $(seq $N); do
-		( DDP_SRUN_TIMEOUT=300 ddp_srun -s --ddp=host -N1 -n1 -w n1 \
-			"$DDP_PROGS/port_holder" 240 >h$i.out 2>h$i.err;
-		  echo $? >h$i.rc ) &
-	done &&
-	i=0 && while test $(listening) -lt $N && test $(ended) = 0; do
-		test $i -lt 1800 || break
-		sleep 0.1; i=$((i + 1))
-	done &&
-	echo "after $((i / 10)) s: $(listening) listening, $(ended) ended" &&
+	start_holders &&
 	test $(ended) = 0 &&
 	test $(listening) = $N &&
 	cat h*.out | sed -n "s/^listening on //p" | sort -u >ports2 &&
 	test $(wc -l <ports2) = $N
 '
 test_expect_success 'cleanup' '
-	scancel --quiet --user=root;
-	i=0 && while test $(ended) -lt $N; do
-		test $i -lt 600 || return 1; sleep 0.1; i=$((i + 1)); done
+	end_holders
 '
 test_done
