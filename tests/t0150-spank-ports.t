@@ -138,7 +138,7 @@ test_expect_success 'the claim ends with the step: the port works again' '
 '
 test_expect_success 'a listener that is no step: a two-node step is refused, naming the port in use' '
 	rm -f j.out &&
-	"$DDP_PROGS/port_holder" $ONE 60 >j.out 2>j.err &
+	ddp_node_exec n1 "$DDP_PROGS/port_holder" $ONE 60 >j.out 2>j.err &
 	holder=$! &&
 	i=0 && while ! grep -q "^listening on" j.out 2>/dev/null; do
 		test $i -lt 300 || { cat j.err; kill $holder; return 1; }

@@ -85,6 +85,15 @@ ddp_cluster_nodes () {
     seq -f 'n%g' 1 "${DDP_CLUSTER_NODES:?ddp_cluster_require first}"
 }
 
+# ddp_node_exec NODE CMD...: run CMD on test node NODE, in its network,
+# mount and UTS namespaces (a neighbour of the job there: on a networked
+# cluster (ddp-test-cluster start --net) the machine's own namespace is not
+# on any node).  The command replaces nsenter: $! of `ddp_node_exec ... &`
+# is CMD's pid.
+ddp_node_exec () {
+    "$DDP_CLUSTER" exec "$DDP_CLUSTER_DIR" "$@"
+}
+
 # ddp_node_addr NODE: the IPv4 address NODE's host name has on the nodes:
 # 127.0.0.1 on a loopback test cluster, its eth0 address (198.18.0.I) on a
 # networked one (ddp-test-cluster start --net).
