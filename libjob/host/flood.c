@@ -183,7 +183,7 @@ static void conn_connected (struct host *h, struct swap *w, int i,
         struct host_addr o = *a;
         close (c->fd);
         c->ai++;
-        host_tcp_order_addrs (&o, h->part[c->part].machine == h->machine);
+        host_tcp_order_addrs (&o, h->part[c->part].net == h->net);
         c->fd = host_tcp_connect_start (&o, &c->ai);
         return;
     }
@@ -207,7 +207,7 @@ static void start_tries (struct host *h, struct swap *w, double t)
             continue;
         w->tried[p]++;
         a = h->part[p].addr[l];
-        host_tcp_order_addrs (&a, h->part[p].machine == h->machine);
+        host_tcp_order_addrs (&a, h->part[p].net == h->net);
         c.lane = l;
         if ((c.fd = host_tcp_connect_start (&a, &c.ai)) >= 0)
             conn_add (w, c);
@@ -352,7 +352,7 @@ static struct host_addr side_addr (struct host *h, int i)
 {
     struct host_addr a = h->part[i].addr[h->lrank];
 
-    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
+    host_tcp_order_addrs (&a, h->part[i].net == h->net);
     return a;
 }
 

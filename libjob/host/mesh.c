@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
+#include "ifsel.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
@@ -151,43 +152,31 @@ static void tune_socket (int fd, int sndbuf)
         setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof (sndbuf));
 }
 
-/* How far address ip is from this machine, for trying near ones first:
- * 0 loopback of a peer on this machine, 1 on a subnet of one of our
- * interfaces, 2 other, -1 never (loopback of another machine). */
-static int addr_rank (uint32_t ip, bool same_machine,
-                      const struct ifaddrs *ifs)
-{
-    bool lo = (ntohl (ip) >> 24) == 127;
+/* The most of this node's addresses a peer's are judged against. */
+#define MINE_MAX 64
 
-    if (lo)
-        return same_machine ? 0 : -1;
-    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        uint32_t a, m;
-        if (!i->ifa_addr || !i->ifa_netmask
-            || i->ifa_addr->sa_family != AF_INET)
-            continue;
-        a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-        m = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
-        if ((a & m) == (ip & m) && (ntohl (a) >> 24) != 127)
-            return 1;
-    }
-    return 2;
-}
-
-void host_tcp_order_addrs (struct host_addr *a, bool same_machine)
+void host_tcp_order_addrs (struct host_addr *a, bool same_net)
 {
+    struct ddpi_ifnet mine[MINE_MAX];
     struct ifaddrs *ifs = NULL;
     struct host_addr out = *a;
     uint32_t n = 0;
+    int nm = 0;
 
     if (getifaddrs (&ifs) < 0)
         ifs = NULL;
-    for (int want = 0; want <= 2; want++)
-        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
-            if (addr_rank (a->ip[i], same_machine, ifs) == want)
-                out.ip[n++] = a->ip[i];
+    for (struct ifaddrs *i = ifs; i && nm < MINE_MAX; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_netmask
+            && i->ifa_addr->sa_family == AF_INET)
+            mine[nm++] = (struct ddpi_ifnet){
+                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
+                ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr };
     if (ifs)
         freeifaddrs (ifs);
+    for (int want = 0; want <= 2; want++)
+        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
+            if (ddpi_peer_addr_rank (a->ip[i], same_net, mine, nm) == want)
+                out.ip[n++] = a->ip[i];
     out.n = n;
     *a = out;
 }
@@ -218,25 +207,37 @@ struct pend {
     int fd;
     int link;
     uint32_t ai;        /* the address being tried */
-    double since;       /* when this attempt started */
+    double since;       /* when this attempt started, or sent its hello */
     int state;          /* 0 connecting, 1 hello sent */
+    int round;          /* times through the list of addresses before */
+    bool slow;          /* an attempt of this round ran out of time */
 };
 
 /* The ordered addresses of partner link i's lane (h->lrank). */
 static struct host_addr link_addr (struct host *h, int i)
 {
     struct host_addr a = h->part[i].addr[h->lrank];
-    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
+    host_tcp_order_addrs (&a, h->part[i].net == h->net);
     return a;
 }
 
-/* Start (or restart at the next address) the outgoing connection of p;
- * returns 0, or -1 when no address is left. */
+/* Start (or restart at the next address) the outgoing connection of p.
+ * Past the last address, the list again with longer tries (connect_limit)
+ * when one of this round ran out of time; not when every one was refused
+ * or unreachable at once (the overall deadline tells then).  Returns 0, or
+ * -1 when no address is left. */
 static int pend_start (struct host *h, int ep, struct pend *p, int idx)
 {
     struct host_addr a = link_addr (h, p->link);
 
-    if ((p->fd = host_tcp_connect_start (&a, &p->ai)) < 0)
+    p->fd = host_tcp_connect_start (&a, &p->ai);
+    if (p->fd < 0 && p->slow) {
+        p->ai = 0;
+        p->round++;
+        p->slow = false;
+        p->fd = host_tcp_connect_start (&a, &p->ai);
+    }
+    if (p->fd < 0)
         return -1;
     p->state = 0;
     p->since = ddpi_now ();
@@ -288,6 +289,7 @@ static int pend_out (struct host *h, struct pend *p, uint32_t ev)
         if (send (p->fd, &hi, sizeof (hi), MSG_NOSIGNAL) != (ssize_t)sizeof (hi))
             return -1;
         p->state = 1;
+        p->since = ddpi_now ();
         return 0;
     }
     if (recv (p->fd, &ok, 1, MSG_DONTWAIT) != 1)
@@ -336,12 +338,31 @@ static int missing_error (struct host *h, int code, double t)
                        h->cfg->timeout_name ? h->cfg->timeout_name
                                             : "DDP_TIMEOUT",
                        code == DDP_ETRANSPORT ? ": no address of theirs "
-                       "answered (DDP_HOST_ADDR picks one)" : "");
+                       "answered (DDP_SOCKET_IFNAME picks the interfaces, "
+                       "DDP_HOST_ADDR one address)" : "");
 }
 
-/* How long one connect attempt may hang before the next address is tried:
- * an equal share of the time left among the addresses left, 1 s at
- * least. */
+/* How long a TCP connect to one address may take before the next is
+ * tried: CONNECT_TRY in the first round through a peer's addresses,
+ * doubling each round after (connect_limit).  A peer's kernel answers a
+ * SYN within a round trip, well under a millisecond on a cluster's
+ * network, whether or not the peer has reached this loop; an address
+ * that leads nowhere (an interface up without a partner: its ARP is never
+ * answered) answers nothing, and the kernel gives up on it only after
+ * about 3 s (EHOSTUNREACH).  So a try that is slower than CONNECT_TRY goes
+ * on to the next address at once, and the later rounds leave room for a
+ * slow network or a dropped SYN (resent after 1 s). */
+#define CONNECT_TRY 0.1
+
+static double connect_limit (int round)
+{
+    return CONNECT_TRY * (double)(1u << (round < 12 ? round : 12));
+}
+
+/* How long a connected attempt may wait for the partner's answer to its
+ * hello before the next address is tried: an equal share of the time left
+ * among the addresses left, 1 s at least (the partner answers once it
+ * reaches this loop, after its own set-up). */
 static double attempt_limit (double left, uint32_t addrs_left)
 {
     double t = left / (addrs_left ? addrs_left : 1);
@@ -441,20 +462,39 @@ static int mesh_event (struct host *h, struct mesh *m, int idx, uint32_t ev)
     return 0;
 }
 
-/* Attempts that hang get the next address. */
-static void mesh_expire (struct host *h, struct mesh *m, double deadline)
+/* How long pending p's attempt may take (connect_limit, attempt_limit). */
+static double pend_limit (struct host *h, const struct pend *p,
+                          double deadline)
 {
-    double t = ddpi_now ();
+    if (p->state == 0)
+        return connect_limit (p->round);
+    return attempt_limit (deadline - p->since,
+                          h->part[p->link].addr[h->lrank].n - p->ai);
+}
+
+/* Attempts that hang get the next address.  Returns the seconds until the
+ * next attempt runs out (deadline - now when none is pending). */
+static double mesh_expire (struct host *h, struct mesh *m, double deadline)
+{
+    double t = ddpi_now (), next = deadline - t;
 
     for (int i = 0; i < m->cap; i++) {
         struct pend *p = &m->p[i];
+        double limit;
         if (p->fd < 0 || p->link < 0)
             continue;
-        if (t - p->since > attempt_limit (deadline - p->since,
-                                          h->part[p->link].addr[h->lrank].n
-                                          - p->ai))
+        limit = pend_limit (h, p, deadline);
+        if (t - p->since > limit) {
+            p->slow = true;
             pend_next (h, m->ep, p, i);
+            if (p->fd < 0)
+                continue;
+            limit = pend_limit (h, p, deadline);
+        }
+        if (p->since + limit - t < next)
+            next = p->since + limit - t;
     }
+    return next;
 }
 
 int host_tcp_connect (struct host *h)
@@ -486,16 +526,17 @@ int host_tcp_connect (struct host *h)
         out++;
     }
     while (rc == 0 && m.want > 0) {
-        double left = deadline - ddpi_now ();
+        double left = deadline - ddpi_now (), wait;
         int n;
         if (left <= 0) {
             rc = missing_error (h, DDP_ETIMEDOUT, h->cfg->timeout_s);
             break;
         }
-        n = epoll_wait (m.ep, ev, EVENTS, (int)(left * 1000) + 1);
+        wait = mesh_expire (h, &m, deadline);
+        wait = wait < 0 ? 0 : wait < left ? wait : left;
+        n = epoll_wait (m.ep, ev, EVENTS, (int)(wait * 1000) + 1);
         for (int k = 0; rc == 0 && k < n; k++)
             rc = mesh_event (h, &m, (int)ev[k].data.u64, ev[k].events);
-        mesh_expire (h, &m, deadline);
     }
     for (i = 0; i < m.cap; i++)
         if (m.p[i].fd >= 0)
