@@ -5,6 +5,7 @@
  * set-up failures (DDP_E* after ddpi_error()). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -25,15 +26,26 @@
 
 /* ---------------------------------------------------------------- setup */
 
-/* Addresses to advertise (net.h: DDP_HOST_ADDR, else the interfaces that
- * are up, loopback last). */
+/* Addresses to advertise (net.h: DDP_HOST_ADDR, else those
+ * DDP_SOCKET_IFNAME or its default picks), logged under DDP_DEBUG. */
 static int local_addrs (struct host_addr *a)
 {
     int n = ddpi_local_ipv4 (a->ip, HOST_MAX_ADDRS);
+    char list[HOST_MAX_ADDRS * (INET_ADDRSTRLEN + 1)] = "";
+    size_t off = 0;
 
     if (n < 0)
         return n;
     a->n = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        struct in_addr in = { a->ip[i] };
+        if (i)
+            list[off++] = ' ';
+        if (inet_ntop (AF_INET, &in, list + off, (socklen_t)(sizeof (list)
+                                                             - off)))
+            off += strlen (list + off);
+    }
+    ddpi_debug ("host: this lane offers %s", list);
     return 0;
 }
 
