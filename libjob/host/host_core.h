@@ -348,6 +348,9 @@ struct host_partner {
     int node;
     uint64_t machine;
     uint64_t net;
+    uint32_t ip_ok;     /* its address this lane's link was made on
+                           (network byte order; 0: not known), tried
+                           first by later connections (mesh.c) */
     struct host_addr *addr;
 };
 

@@ -193,6 +193,21 @@ void host_tcp_order_addrs (struct host_addr *a, bool same_net)
     *a = out;
 }
 
+struct host_addr host_tcp_partner_addrs (struct host *h, int i, int lane)
+{
+    struct host_addr a = h->part[i].addr[lane];
+    uint32_t ok = h->part[i].ip_ok;
+
+    host_tcp_order_addrs (&a, h->part[i].net == h->net);
+    for (uint32_t k = 1; ok && k < a.n; k++)
+        if (a.ip[k] == ok) {
+            memmove (&a.ip[1], &a.ip[0], k * sizeof (a.ip[0]));
+            a.ip[0] = ok;
+            break;
+        }
+    return a;
+}
+
 int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai)
 {
     for (; *ai < a->n && *ai < HOST_MAX_ADDRS; (*ai)++) {
@@ -219,6 +234,7 @@ struct pend {
     int fd;
     int link;
     uint32_t ai;        /* the address being tried */
+    uint32_t ip;        /* that address */
     double since;       /* when this attempt started, or sent its hello */
     int state;          /* 0 connecting, 1 hello sent */
     int round;          /* times through the list of addresses before */
@@ -228,9 +244,7 @@ struct pend {
 /* The ordered addresses of partner link i's lane (h->lrank). */
 static struct host_addr link_addr (struct host *h, int i)
 {
-    struct host_addr a = h->part[i].addr[h->lrank];
-    host_tcp_order_addrs (&a, h->part[i].net == h->net);
-    return a;
+    return host_tcp_partner_addrs (h, i, h->lrank);
 }
 
 /* Start (or restart at the next address) the outgoing connection of p.
@@ -251,6 +265,7 @@ static int pend_start (struct host *h, int ep, struct pend *p, int idx)
     }
     if (p->fd < 0)
         return -1;
+    p->ip = a.ip[p->ai];
     p->state = 0;
     p->since = ddpi_now ();
     if (ep_add (ep, p->fd, EPOLLOUT, (uint64_t)idx) < 0) {
@@ -422,10 +437,27 @@ struct mesh {
 static int mesh_done (struct host *h, struct mesh *m, struct pend *p, int i)
 {
     epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+    h->part[i].ip_ok = p->ip;
     link_made (h, i, p->fd);
     p->fd = -1;
     m->want--;
     return 0;
+}
+
+/* The address partner i connected to us from, when it is one it
+ * offers (its lanes': the same node's), as the one to try first. */
+static void note_peer_addr (struct host *h, int i, int fd)
+{
+    const struct host_addr *a = &h->part[i].addr[h->lrank];
+    struct sockaddr_in sin;
+    socklen_t len = sizeof (sin);
+
+    if (getpeername (fd, (struct sockaddr *)&sin, &len) < 0
+        || sin.sin_family != AF_INET)
+        return;
+    for (uint32_t k = 0; k < a->n && k < HOST_MAX_ADDRS; k++)
+        if (a->ip[k] == sin.sin_addr.s_addr)
+            h->part[i].ip_ok = a->ip[k];
 }
 
 /* A partner below us connected (slot of the gate, its hello read): make
@@ -434,7 +466,7 @@ static void mesh_hello (struct host *h, struct mesh *m, int slot)
 {
     struct gate *g = &h->lk->gate;
     struct hello hi;
-    int i;
+    int i, fd;
 
     memcpy (&hi, g->c[slot].buf, sizeof (hi));
     if ((i = hello_link (h, &hi)) < 0
@@ -442,7 +474,9 @@ static void mesh_hello (struct host *h, struct mesh *m, int slot)
         gate_drop (g, slot);
         return;
     }
-    link_made (h, i, gate_take (g, slot));
+    fd = gate_take (g, slot);
+    note_peer_addr (h, i, fd);
+    link_made (h, i, fd);
     m->want--;
 }
 

@@ -123,6 +123,14 @@ void host_tcp_gate (struct host *h);
  * ddpi_peer_addr_rank. */
 void host_tcp_order_addrs (struct host_addr *a, bool same_net);
 
+/* The addresses of lane `lane` of partner i in the order to try them:
+ * host_tcp_order_addrs, then the address this lane's link to that node
+ * was made on (part[i].ip_ok) moved first, since the partner's lanes
+ * offer the same addresses: the fault relay's connections (flood.c),
+ * which have a fraction of a second, do not spend it on an address that
+ * leads nowhere. */
+struct host_addr host_tcp_partner_addrs (struct host *h, int i, int lane);
+
 /* ---- the links' state (tcp.c, mesh.c) ---- */
 
 #define EVENTS 64           /* epoll events per wait (more come next time) */
