@@ -15,11 +15,21 @@ view () {
 # check_env FILE NTASKS NNODES: every variable of every task is right.
 # Slurm's own SLURM_PROCID/LOCALID/NODEID are the reference for the ranks;
 # LOCAL_WORLD_SIZE is counted from the lines; the port is one for the whole
-# step and inside the default range; MASTER_ADDR is where n1 (the first node,
-# which runs rank 0) resolves, 127.0.0.1 on the test cluster.
+# step and inside the default range; MASTER_ADDR is one for the whole step,
+# the address the host name of rank 0's node (the step's first) has on the
+# nodes: 127.0.0.1 on a loopback test cluster, its eth0 address on a
+# networked one.
 check_env () {
-	awk -v ntasks="$2" -v nnodes="$3" '
+	local addrs="" n
+	for n in $(sed -n "s/.* SLURMD_NODENAME=\([^ ]*\).*/\1/p" "$1" | sort -u); do
+		addrs="$addrs $n=$(ddp_node_addr "$n")"
+	done
+	awk -v ntasks="$2" -v nnodes="$3" -v addrs="$addrs" '
 	function bad(msg) { print "line " NR ": " msg ": " $0; errors++ }
+	BEGIN {
+		k = split(addrs, a, " ")
+		for (i = 1; i <= k; i++) { split(a[i], kv, "="); addr[kv[1]] = kv[2] }
+	}
 	{
 		delete v
 		for (i = 1; i <= NF; i++) {
@@ -31,7 +41,10 @@ check_env () {
 		if (v["NODE_RANK"] != v["SLURM_NODEID"]) bad("NODE_RANK != SLURM_NODEID")
 		if (v["WORLD_SIZE"] != ntasks) bad("WORLD_SIZE != " ntasks)
 		if (v["NNODES"] != nnodes) bad("NNODES != " nnodes)
-		if (v["MASTER_ADDR"] != "127.0.0.1") bad("MASTER_ADDR")
+		if (v["RANK"] == 0) master = addr[v["SLURMD_NODENAME"]]
+		if (v["MASTER_ADDR"] !~ /^[0-9.]+$/) bad("MASTER_ADDR not an IPv4 address")
+		if (maddr != "" && v["MASTER_ADDR"] != maddr) bad("MASTER_ADDR differs between tasks")
+		maddr = v["MASTER_ADDR"]
 		if (v["DDP_BACKEND"] != "host") bad("DDP_BACKEND")
 		p = v["MASTER_PORT"]
 		if (p !~ /^[0-9]+$/ || p < 29500 || p > 29999) bad("MASTER_PORT range")
@@ -47,6 +60,9 @@ check_env () {
 	}
 	END {
 		if (lines != ntasks) { print lines " lines, want " ntasks; errors++ }
+		if (master == "" || maddr != master) {
+			print "MASTER_ADDR " maddr ", want " master " (rank 0 node)"; errors++
+		}
 		for (r = 0; r < ntasks; r++)
 			if (!seen[r]) { print "no RANK " r; errors++ }
 		for (node in count) {

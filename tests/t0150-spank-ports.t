@@ -104,7 +104,7 @@ no_jobs () {
 }
 test_expect_success 'once the holder is gone, the one port works again' '
 	scancel --quiet --user=root;
-	i=0 && while ss -Hltn "sport = :$ONE" | grep -q . ; do
+	i=0 && while ddp_node_exec n1 ss -Hltn "sport = :$ONE" | grep -q . ; do
 		test $i -lt 300 || return 1; sleep 0.1; i=$((i + 1)); done &&
 	no_jobs &&
 	ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 "$DDP_PROGS/rankview" MASTER_PORT >f.out &&
@@ -120,7 +120,7 @@ test_expect_success 'a step that does not listen still holds its port: a second 
 	i=0 && while ! grep -q "^started" g.out 2>/dev/null; do
 		test $i -lt 300 || { cat g.err; return 1; }
 		sleep 0.1; i=$((i + 1)); done &&
-	! ss -Hltn "sport = :$ONE" | grep -q . &&
+	! ddp_node_exec n1 ss -Hltn "sport = :$ONE" | grep -q . &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>h.err &&
 	cat h.err &&
 	grep "ddp: no free MASTER_PORT on n1" h.err &&
@@ -138,7 +138,7 @@ test_expect_success 'the claim ends with the step: the port works again' '
 '
 test_expect_success 'a listener that is no step: a two-node step is refused, naming the port in use' '
 	rm -f j.out &&
-	"$DDP_PROGS/port_holder" $ONE 60 >j.out 2>j.err &
+	ddp_node_exec n1 "$DDP_PROGS/port_holder" $ONE 60 >j.out 2>j.err &
 	holder=$! &&
 	i=0 && while ! grep -q "^listening on" j.out 2>/dev/null; do
 		test $i -lt 300 || { cat j.err; kill $holder; return 1; }

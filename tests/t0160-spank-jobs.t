@@ -177,9 +177,10 @@ test_expect_success 'torchrun, one task per node: PET_* for its rendezvous, ever
 	sort torchrun.out >torchrun.sorted &&
 	cat torchrun.sorted &&
 	port=$(sed -n "1s/.* MASTER_PORT=\([0-9]*\) .*/\1/p" torchrun.sorted) &&
+	addr=$(ddp_node_addr n1) &&
 	cat >torchrun.expected <<-EOF &&
-	n1 PET_NNODES=2 PET_NODE_RANK=0 PET_MASTER_ADDR=127.0.0.1 PET_MASTER_PORT=$port MASTER_PORT=$port CUDA_VISIBLE_DEVICES=0,1 args=--nproc-per-node=2 train.py
-	n2 PET_NNODES=2 PET_NODE_RANK=1 PET_MASTER_ADDR=127.0.0.1 PET_MASTER_PORT=$port MASTER_PORT=$port CUDA_VISIBLE_DEVICES=0,1 args=--nproc-per-node=2 train.py
+	n1 PET_NNODES=2 PET_NODE_RANK=0 PET_MASTER_ADDR=$addr PET_MASTER_PORT=$port MASTER_PORT=$port CUDA_VISIBLE_DEVICES=0,1 args=--nproc-per-node=2 train.py
+	n2 PET_NNODES=2 PET_NODE_RANK=1 PET_MASTER_ADDR=$addr PET_MASTER_PORT=$port MASTER_PORT=$port CUDA_VISIBLE_DEVICES=0,1 args=--nproc-per-node=2 train.py
 	EOF
 	test_cmp torchrun.expected torchrun.sorted
 '

@@ -45,16 +45,25 @@ test_expect_success 'python3 and the user nobody are here' '
 	python3 -c "import pwd; pwd.getpwnam(\"nobody\")"
 '
 
+# The flooders: one on each node of the job when the nodes have their own
+# network namespaces (a stranger reaches the ranks of its own node), one
+# for all on a loopback cluster.
+if [ -f "$DDP_CLUSTER_DIR/net.conf" ]; then FLOOD_NODES="n1 n2"; else FLOOD_NODES=n1; fi
+
 test_expect_success 'a loop of collectives with strangers on every port: right results' '
 	rm -f phase &&
-	{ python3 "$FLOOD" ddp_loop $CONNS "$PWD/phase" 0,$FLOODED >flood.out 2>flood.err &
-	  fpid=$!; } &&
-	ddp_srun --mpi=pmix -N2 -n4 $DDP_STRANGERS_WRAP "$LOOP" $SECS 49 "$PWD/phase" 2 \
-		>loop.out 2>loop.err
+	fpids= &&
+	for n in $FLOOD_NODES; do
+		ddp_node_exec $n python3 "$FLOOD" ddp_loop $CONNS "$PWD/phase" 0,$FLOODED \
+			>flood.$n.out 2>flood.$n.err &
+		fpids="$fpids $!"
+	done &&
+	ddp_srun --mpi=pmix -N2 -n4 -w "n[1-2]" $DDP_STRANGERS_WRAP "$LOOP" $SECS 49 \
+		"$PWD/phase" 2 >loop.out 2>loop.err
 	rc=$?
-	wait $fpid
-	frc=$?
-	cat loop.out loop.err flood.out flood.err
+	frc=0
+	for p in $fpids; do wait $p || frc=$?; done
+	cat loop.out loop.err flood.*.out flood.*.err
 	uptime
 	test $rc = 0 && test $frc = 0 &&
 	test "$(grep -c "^ddp_loop rank .*: ok" loop.out)" = 4 &&
@@ -62,8 +71,10 @@ test_expect_success 'a loop of collectives with strangers on every port: right r
 '
 
 test_expect_success 'the strangers held their connections on the ports, from set-up on' '
-	grep "^stranger_flood: ports [1-9][0-9]* conns $CONNS opened [1-9].* opened_in_setup [1-9]" \
-		flood.out
+	for n in $FLOOD_NODES; do
+		grep "^stranger_flood: ports [1-9][0-9]* conns $CONNS opened [1-9].* opened_in_setup [1-9]" \
+			flood.$n.out || return 1
+	done
 '
 
 # rate PHASE: the loop's iterations per second in that phase.

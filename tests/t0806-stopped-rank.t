@@ -135,32 +135,39 @@ test_expect_success 'leader 2 stopped for half of DDP_TIMEOUT, then resumed: nob
 	rel_check_clean
 '
 # Dropped traffic: every packet to n2's leader's listening ports is
-# dropped (nftables, output hook: the test cluster's nodes share the
-# loopback), so the link from rank 0 to rank 2 carries nothing while both
-# are alive and in the call, and the lane 1 link (1 - 3) still flows.
-# Every rank must fail within the bound with a network error naming both
-# nodes, not a late rank.
-if command -v nft >/dev/null 2>&1 && nft list tables >/dev/null 2>&1; then
+# dropped (nftables, output hook: on n1 when the nodes have their own
+# network namespaces, else in the loopback all nodes share), so the link
+# from rank 0 to rank 2 carries nothing while both are alive and in the
+# call, and the lane 1 link (1 - 3) still flows.  Every rank must fail
+# within the bound with a network error naming both nodes, not a late rank.
+if [ -f "$DDP_CLUSTER_DIR/net.conf" ]; then
+	on_n1 () { ddp_node_exec n1 "$@"; }
+	on_n2 () { ddp_node_exec n2 "$@"; }
+else
+	on_n1 () { "$@"; }
+	on_n2 () { "$@"; }
+fi
+if command -v nft >/dev/null 2>&1 && on_n1 nft list tables >/dev/null 2>&1; then
 	test_set_prereq NFT
 fi
 NFT_TABLE=ddp_t0806_$$
 
 drop_ports () {
-	nft add table inet "$NFT_TABLE" &&
-	nft add chain inet "$NFT_TABLE" out "{ type filter hook output priority 0; }" &&
+	on_n1 nft add table inet "$NFT_TABLE" &&
+	on_n1 nft add chain inet "$NFT_TABLE" out "{ type filter hook output priority 0; }" &&
 	for port in "$@"; do
-		nft add rule inet "$NFT_TABLE" out tcp dport "$port" drop || return 1
+		on_n1 nft add rule inet "$NFT_TABLE" out tcp dport "$port" drop || return 1
 	done
 }
 
-# listen_ports PID: the TCP ports process PID listens on.
+# listen_ports PID: the TCP ports process PID (on n2) listens on.
 listen_ports () {
-	ss -ltnpH | grep "pid=$1," | grep -v slurmstepd | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u
+	on_n2 ss -ltnpH | grep "pid=$1," | grep -v slurmstepd | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u
 }
 
 test_expect_success NFT 'traffic to n2 leader 2 dropped: every rank fails in time with a network error naming both nodes' '
-	test_when_finished "nft delete table inet $NFT_TABLE 2>/dev/null; true" &&
-	rel_start drop.2 until 9 -N2 -n4 --ntasks-per-node=2 &&
+	test_when_finished "on_n1 nft delete table inet $NFT_TABLE 2>/dev/null; true" &&
+	rel_start drop.2 until 9 -N2 -n4 --ntasks-per-node=2 -w "n[1-2]" &&
 	for r in 0 1 2 3; do
 		rel_wait_file "$REL_DIR/pid.$r" 60 || { kill "$REL_PID"; return 1; }
 	done &&
@@ -173,7 +180,7 @@ test_expect_success NFT 'traffic to n2 leader 2 dropped: every rank fails in tim
 	for r in 0 1 2 3; do
 		rel_wait_file "$REL_DIR/exit.$r" $((REL_TIMEOUT * 2 + 20)) || break
 	done
-	nft delete table inet "$NFT_TABLE"
+	on_n1 nft delete table inet "$NFT_TABLE"
 	rel_wait &&
 	rel_show &&
 	say "worst failed call: $(worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&

@@ -276,6 +276,13 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
 
     if (st == 0)
         snprintf (buf, len, "%s", "");
+    else if (FAULT_STATE_KIND (st) == FAULT_KIND_SILENT && FAULT_STATE_IN (st))
+        snprintf (buf, len, "sent nothing, and node %llu took a connection "
+                  "but did not answer the swap of fault lists: its ranks are "
+                  "stopped or stuck", c);
+    else if (FAULT_STATE_KIND (st) == FAULT_KIND_SILENT)
+        snprintf (buf, len, "sent nothing, and no connection to node %llu "
+                  "came up: the link to it is down or it is (network?)", c);
     else if (FAULT_STATE_IN (st))
         snprintf (buf, len, "%s in %s #%llu",
                   c == h->call ? "is still" : "is",
@@ -300,7 +307,7 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
  * named); the detail then points at DDP_CHECK, which tells. */
 static void describe (struct host *h, char *out, size_t len)
 {
-    char what[GROUPS_MAX][64], cur[64], ranks[96];
+    char what[GROUPS_MAX][160], cur[160], ranks[96];
     int grp[GROUPS_MAX][FAULT_LIST_MAX], ng[GROUPS_MAX] = { 0 }, ngroups = 0;
     int nlist = h->hdr->fault_nlist, more = h->hdr->fault_n, g;
     bool still = false;
@@ -310,7 +317,8 @@ static void describe (struct host *h, char *out, size_t len)
     for (int i = 0; i < nlist && i < FAULT_LIST_MAX; i++) {
         uint64_t st = h->hdr->fault_state[i];
         doing (h, st, cur, sizeof (cur));
-        still |= st && FAULT_STATE_IN (st) && FAULT_STATE_CALL (st) == h->call;
+        still |= st && FAULT_STATE_IN (st) && FAULT_STATE_CALL (st) == h->call
+                 && FAULT_STATE_KIND (st) != FAULT_KIND_SILENT;
         for (g = 0; g < ngroups && strcmp (what[g], cur) != 0; g++)
             ;
         if (g == ngroups && ngroups < GROUPS_MAX && cur[0])
@@ -496,6 +504,62 @@ static int report_link (struct host *h, int who)
                              "another connection", who);
 }
 
+/* The nodes a timeout's record lists, into nodes (distinct, ascending;
+ * room for FAULT_LIST_MAX), when every rank it lists is on a node that
+ * sent nothing and with which no connection came up in the swap
+ * (FAULT_KIND_SILENT without `in`), and it lists every rank it counts.
+ * Returns how many; 0 when the record is not such a cut. */
+static int cut_nodes (struct host *h, int *nodes)
+{
+    int nlist = h->hdr->fault_nlist, n = 0;
+
+    if (nlist < 1 || nlist > FAULT_LIST_MAX || h->hdr->fault_n != nlist)
+        return 0;
+    for (int i = 0; i < nlist; i++) {
+        uint64_t st = h->hdr->fault_state[i];
+        int node = (int)FAULT_STATE_CALL (st), j;
+        if (FAULT_STATE_KIND (st) != FAULT_KIND_SILENT || FAULT_STATE_IN (st))
+            return 0;
+        for (j = 0; j < n && nodes[j] != node; j++)
+            ;
+        if (j == n) {
+            while (j > 0 && nodes[j - 1] > node) {
+                nodes[j] = nodes[j - 1];
+                j--;
+            }
+            nodes[j] = node;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* A timeout whose absent ranks are all on nodes this node could not
+ * connect to at all (cut_nodes): what was observed is a link, not a rank.
+ * Logs it; returns DDP_ETRANSPORT, kept as the sticky state. */
+static int report_cut (struct host *h, const int *nodes, int n)
+{
+    char nl[96], rl[192], why[256];
+
+    h->broken = DDP_ETRANSPORT;
+    ddpi_format_ranks (nl, sizeof (nl), nodes, n);
+    if (n == 1)
+        snprintf (why, sizeof (why), "the link between node %d and node %s "
+                  "is down", h->node, nl);
+    else
+        snprintf (why, sizeof (why), "node %d's link is down, or the links "
+                  "of nodes %s", h->node, nl);
+    return ddpi_error (DDP_ETRANSPORT, "no data from node%s %s (rank%s %s) "
+                       "to node %d for %g s, and no connection to %s on any "
+                       "address within %g s: %s (network? the ranks there "
+                       "may be alive)", n > 1 ? "s" : "", nl,
+                       h->hdr->fault_nlist > 1 ? "s" : "",
+                       ddpi_format_ranks (rl, sizeof (rl), h->hdr->fault_list,
+                                          h->hdr->fault_nlist),
+                       h->node, h->cfg->timeout_s, n > 1 ? "them" : "it",
+                       HOST_SWAP_S, why);
+}
+
 /* Log and keep the fault now in the segment; returns its code. */
 static int report (struct host *h)
 {
@@ -523,11 +587,16 @@ static int report (struct host *h)
     if (!h->broken && kind == FAULT_TIMEOUT && h->hdr->fault_nlist == 0
         && atomic_load (&h->hdr->fault_alive) && awaited (h) >= 0)
         return report_link (h, who);
+    if (!h->broken && kind == FAULT_TIMEOUT) {
+        int nodes[FAULT_LIST_MAX], ncut = cut_nodes (h, nodes);
+        if (ncut > 0)
+            return report_cut (h, nodes, ncut);
+    }
     check_list (h);
     n = h->hdr->fault_n;
     nlist = h->hdr->fault_nlist;
     if (!h->broken) {
-        char tmo[64] = "", list[192], more[48] = "", by[64] = "", det[256] = "";
+        char tmo[64] = "", list[192], more[48] = "", by[64] = "", det[512] = "";
         char what[64];
         h->broken = code;
         if (kind == FAULT_TIMEOUT) {

@@ -65,6 +65,7 @@ struct swap {
     struct conn *c;
     int nc, cap;
     bool *heard;        /* per partner */
+    bool *reached;      /* per partner: a connection to or from it came up */
     int *tried;         /* per partner: lanes tried so far */
     int version;        /* of the record last sent */
     double start, last_change;
@@ -192,6 +193,7 @@ static void conn_connected (struct host *h, struct swap *w, int i,
         return;
     }
     c->up = true;
+    w->reached[c->part] = true;
     send_list (h, w, i);
 }
 
@@ -226,19 +228,23 @@ static void pass_on (struct host *h, struct swap *w, double t)
             send_list (h, w, i);
 }
 
-/* Partners not heard from have no rank that reached the call: their
- * ranks are named as never having entered it. */
+/* Partners not heard from sent nothing in the call and did not answer
+ * the swap: their ranks are named with what was observed of them
+ * (FAULT_KIND_SILENT, with the node, and whether a connection with it came
+ * up: one did when its ranks are stopped, none when the link is down), not
+ * as having never entered the call. */
 static void name_silent (struct host *h, struct swap *w)
 {
     uint64_t st[FAULT_LIST_MAX];
 
-    for (int i = 0; i < FAULT_LIST_MAX; i++)
-        st[i] = FAULT_STATE (h->call - 1, KIND_OTHER, 0);
     for (int p = 0; p < h->npart; p++) {
         int n = h->part[p].node;
-        if (!w->heard[p])
-            host_fault_merge (h, h->node_ranks[n], st, h->node_size[n],
-                              h->node_size[n]);
+        if (w->heard[p])
+            continue;
+        for (int i = 0; i < FAULT_LIST_MAX; i++)
+            st[i] = FAULT_STATE (n, FAULT_KIND_SILENT, w->reached[p]);
+        host_fault_merge (h, h->node_ranks[n], st, h->node_size[n],
+                          h->node_size[n]);
     }
 }
 
@@ -295,9 +301,12 @@ static void adopt_stashed (struct host *h, struct swap *w)
 {
     int fd, node;
 
-    while (host_tcp_stashed (h, &fd, &node))
-        conn_add (w, (struct conn){ .fd = fd,
-                                    .part = host_tcp_link (h, node) });
+    while (host_tcp_stashed (h, &fd, &node)) {
+        int p = host_tcp_link (h, node);
+        if (p >= 0 && p < h->npart)
+            w->reached[p] = true;
+        conn_add (w, (struct conn){ .fd = fd, .part = p });
+    }
 }
 
 static bool flood_gather (struct host *h, double window, int ask)
@@ -308,7 +317,8 @@ static bool flood_gather (struct host *h, double window, int ask)
 
     w.heard = calloc ((size_t)h->npart + 1, sizeof (bool));
     w.tried = calloc ((size_t)h->npart + 1, sizeof (int));
-    if (!w.heard || !w.tried)
+    w.reached = calloc ((size_t)h->npart + 1, sizeof (bool));
+    if (!w.heard || !w.tried || !w.reached)
         goto out;
     if (window < 0.05)
         window = 0.05;
@@ -335,6 +345,7 @@ out:
         conn_close (&w, i);
     free (w.c);
     free (w.heard);
+    free (w.reached);
     free (w.tried);
     return heard;
 }

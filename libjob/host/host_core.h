@@ -33,6 +33,12 @@ struct host;
 /* The kind a rank shows in its state while in ddp_finalize (not an enum
  * host_kind: it is not counted as a collective of its own). */
 #define FAULT_KIND_FINALIZE 0x3f
+/* The kind a fault record gives the ranks of a node that did not answer
+ * the swap of fault lists (flood.c name_silent); the call field holds that
+ * node's number, the `in` bit whether a TCP connection with that node came
+ * up meanwhile (its kernel answers: the link works, its ranks do not).
+ * Nothing was heard from the ranks: not whether they entered the call. */
+#define FAULT_KIND_SILENT 0x3e
 
 enum host_fault_kind {
     FAULT_DIED = 1,     /* the process is gone */

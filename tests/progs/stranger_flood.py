@@ -34,13 +34,18 @@ import time
 
 
 def rank_pids(comm):
+    """The processes named comm in this network namespace: the ranks on
+    this node (on a networked test cluster each node has its own; run one
+    flooder on each node)."""
     pids = []
+    mine = os.stat("/proc/self/ns/net").st_ino
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/comm" % d) as f:
-                if f.read().strip() == comm:
+                if (f.read().strip() == comm
+                        and os.stat("/proc/%s/ns/net" % d).st_ino == mine):
                     pids.append(int(d))
         except OSError:
             pass

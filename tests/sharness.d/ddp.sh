@@ -40,15 +40,38 @@ ddp_shared_cluster () {
 
 # ddp_cluster_require [NODES]: point srun at a cluster of NODES nodes or more.
 ddp_cluster_require () {
-    local need=${1:-2} dir why
+    local need=${1:-2} dir
     if dir=$(ddp_shared_cluster) &&
        [ "$(cat "$dir/nodes" 2>/dev/null || echo 0)" -ge "$need" ]; then
         . "$dir/env"
         return 0
     fi
+    ddp_cluster_private --nodes "$need"
+}
+
+# ddp_cluster_require_net [NODES [START-OPTIONS...]]: ddp_cluster_require on
+# a cluster whose nodes have their own network namespaces and addresses
+# (ddp-test-cluster start --net): the shared cluster when it is one and no
+# START-OPTIONS (--data-net, --docker, --dead-if, --mtu N, --rate R) are
+# given, else a private one started with --net and START-OPTIONS.
+ddp_cluster_require_net () {
+    local need=${1:-2} dir
+    [ $# -gt 0 ] && shift
+    if [ $# = 0 ] && dir=$(ddp_shared_cluster) && [ -f "$dir/net.conf" ] &&
+       [ "$(cat "$dir/nodes" 2>/dev/null || echo 0)" -ge "$need" ]; then
+        . "$dir/env"
+        return 0
+    fi
+    ddp_cluster_private --nodes "$need" --net "$@"
+}
+
+# ddp_cluster_private START-OPTIONS...: start a private cluster, point srun
+# at it and stop it when the test file exits.
+ddp_cluster_private () {
+    local why dir
     why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
-    dir=$("$DDP_CLUSTER" start --nodes "$need" 2>"$DDP_BUILD_DIR/tests/.cluster-start.err") \
-        || ddp_cluster_unavailable "start failed: $(tail -n 30 "$DDP_BUILD_DIR/tests/.cluster-start.err")"
+    dir=$("$DDP_CLUSTER" start "$@" 2>"$DDP_BUILD_DIR/tests/.cluster-start.err") \
+        || ddp_cluster_unavailable "start $* failed: $(tail -n 30 "$DDP_BUILD_DIR/tests/.cluster-start.err")"
     rm -f "$DDP_BUILD_DIR/tests/.cluster-start.err"
     DDP_PRIVATE_CLUSTER=$dir
     # Keep the test's exit status: stopping the cluster must not replace it.
@@ -60,6 +83,23 @@ ddp_cluster_require () {
 # ddp_cluster_nodes: the nodes of the cluster in use, n1 to nN, one a line.
 ddp_cluster_nodes () {
     seq -f 'n%g' 1 "${DDP_CLUSTER_NODES:?ddp_cluster_require first}"
+}
+
+# ddp_node_exec NODE CMD...: run CMD on test node NODE, in its network,
+# mount and UTS namespaces (a neighbour of the job there: on a networked
+# cluster (ddp-test-cluster start --net) the machine's own namespace is not
+# on any node).  The command replaces nsenter: $! of `ddp_node_exec ... &`
+# is CMD's pid.
+ddp_node_exec () {
+    "$DDP_CLUSTER" exec "$DDP_CLUSTER_DIR" "$@"
+}
+
+# ddp_node_addr NODE: the IPv4 address NODE's host name has on the nodes:
+# 127.0.0.1 on a loopback test cluster, its eth0 address (198.18.0.I) on a
+# networked one (ddp-test-cluster start --net).
+ddp_node_addr () {
+    "$DDP_CLUSTER" exec "$DDP_CLUSTER_DIR" "$1" getent ahostsv4 "$1" |
+        awk 'NR == 1 { print $1 }'
 }
 
 # ddp_slurm_version: the Slurm of srun as one number, MAJOR * 100 + MINOR
