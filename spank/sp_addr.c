@@ -127,9 +127,23 @@ static int own_addr (const char *ifsel, char *addr, size_t len, char *err,
     return rc;
 }
 
+/* Is text a numeric loopback address (127.0.0.0/8, ::1)? */
+static bool text_loopback (const char *text)
+{
+    struct in_addr in;
+    struct in6_addr in6;
+
+    if (!text)
+        return false;
+    if (inet_pton (AF_INET, text, &in) == 1)
+        return (ntohl (in.s_addr) >> 24) == 127;
+    return inet_pton (AF_INET6, text, &in6) == 1
+           && IN6_IS_ADDR_LOOPBACK (&in6);
+}
+
 int sp_master_addr (const char *host, unsigned nnodes, bool first,
-                    const char *ifsel, char *addr, size_t len, char *err,
-                    size_t errlen)
+                    const char *launch, const char *ifsel, char *addr,
+                    size_t len, char *err, size_t errlen)
 {
     bool resolved;
     int rc;
@@ -149,6 +163,8 @@ int sp_master_addr (const char *host, unsigned nnodes, bool first,
         snprintf (addr, len, "%s", host);
         return 0;
     }
+    if (text_loopback (launch))
+        return sp_resolve (host, addr, len);    /* nodes on this machine */
     if (!first) {
         snprintf (err, errlen, "ddp: the step's first node %s resolves only "
                   "to a loopback address on this node, where it would not "

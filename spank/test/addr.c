@@ -51,37 +51,45 @@ static void master (void)
     char buf[64], err[512] = "";
     int rc;
 
-    rc = sp_master_addr ("localhost", 1, true, NULL, buf, sizeof (buf), err,
-                         sizeof (err));
+    rc = sp_master_addr ("localhost", 1, true, NULL, NULL, buf, sizeof (buf),
+                         err, sizeof (err));
     ok (rc == 1 && !strcmp (buf, "127.0.0.1"),
         "one node: loopback is fine (%s)", buf);
-    rc = sp_master_addr ("localhost", 2, false, NULL, buf, sizeof (buf), err,
-                         sizeof (err));
+    rc = sp_master_addr ("localhost", 2, false, "192.0.2.1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
     ok (rc == -1 && strstr (err, "localhost resolves only to a loopback"),
         "two nodes, not the first: a loopback answer is refused: %s", err);
-    rc = sp_master_addr ("127.0.1.1", 2, false, NULL, buf, sizeof (buf), err,
-                         sizeof (err));
+    rc = sp_master_addr ("127.0.1.1", 2, false, NULL, NULL, buf,
+                         sizeof (buf), err, sizeof (err));
     ok (rc == -1, "two nodes: 127.0.1.1 (Debian's own-name entry) refused");
-    rc = sp_master_addr ("192.0.2.7", 2, false, NULL, buf, sizeof (buf), err,
-                         sizeof (err));
+    rc = sp_master_addr ("192.0.2.7", 2, false, NULL, NULL, buf,
+                         sizeof (buf), err, sizeof (err));
     ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "two nodes: a routable "
         "address stays as it is");
-    rc = sp_master_addr ("no-such-host.invalid", 2, true, NULL, buf,
+    rc = sp_master_addr ("no-such-host.invalid", 2, true, NULL, NULL, buf,
                          sizeof (buf), err, sizeof (err));
     ok (rc == 0 && !strcmp (buf, "no-such-host.invalid"),
         "two nodes: a name that does not resolve is kept");
-    rc = sp_master_addr ("localhost", 2, true, "eth,,", buf, sizeof (buf),
-                         err, sizeof (err));
+    rc = sp_master_addr ("localhost", 2, true, NULL, "eth,,", buf,
+                         sizeof (buf), err, sizeof (err));
     ok (rc == -1 && strstr (err, "DDP_SOCKET_IFNAME='eth,,'"),
         "the first node: a malformed DDP_SOCKET_IFNAME refused");
     buf[0] = '\0';
-    rc = sp_master_addr ("localhost", 2, true, NULL, buf, sizeof (buf), err,
-                         sizeof (err));
+    rc = sp_master_addr ("localhost", 2, true, "", NULL, buf, sizeof (buf),
+                         err, sizeof (err));
     ok ((rc == 1 && strncmp (buf, "127.", 4) != 0 && strcmp (buf, "::1"))
         || (rc == -1 && strstr (err, "no interface of it offers another")),
         "the first node, its name on loopback: one of its interfaces' "
         "addresses or a refusal, never loopback (rc %d, %s)", rc,
         rc == 1 ? buf : err);
+    rc = sp_master_addr ("localhost", 2, true, "127.0.0.1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "127.0.0.1"),
+        "srun reached the node over loopback (every node on this machine, "
+        "as the loopback test cluster): loopback kept on the first node");
+    rc = sp_master_addr ("localhost", 2, false, "::1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "127.0.0.1"), "and on the others");
 }
 
 int main (void)
