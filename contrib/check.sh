@@ -148,6 +148,11 @@ extra_pkgs="rpm dpkg-dev debhelper dh-python mmdebstrap valgrind cppcheck clang 
 echo "== check: dependencies"
 if [ $quick = yes ]; then ddp_install_deps; else ddp_install_deps $extra_pkgs; fi
 export DDP_DEPS_INSTALLED=1
+# Every test cluster of the run (the suites', t0515's, the Debian 13
+# stage's) has its nodes on a network of their own
+# (tests/cluster/ddp-test-cluster, start --net): a machine that cannot make
+# one fails the run instead of testing on loopback.
+export DDP_CLUSTER_NET=${DDP_CLUSTER_NET:-1}
 
 # configure is made once, here: nothing after this regenerates it (the
 # suite's tests run it while the background stages build).
