@@ -27,7 +27,11 @@
  *   DDP_BOOTSTRAP=pmix|single    force the bootstrap method (default: PMIx
  *                      when PMIX_NAMESPACE / PMIX_SERVER_URI* are set)
  *   DDP_HOST_ADDR=IPv4 the address node leaders listen on and advertise
- *                      (default: every interface's, loopback last)
+ *                      (default: DDP_SOCKET_IFNAME's pick)
+ *   DDP_SOCKET_IFNAME  the interfaces whose addresses they advertise, as
+ *                      NCCL_SOCKET_IFNAME: "ib,eth", "^docker,lo", "=eth0"
+ *                      (default: those up with a carrier but container
+ *                      bridges, loopback last; not with DDP_HOST_ADDR)
  *   RANK, WORLD_SIZE   checked when set (a mismatch with the launcher is a
  *                      warning, and the launcher's are used);
  *                      WORLD_SIZE > 1 without PMIx is DDP_ENOLAUNCH

@@ -101,11 +101,15 @@ static int job_env (spank_t sp, const char *name, char *buf, int len)
     return step_error ("ddp: cannot read %s: %s", name, spank_strerror (rc));
 }
 
-/* MASTER_ADDR from SLURM_STEP_NODELIST, checked against the node count. */
-static int find_master (spank_t sp, uint32_t nnodes)
+/* MASTER_ADDR from SLURM_STEP_NODELIST, checked against the node count;
+ * for a multi-node step no loopback address unless srun's own address is
+ * a loopback one (sp_master_addr: on the first node, one of its
+ * interfaces' by DDP_SOCKET_IFNAME or libddp's default when its name
+ * resolves to loopback there). */
+static int find_master (spank_t sp, uint32_t nnodes, uint32_t nodeid)
 {
     static char list[SP_HOSTLIST_MAXLEN + 1];
-    char err[SP_ERRLEN];
+    char err[SP_ERRLEN], ifsel[256] = "", launch[64] = "";
     int rc;
 
     if ((rc = job_env (sp, "SLURM_STEP_NODELIST", list, sizeof (list))) <= 0)
@@ -114,8 +118,19 @@ static int find_master (spank_t sp, uint32_t nnodes)
     if (sp_hostlist_master (list, nnodes, step.master_host,
                             sizeof (step.master_host), err, sizeof (err)) < 0)
         return step_error ("%s", err);
-    (void) sp_resolve (step.master_host, step.master_addr,
-                       sizeof (step.master_addr));
+    /* srun's own address, which the tasks of every node reach (srun
+     * sets it in the environment it sends; slurmstepd adds the other
+     * later). */
+    if (job_env (sp, "DDP_SOCKET_IFNAME", ifsel, sizeof (ifsel)) < 0
+        || (rc = job_env (sp, "SLURM_SRUN_COMM_HOST", launch,
+                          sizeof (launch))) < 0
+        || (rc == 0 && job_env (sp, "SLURM_LAUNCH_NODE_IPADDR", launch,
+                                sizeof (launch)) < 0))
+        return -1;
+    if (sp_master_addr (step.master_host, nnodes, nodeid == 0, launch, ifsel,
+                        step.master_addr, sizeof (step.master_addr), err,
+                        sizeof (err)) < 0)
+        return step_error ("%s", err);
     return 0;
 }
 
@@ -352,7 +367,7 @@ static int find_step (spank_t sp, uint32_t stepid)
         return step_error ("ddp: cannot get the job id, node count and node "
                            "index from Slurm");
     if (find_layout (sp, nnodes) < 0 || find_port (sp, jobid, stepid) < 0
-        || find_master (sp, nnodes) < 0 || find_plan (sp) < 0
+        || find_master (sp, nnodes, nodeid) < 0 || find_plan (sp) < 0
         || find_restarts (sp) < 0)
         return -1;
     find_torchrun (sp);

@@ -111,9 +111,16 @@ int ddpi_env_long (const char *name, long *out);
 int ddpi_env_flag (const char *name, bool *out);
 int ddpi_env_timeout (const char *name, double *out);
 
+/* Both DDP_HOST_ADDR and DDP_SOCKET_IFNAME set: refused (ddp_init and
+ * net.c), since one would have to overrule the other silently. */
+#define DDPI_ADDR_BOTH "DDP_HOST_ADDR and DDP_SOCKET_IFNAME are both set: " \
+    "DDP_HOST_ADDR names the one address this node offers, " \
+    "DDP_SOCKET_IFNAME its interfaces; unset one of them"
+
 /* ddp_init's first step: every variable env.c knows, except those checked
- * in the backend vote (DDP_CHECK), is unset, empty or well formed.
- * Returns 0, or DDP_EINVAL for the first malformed one (ddpi_error). */
+ * in the backend vote (DDP_CHECK), is unset, empty or well formed, and
+ * DDP_HOST_ADDR and DDP_SOCKET_IFNAME are not both set.  Returns 0, or
+ * DDP_EINVAL for the first malformed one (ddpi_error). */
 int ddpi_env_check (void);
 
 /* A 64-bit hash of the string s, the same on every machine: FNV-1a's

@@ -1,7 +1,8 @@
 /* env.c - the grammar of every DDP_* variable libddp reads, in one place
  * (ddp_internal.h): which kind each one is (a whole number in a range, a
- * flag, a timeout, a word of a list), the message that refuses a malformed value, the
- * check ddp_init() makes of them all before anything else, and the reading
+ * flag, a timeout, a word of a list, a list of interface names: ifsel.h),
+ * the message that refuses a malformed value, the check ddp_init() makes
+ * of them all before anything else, and the reading
  * of DDP_DEBUG, which logging does before ddp_init too.  The
  * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c) take their
  * values through ddpi_env_long/_flag/_timeout, so that a range or an
@@ -15,8 +16,9 @@
 #include <string.h>
 
 #include "ddp_internal.h"
+#include "ifsel.h"
 
-enum kind { ENV_LONG, ENV_FLAG, ENV_TIMEOUT, ENV_WORD };
+enum kind { ENV_LONG, ENV_FLAG, ENV_TIMEOUT, ENV_WORD, ENV_IFNAMES };
 
 struct var {
     const char *name;
@@ -59,6 +61,7 @@ static const struct var vars[] = {
     { "DDP_STRAGGLERS", ENV_FLAG, 0, 1, FLAG_01 ("set 1 to report the ranks "
       "that reach the collectives last, 0 or nothing to leave it off"),
       false },
+    { "DDP_SOCKET_IFNAME", ENV_IFNAMES, 0, 0, NULL, false },
     { "DDP_NCCL_RANKS_PER_ROOT", ENV_LONG, 1, INT_MAX, "ranks", false },
     { "DDP_NCCL_BUFFER_CACHE", ENV_FLAG, 0, 1, FLAG_01 ("0 asks CUDA about "
       "every buffer at every call, 1 or nothing keeps the answer"), false },
@@ -127,7 +130,10 @@ static void explain (const struct var *v, const char *value, int rc,
     char q[DDPI_ENV_QUOTED];
 
     ddpi_env_quote (value, q, sizeof (q));
-    if (v->kind == ENV_FLAG)
+    if (v->kind == ENV_IFNAMES) {
+        struct ddpi_ifsel sel;
+        ddpi_ifsel_parse (v->name, value, &sel, buf, len);
+    } else if (v->kind == ENV_FLAG)
         snprintf (buf, len, "%s='%s' is not %s", v->name, q, v->what);
     else if (v->kind == ENV_WORD)
         snprintf (buf, len, "%s='%s' is not one of %s", v->name, q,
@@ -183,6 +189,10 @@ static int parse (const struct var *v, const char *value, long *l, double *d)
         return ddpi_parse_timeout (value, d);
     case ENV_WORD:
         return parse_word (value, v->what);
+    case ENV_IFNAMES: {
+        struct ddpi_ifsel sel;
+        return ddpi_ifsel_parse (v->name, value, &sel, NULL, 0);
+    }
     }
     return -1;
 }
@@ -266,5 +276,8 @@ int ddpi_env_check (void)
                 atomic_store (&debug_said, true);   /* said here, once */
             return ddpi_error (DDP_EINVAL, "%s", msg);
         }
+    if (ddpi_env_given ("DDP_HOST_ADDR")
+        && ddpi_env_given ("DDP_SOCKET_IFNAME"))
+        return ddpi_error (DDP_EINVAL, DDPI_ADDR_BOTH);
     return 0;
 }

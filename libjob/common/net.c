@@ -8,11 +8,13 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "ddp_internal.h"
+#include "ifsel.h"
 #include "net.h"
 
 int ddpi_set_nonblock (int fd)
@@ -51,15 +53,81 @@ int ddpi_io_full (int fd, void *buf, size_t len, bool wr, double deadline)
     return 0;
 }
 
+/* The most interfaces ddpi_local_ipv4 looks at. */
+#define LOCAL_IFS_MAX 64
+
+/* The names of the interfaces in f (n) that are up, for a message. */
+static void names_up (const struct ddpi_iface *f, int n, char *buf,
+                      size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && off < len; i++) {
+        int w;
+        if (!f[i].up)
+            continue;
+        w = snprintf (buf + off, len - off, "%s%s%s", off ? ", " : "",
+                      f[i].name, f[i].running ? "" : " (no carrier)");
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    if (!buf[0])
+        snprintf (buf, len, "none");
+}
+
+/* The addresses the selector of DDP_SOCKET_IFNAME (or the default) picks
+ * from this node's interfaces.  Returns how many (0 only without a
+ * selector), or an error after ddpi_error(). */
+static int pick_ifaces (uint32_t *ip, int max)
+{
+    const char *spec = getenv ("DDP_SOCKET_IFNAME");
+    struct ddpi_iface f[LOCAL_IFS_MAX];
+    struct ddpi_ifsel sel;
+    struct ifaddrs *ifs, *i;
+    char msg[DDPI_ENV_MSG], have[256];
+    int nf = 0, n;
+
+    if (ddpi_ifsel_parse ("DDP_SOCKET_IFNAME", spec, &sel, msg,
+                          sizeof (msg)) < 0)
+        return ddpi_error (DDP_EINVAL, "%s", msg);
+    if (getifaddrs (&ifs) < 0)
+        return ddpi_error (DDP_ETRANSPORT, "getifaddrs: %s", strerror (errno));
+    for (i = ifs; i && nf < LOCAL_IFS_MAX; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !i->ifa_name)
+            continue;
+        f[nf++] = (struct ddpi_iface){
+            .name = i->ifa_name,
+            .ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
+            .up = (i->ifa_flags & IFF_UP) != 0,
+            .running = (i->ifa_flags & IFF_RUNNING) != 0,
+            .loopback = (i->ifa_flags & IFF_LOOPBACK) != 0 };
+    }
+    n = ddpi_ifsel_order (&sel, f, nf, ip, max);
+    if (n == 0 && sel.given) {
+        char q[DDPI_ENV_QUOTED];
+        names_up (f, nf, have, sizeof (have));
+        n = ddpi_error (DDP_ETRANSPORT, "DDP_SOCKET_IFNAME='%s' lets in no "
+                        "interface of this node that is up, has a carrier "
+                        "and an IPv4 address (up with IPv4: %s): name one "
+                        "of them", ddpi_env_quote (spec, q, sizeof (q)),
+                        have);
+    }
+    freeifaddrs (ifs);
+    return n;
+}
+
 int ddpi_local_ipv4 (uint32_t *ip, int max)
 {
     const char *env = getenv ("DDP_HOST_ADDR");
     char q[DDPI_ENV_QUOTED];
-    struct ifaddrs *ifs, *i;
     struct in_addr in;
-    int n = 0;
+    int n;
 
     if (ddpi_env_given ("DDP_HOST_ADDR")) {
+        if (ddpi_env_given ("DDP_SOCKET_IFNAME"))
+            return ddpi_error (DDP_EINVAL, DDPI_ADDR_BOTH);
         if (inet_pton (AF_INET, env, &in) != 1)
             return ddpi_error (DDP_EINVAL, "DDP_HOST_ADDR='%s' is not an "
                                "IPv4 address in dotted decimal (such as "
@@ -68,22 +136,8 @@ int ddpi_local_ipv4 (uint32_t *ip, int max)
         ip[0] = in.s_addr;
         return 1;
     }
-    if (getifaddrs (&ifs) < 0)
-        return ddpi_error (DDP_ETRANSPORT, "getifaddrs: %s", strerror (errno));
-    for (int pass = 0; pass < 2; pass++) {
-        for (i = ifs; i && n < max; i = i->ifa_next) {
-            bool lo;
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET
-                || !(i->ifa_flags & IFF_UP))
-                continue;
-            lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
-            if (lo != (pass == 1))
-                continue;
-            ip[n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-        }
-    }
-    freeifaddrs (ifs);
-    if (n == 0)
-        ip[n++] = htonl (INADDR_LOOPBACK);
-    return n;
+    if ((n = pick_ifaces (ip, max)) != 0)
+        return n;
+    ip[0] = htonl (INADDR_LOOPBACK);
+    return 1;
 }

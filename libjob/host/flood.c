@@ -181,10 +181,9 @@ static void conn_connected (struct host *h, struct swap *w, int i,
 
     if (getsockopt (c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err
         || (revents & (POLLERR | POLLHUP))) {
-        struct host_addr o = *a;
+        struct host_addr o = host_tcp_partner_addrs (h, c->part, c->lane);
         close (c->fd);
         c->ai++;
-        host_tcp_order_addrs (&o, h->part[c->part].machine == h->machine);
         c->fd = host_tcp_connect_start (&o, &c->ai);
         return;
     }
@@ -208,8 +207,7 @@ static void start_tries (struct host *h, struct swap *w, double t)
         if (w->heard[p] || l >= h->lanes || t < w->start + l * w->stagger)
             continue;
         w->tried[p]++;
-        a = h->part[p].addr[l];
-        host_tcp_order_addrs (&a, h->part[p].machine == h->machine);
+        a = host_tcp_partner_addrs (h, p, l);
         c.lane = l;
         if ((c.fd = host_tcp_connect_start (&a, &c.ai)) >= 0)
             conn_add (w, c);
@@ -361,10 +359,7 @@ struct side {
 /* The ordered addresses of partner link i's lane (ours). */
 static struct host_addr side_addr (struct host *h, int i)
 {
-    struct host_addr a = h->part[i].addr[h->lrank];
-
-    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
-    return a;
+    return host_tcp_partner_addrs (h, i, h->lrank);
 }
 
 /* Side connection s is writable: send the hello and the frame, or try the

@@ -27,6 +27,7 @@ struct host_blob {
     uint64_t magic;
     int32_t pid, node, lrank, lsize, memfd, pad;
     uint64_t host;      /* hash of the machine's boot id */
+    uint64_t net;       /* hash of it and the network namespace */
     struct host_tune tune;
     struct host_addr addr;
 };
@@ -49,6 +50,20 @@ static uint64_t machine_id (void)
     }
     if (!buf[0])
         gethostname (buf, sizeof (buf) - 1);
+    return ddpi_hash_str (buf);
+}
+
+/* A value identifying this machine's network namespace where this rank
+ * runs: the nodes of a test cluster with a network (or containers) share
+ * a boot id but not their loopback and addresses (mesh.c). */
+static uint64_t net_id (uint64_t machine)
+{
+    char ns[64] = "", buf[96];
+    ssize_t n = readlink ("/proc/self/ns/net", ns, sizeof (ns) - 1);
+
+    ns[n > 0 ? n : 0] = '\0';
+    snprintf (buf, sizeof (buf), "%016llx %s", (unsigned long long)machine,
+              ns);
     return ddpi_hash_str (buf);
 }
 
@@ -298,8 +313,10 @@ static int setup_partners (struct host *h, struct bootstrap *b)
                                  BOOTSTRAP_GLOBAL, &bl)) < 0)
                 return rc;
             p->addr[l] = bl.addr;
-            if (l == 0)
+            if (l == 0) {
                 p->machine = bl.host;
+                p->net = bl.net;
+            }
         }
     }
     return 0;
@@ -436,6 +453,7 @@ static int make_blob (struct host *h, struct host_blob *blob)
     blob->lsize = h->lsize;
     blob->memfd = -1;
     blob->host = h->machine = machine_id ();
+    blob->net = h->net = net_id (h->machine);
     if ((rc = read_tune (&blob->tune)) < 0 || (rc = read_cma_var (h)) < 0
         || (rc = read_wait_vars (h)) < 0)
         return rc;

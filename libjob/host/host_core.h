@@ -347,11 +347,16 @@ struct host_desc {
     uint32_t sig;
 };
 
-/* A partner node (sched_partners()): its index, its machine id, and the
- * listening addresses of its lanes (h->lanes entries, lane 0 first). */
+/* A partner node (sched_partners()): its index, its machine id, its
+ * network's (machine and network namespace), and the listening addresses
+ * of its lanes (h->lanes entries, lane 0 first). */
 struct host_partner {
     int node;
     uint64_t machine;
+    uint64_t net;
+    uint32_t ip_ok;     /* its address this lane's link was made on
+                           (network byte order; 0: not known), tried
+                           first by later connections (mesh.c) */
     struct host_addr *addr;
 };
 
@@ -388,6 +393,7 @@ struct host {
     int npart;
     struct host_partner *part;
     uint64_t machine;           /* this machine's id (its boot id) */
+    uint64_t net;               /* its network namespace's (host.c) */
     struct host_links *lk;
     int listen_fd;              /* a lane's listening socket, else -1 */
     uint64_t cookie;            /* proves a connection is meant for us */

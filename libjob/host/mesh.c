@@ -5,10 +5,12 @@
  * set-up failures (DDP_E* after ddpi_error()). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
+#include "ifsel.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
@@ -24,15 +27,26 @@
 
 /* ---------------------------------------------------------------- setup */
 
-/* Addresses to advertise (net.h: DDP_HOST_ADDR, else the interfaces that
- * are up, loopback last). */
+/* Addresses to advertise (net.h: DDP_HOST_ADDR, else those
+ * DDP_SOCKET_IFNAME or its default picks), logged under DDP_DEBUG. */
 static int local_addrs (struct host_addr *a)
 {
     int n = ddpi_local_ipv4 (a->ip, HOST_MAX_ADDRS);
+    char list[HOST_MAX_ADDRS * (INET_ADDRSTRLEN + 1)] = "";
+    size_t off = 0;
 
     if (n < 0)
         return n;
     a->n = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        struct in_addr in = { a->ip[i] };
+        if (i)
+            list[off++] = ' ';
+        if (inet_ntop (AF_INET, &in, list + off, (socklen_t)(sizeof (list)
+                                                             - off)))
+            off += strlen (list + off);
+    }
+    ddpi_debug ("host: this lane offers %s", list);
     return 0;
 }
 
@@ -151,45 +165,48 @@ static void tune_socket (int fd, int sndbuf)
         setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof (sndbuf));
 }
 
-/* How far address ip is from this machine, for trying near ones first:
- * 0 loopback of a peer on this machine, 1 on a subnet of one of our
- * interfaces, 2 other, -1 never (loopback of another machine). */
-static int addr_rank (uint32_t ip, bool same_machine,
-                      const struct ifaddrs *ifs)
-{
-    bool lo = (ntohl (ip) >> 24) == 127;
+/* The most of this node's addresses a peer's are judged against. */
+#define MINE_MAX 64
 
-    if (lo)
-        return same_machine ? 0 : -1;
-    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        uint32_t a, m;
-        if (!i->ifa_addr || !i->ifa_netmask
-            || i->ifa_addr->sa_family != AF_INET)
-            continue;
-        a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-        m = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
-        if ((a & m) == (ip & m) && (ntohl (a) >> 24) != 127)
-            return 1;
-    }
-    return 2;
-}
-
-void host_tcp_order_addrs (struct host_addr *a, bool same_machine)
+void host_tcp_order_addrs (struct host_addr *a, bool same_net)
 {
+    struct ddpi_ifnet mine[MINE_MAX];
     struct ifaddrs *ifs = NULL;
     struct host_addr out = *a;
     uint32_t n = 0;
+    int nm = 0;
 
     if (getifaddrs (&ifs) < 0)
         ifs = NULL;
-    for (int want = 0; want <= 2; want++)
-        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
-            if (addr_rank (a->ip[i], same_machine, ifs) == want)
-                out.ip[n++] = a->ip[i];
+    for (struct ifaddrs *i = ifs; i && nm < MINE_MAX; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_netmask
+            && i->ifa_addr->sa_family == AF_INET)
+            mine[nm++] = (struct ddpi_ifnet){
+                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
+                ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr };
     if (ifs)
         freeifaddrs (ifs);
+    for (int want = 0; want <= 2; want++)
+        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
+            if (ddpi_peer_addr_rank (a->ip[i], same_net, mine, nm) == want)
+                out.ip[n++] = a->ip[i];
     out.n = n;
     *a = out;
+}
+
+struct host_addr host_tcp_partner_addrs (struct host *h, int i, int lane)
+{
+    struct host_addr a = h->part[i].addr[lane];
+    uint32_t ok = h->part[i].ip_ok;
+
+    host_tcp_order_addrs (&a, h->part[i].net == h->net);
+    for (uint32_t k = 1; ok && k < a.n; k++)
+        if (a.ip[k] == ok) {
+            memmove (&a.ip[1], &a.ip[0], k * sizeof (a.ip[0]));
+            a.ip[0] = ok;
+            break;
+        }
+    return a;
 }
 
 int host_tcp_connect_start (const struct host_addr *a, uint32_t *ai)
@@ -218,26 +235,38 @@ struct pend {
     int fd;
     int link;
     uint32_t ai;        /* the address being tried */
-    double since;       /* when this attempt started */
+    uint32_t ip;        /* that address */
+    double since;       /* when this attempt started, or sent its hello */
     int state;          /* 0 connecting, 1 hello sent */
+    int round;          /* times through the list of addresses before */
+    bool slow;          /* an attempt of this round ran out of time */
 };
 
 /* The ordered addresses of partner link i's lane (h->lrank). */
 static struct host_addr link_addr (struct host *h, int i)
 {
-    struct host_addr a = h->part[i].addr[h->lrank];
-    host_tcp_order_addrs (&a, h->part[i].machine == h->machine);
-    return a;
+    return host_tcp_partner_addrs (h, i, h->lrank);
 }
 
-/* Start (or restart at the next address) the outgoing connection of p;
- * returns 0, or -1 when no address is left. */
+/* Start (or restart at the next address) the outgoing connection of p.
+ * Past the last address, the list again with longer tries (connect_limit)
+ * when one of this round ran out of time; not when every one was refused
+ * or unreachable at once (the overall deadline tells then).  Returns 0, or
+ * -1 when no address is left. */
 static int pend_start (struct host *h, int ep, struct pend *p, int idx)
 {
     struct host_addr a = link_addr (h, p->link);
 
-    if ((p->fd = host_tcp_connect_start (&a, &p->ai)) < 0)
+    p->fd = host_tcp_connect_start (&a, &p->ai);
+    if (p->fd < 0 && p->slow) {
+        p->ai = 0;
+        p->round++;
+        p->slow = false;
+        p->fd = host_tcp_connect_start (&a, &p->ai);
+    }
+    if (p->fd < 0)
         return -1;
+    p->ip = a.ip[p->ai];
     p->state = 0;
     p->since = ddpi_now ();
     if (ep_add (ep, p->fd, EPOLLOUT, (uint64_t)idx) < 0) {
@@ -288,6 +317,7 @@ static int pend_out (struct host *h, struct pend *p, uint32_t ev)
         if (send (p->fd, &hi, sizeof (hi), MSG_NOSIGNAL) != (ssize_t)sizeof (hi))
             return -1;
         p->state = 1;
+        p->since = ddpi_now ();
         return 0;
     }
     if (recv (p->fd, &ok, 1, MSG_DONTWAIT) != 1)
@@ -336,12 +366,31 @@ static int missing_error (struct host *h, int code, double t)
                        h->cfg->timeout_name ? h->cfg->timeout_name
                                             : "DDP_TIMEOUT",
                        code == DDP_ETRANSPORT ? ": no address of theirs "
-                       "answered (DDP_HOST_ADDR picks one)" : "");
+                       "answered (DDP_SOCKET_IFNAME picks the interfaces, "
+                       "DDP_HOST_ADDR one address)" : "");
 }
 
-/* How long one connect attempt may hang before the next address is tried:
- * an equal share of the time left among the addresses left, 1 s at
- * least. */
+/* How long a TCP connect to one address may take before the next is
+ * tried: CONNECT_TRY in the first round through a peer's addresses,
+ * doubling each round after (connect_limit).  A peer's kernel answers a
+ * SYN within a round trip, well under a millisecond on a cluster's
+ * network, whether or not the peer has reached this loop; an address
+ * that leads nowhere (an interface up without a partner: its ARP is never
+ * answered) answers nothing, and the kernel gives up on it only after
+ * about 3 s (EHOSTUNREACH).  So a try that is slower than CONNECT_TRY goes
+ * on to the next address at once, and the later rounds leave room for a
+ * slow network or a dropped SYN (resent after 1 s). */
+#define CONNECT_TRY 0.1
+
+static double connect_limit (int round)
+{
+    return CONNECT_TRY * (double)(1u << (round < 12 ? round : 12));
+}
+
+/* How long a connected attempt may wait for the partner's answer to its
+ * hello before the next address is tried: an equal share of the time left
+ * among the addresses left, 1 s at least (the partner answers once it
+ * reaches this loop, after its own set-up). */
 static double attempt_limit (double left, uint32_t addrs_left)
 {
     double t = left / (addrs_left ? addrs_left : 1);
@@ -389,10 +438,27 @@ struct mesh {
 static int mesh_done (struct host *h, struct mesh *m, struct pend *p, int i)
 {
     epoll_ctl (m->ep, EPOLL_CTL_DEL, p->fd, NULL);
+    h->part[i].ip_ok = p->ip;
     link_made (h, i, p->fd);
     p->fd = -1;
     m->want--;
     return 0;
+}
+
+/* The address partner i connected to us from, when it is one it
+ * offers (its lanes': the same node's), as the one to try first. */
+static void note_peer_addr (struct host *h, int i, int fd)
+{
+    const struct host_addr *a = &h->part[i].addr[h->lrank];
+    struct sockaddr_in sin;
+    socklen_t len = sizeof (sin);
+
+    if (getpeername (fd, (struct sockaddr *)&sin, &len) < 0
+        || sin.sin_family != AF_INET)
+        return;
+    for (uint32_t k = 0; k < a->n && k < HOST_MAX_ADDRS; k++)
+        if (a->ip[k] == sin.sin_addr.s_addr)
+            h->part[i].ip_ok = a->ip[k];
 }
 
 /* A partner below us connected (slot of the gate, its hello read): make
@@ -401,7 +467,7 @@ static void mesh_hello (struct host *h, struct mesh *m, int slot)
 {
     struct gate *g = &h->lk->gate;
     struct hello hi;
-    int i;
+    int i, fd;
 
     memcpy (&hi, g->c[slot].buf, sizeof (hi));
     if ((i = hello_link (h, &hi)) < 0
@@ -409,7 +475,9 @@ static void mesh_hello (struct host *h, struct mesh *m, int slot)
         gate_drop (g, slot);
         return;
     }
-    link_made (h, i, gate_take (g, slot));
+    fd = gate_take (g, slot);
+    note_peer_addr (h, i, fd);
+    link_made (h, i, fd);
     m->want--;
 }
 
@@ -441,20 +509,49 @@ static int mesh_event (struct host *h, struct mesh *m, int idx, uint32_t ev)
     return 0;
 }
 
-/* Attempts that hang get the next address. */
-static void mesh_expire (struct host *h, struct mesh *m, double deadline)
+/* How long pending p's attempt may take (connect_limit, attempt_limit). */
+static double pend_limit (struct host *h, const struct pend *p,
+                          double deadline)
 {
-    double t = ddpi_now ();
+    if (p->state == 0)
+        return connect_limit (p->round);
+    return attempt_limit (deadline - p->since,
+                          h->part[p->link].addr[h->lrank].n - p->ai);
+}
+
+/* Has p's connect finished (or failed) without its event read yet?  A
+ * rank that was not scheduled for longer than CONNECT_TRY (a loaded
+ * machine) finds it so: the event decides, not the clock. */
+static bool pend_answered (const struct pend *p)
+{
+    struct pollfd q = { p->fd, POLLOUT, 0 };
+
+    return p->state == 0 && poll (&q, 1, 0) == 1;
+}
+
+/* Attempts that hang get the next address.  Returns the seconds until the
+ * next attempt runs out (deadline - now when none is pending). */
+static double mesh_expire (struct host *h, struct mesh *m, double deadline)
+{
+    double t = ddpi_now (), next = deadline - t;
 
     for (int i = 0; i < m->cap; i++) {
         struct pend *p = &m->p[i];
+        double limit;
         if (p->fd < 0 || p->link < 0)
             continue;
-        if (t - p->since > attempt_limit (deadline - p->since,
-                                          h->part[p->link].addr[h->lrank].n
-                                          - p->ai))
+        limit = pend_limit (h, p, deadline);
+        if (t - p->since > limit && !pend_answered (p)) {
+            p->slow = true;
             pend_next (h, m->ep, p, i);
+            if (p->fd < 0)
+                continue;
+            limit = pend_limit (h, p, deadline);
+        }
+        if (p->since + limit - t < next)
+            next = p->since + limit - t;
     }
+    return next;
 }
 
 int host_tcp_connect (struct host *h)
@@ -486,16 +583,17 @@ int host_tcp_connect (struct host *h)
         out++;
     }
     while (rc == 0 && m.want > 0) {
-        double left = deadline - ddpi_now ();
+        double left = deadline - ddpi_now (), wait;
         int n;
         if (left <= 0) {
             rc = missing_error (h, DDP_ETIMEDOUT, h->cfg->timeout_s);
             break;
         }
-        n = epoll_wait (m.ep, ev, EVENTS, (int)(left * 1000) + 1);
+        wait = mesh_expire (h, &m, deadline);
+        wait = wait < 0 ? 0 : wait < left ? wait : left;
+        n = epoll_wait (m.ep, ev, EVENTS, (int)(wait * 1000) + 1);
         for (int k = 0; rc == 0 && k < n; k++)
             rc = mesh_event (h, &m, (int)ev[k].data.u64, ev[k].events);
-        mesh_expire (h, &m, deadline);
     }
     for (i = 0; i < m.cap; i++)
         if (m.p[i].fd >= 0)

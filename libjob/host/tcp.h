@@ -114,11 +114,22 @@ int host_tcp_stashed (struct host *h, int *fd, int *node);
  * rest (a stranger, or too slow).  Never waits for a connection. */
 void host_tcp_gate (struct host *h);
 
-/* Put a's addresses in the order to try them (same_machine: the peer runs
- * on this machine): loopback first for a peer on this machine, then
- * addresses on a subnet of one of this machine's interfaces, then the
- * others; a loopback address of another machine is dropped. */
-void host_tcp_order_addrs (struct host_addr *a, bool same_machine);
+/* Put a's addresses in the order to try them (same_net: the peer runs on
+ * this machine, in this rank's network namespace): loopback first for a
+ * peer on our network, then addresses on a subnet of one of this node's
+ * interfaces, then the others; dropped, for a peer elsewhere: its loopback
+ * addresses and any address that is also one of ours (docker0's, the same
+ * on every node: it would reach this node).  ifsel.h's
+ * ddpi_peer_addr_rank. */
+void host_tcp_order_addrs (struct host_addr *a, bool same_net);
+
+/* The addresses of lane `lane` of partner i in the order to try them:
+ * host_tcp_order_addrs, then the address this lane's link to that node
+ * was made on (part[i].ip_ok) moved first, since the partner's lanes
+ * offer the same addresses: the fault relay's connections (flood.c),
+ * which have a fraction of a second, do not spend it on an address that
+ * leads nowhere. */
+struct host_addr host_tcp_partner_addrs (struct host *h, int i, int lane);
 
 /* ---- the links' state (tcp.c, mesh.c) ---- */
 

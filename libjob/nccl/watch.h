@@ -50,8 +50,10 @@
 struct nccl_watch;
 
 /* Start rank's watch (of size > 1 ranks): listen on every interface (on
- * DDP_HOST_ADDR only when set) and start the thread, which answers with
- * the word at *state (the caller keeps it alive until nccl_watch_stop).
+ * DDP_HOST_ADDR only when set; the addresses put in *addr are those
+ * DDP_SOCKET_IFNAME or its default picks: net.h) and start the thread,
+ * which answers with the word at *state (the caller keeps it alive until
+ * nccl_watch_stop).
  * Fills *addr for the rank's blob.  Returns 0 and sets *wp, or a DDP_E*
  * code with the reason in err (the backend then goes on without: addr->nip
  * is 0 and the peers do not ask this rank). */

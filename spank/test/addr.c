@@ -1,8 +1,96 @@
-/* addr.c - MASTER_ADDR resolution (spank/sp_addr.c). */
+/* addr.c - MASTER_ADDR resolution (spank/sp_addr.c): never a loopback
+ * address for a multi-node step. */
 #include "config.h"
+#include <arpa/inet.h>
 #include <errno.h>
 #include "sp_addr.h"
 #include "tap.h"
+
+static uint32_t ip4 (const char *s)
+{
+    struct in_addr in;
+
+    inet_pton (AF_INET, s, &in);
+    return in.s_addr;
+}
+
+/* A node's own interfaces, as sp_addr_own takes them. */
+static void own (void)
+{
+    struct ddpi_iface f[] = {
+        { "lo", ip4 ("127.0.0.1"), true, true, true },
+        { "docker0", ip4 ("172.17.0.1"), true, true, false },
+        { "ib0", ip4 ("10.1.0.5"), true, false, false },
+        { "eth0", ip4 ("10.0.0.5"), true, true, false },
+        { "data0", ip4 ("10.2.0.5"), true, true, false },
+    };
+    char buf[64], err[512];
+
+    ok (sp_addr_own (f, 5, NULL, buf, sizeof (buf), err, sizeof (err)) == 1
+        && !strcmp (buf, "10.0.0.5"),
+        "own: the default skips lo, docker0 and ib0 without carrier (%s)",
+        buf);
+    ok (sp_addr_own (f, 5, "data", buf, sizeof (buf), err, sizeof (err)) == 1
+        && !strcmp (buf, "10.2.0.5"), "own: DDP_SOCKET_IFNAME=data (%s)",
+        buf);
+    ok (sp_addr_own (f, 5, "^=eth0", buf, sizeof (buf), err,
+                     sizeof (err)) == 1 && !strcmp (buf, "10.2.0.5"),
+        "own: DDP_SOCKET_IFNAME=^=eth0 (%s)", buf);
+    ok (sp_addr_own (f, 5, "lo", buf, sizeof (buf), err, sizeof (err)) == 0,
+        "own: loopback is never given, even when selected");
+    ok (sp_addr_own (f, 2, NULL, buf, sizeof (buf), err, sizeof (err)) == 0,
+        "own: lo and docker0 only: none");
+    ok (sp_addr_own (f, 5, "eth,,", buf, sizeof (buf), err,
+                     sizeof (err)) == -1
+        && strstr (err, "DDP_SOCKET_IFNAME='eth,,' has an empty name"),
+        "own: a malformed selector is refused: %s", err);
+}
+
+static void master (void)
+{
+    char buf[64], err[512] = "";
+    int rc;
+
+    rc = sp_master_addr ("localhost", 1, true, NULL, NULL, buf, sizeof (buf),
+                         err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "127.0.0.1"),
+        "one node: loopback is fine (%s)", buf);
+    rc = sp_master_addr ("localhost", 2, false, "192.0.2.1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == -1 && strstr (err, "localhost resolves only to a loopback"),
+        "two nodes, not the first: a loopback answer is refused: %s", err);
+    rc = sp_master_addr ("127.0.1.1", 2, false, NULL, NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == -1, "two nodes: 127.0.1.1 (Debian's own-name entry) refused");
+    rc = sp_master_addr ("192.0.2.7", 2, false, NULL, NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "two nodes: a routable "
+        "address stays as it is");
+    rc = sp_master_addr ("no-such-host.invalid", 2, true, NULL, NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 0 && !strcmp (buf, "no-such-host.invalid"),
+        "two nodes: a name that does not resolve is kept");
+    rc = sp_master_addr ("localhost", 2, true, NULL, "eth,,", buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == -1 && strstr (err, "DDP_SOCKET_IFNAME='eth,,'"),
+        "the first node: a malformed DDP_SOCKET_IFNAME refused");
+    buf[0] = '\0';
+    rc = sp_master_addr ("localhost", 2, true, "", NULL, buf, sizeof (buf),
+                         err, sizeof (err));
+    ok ((rc == 1 && strncmp (buf, "127.", 4) != 0 && strcmp (buf, "::1"))
+        || (rc == -1 && strstr (err, "no interface of it offers another")),
+        "the first node, its name on loopback: one of its interfaces' "
+        "addresses or a refusal, never loopback (rc %d, %s)", rc,
+        rc == 1 ? buf : err);
+    rc = sp_master_addr ("localhost", 2, true, "127.0.0.1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "127.0.0.1"),
+        "srun reached the node over loopback (every node on this machine, "
+        "as the loopback test cluster): loopback kept on the first node");
+    rc = sp_master_addr ("localhost", 2, false, "::1", NULL, buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "127.0.0.1"), "and on the others");
+}
 
 int main (void)
 {
@@ -33,5 +121,7 @@ int main (void)
     errno = 0;
     ok (sp_resolve ("localhost", NULL, 10) == -1 && errno == EINVAL,
         "a NULL buffer is EINVAL");
+    own ();
+    master ();
     return done_testing ();
 }

@@ -1,9 +1,10 @@
-/* fuzz-sources: libjob/common/util.c libjob/common/env.c */
+/* fuzz-sources: libjob/common/util.c libjob/common/env.c libjob/common/ifsel.c */
 /* fuzz_envint.c - libddp's grammars of environment values (RANK=abc,
  * WORLD_SIZE=0, DDP_TIMEOUT=0x10, DDP_SHM_SLOT=-1, DDP_DEBUG=yes, ...):
  * ddpi_parse_long(), ddpi_parse_flag(), ddpi_parse_seconds(),
  * ddpi_parse_timeout(), and env.c's ddpi_env_explain() (a word list's
- * too: DDP_BACKEND) and
+ * too: DDP_BACKEND; an interface selector's: DDP_SOCKET_IFNAME, ifsel.c)
+ * and
  * ddpi_env_quote().
  *
  * Input: byte 0 picks the bounds (low 3 bits) and a variable (the rest),
@@ -40,7 +41,7 @@ static const long bounds[][2] = {
 #define NBOUNDS (sizeof (bounds) / sizeof (bounds[0]))
 
 /* The variables checked through env.c, as doc/ddp.3 states them. */
-enum kind { K_LONG, K_FLAG, K_TIMEOUT, K_BACKEND };
+enum kind { K_LONG, K_FLAG, K_TIMEOUT, K_BACKEND, K_IFNAMES };
 static const struct {
     const char *name;
     enum kind kind;
@@ -58,6 +59,7 @@ static const struct {
     { "DDP_TIMEOUT", K_TIMEOUT, 0, 0 },
     { "DDP_INIT_TIMEOUT", K_TIMEOUT, 0, 0 },
     { "DDP_BACKEND", K_BACKEND, 0, 0 },
+    { "DDP_SOCKET_IFNAME", K_IFNAMES, 0, 0 },
 };
 #define NVARS (sizeof (vars) / sizeof (vars[0]))
 
@@ -199,6 +201,28 @@ static void check_message (const char *name, const char *msg, size_t len)
         fuzz_assert (*q >= 0x20 && *q < 0x7f);
 }
 
+/* Reference: 1 when s is an interface selector as doc/ddp.3 states it:
+ * an optional '^', an optional '=', then 1 to 16 names of 1 to 15
+ * characters of letters, digits and _.:@- separated by single commas. */
+static int ref_ifnames (const char *s)
+{
+    int names = 0;
+
+    s += *s == '^';
+    s += *s == '=';
+    for (;;) {
+        size_t n = strspn (s, "abcdefghijklmnopqrstuvwxyz"
+                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:@-");
+        if (n < 1 || n > 15 || ++names > 16)
+            return 0;
+        s += n;
+        if (*s == '\0')
+            return 1;
+        if (*s++ != ',')
+            return 0;
+    }
+}
+
 static void check_env (const char *s, unsigned pick)
 {
     unsigned i = pick % NVARS;
@@ -216,6 +240,8 @@ static void check_env (const char *s, unsigned pick)
     else if (vars[i].kind == K_BACKEND)
         ok = strcmp (s, "auto") == 0 || strcmp (s, "host") == 0
              || strcmp (s, "nccl") == 0;
+    else if (vars[i].kind == K_IFNAMES)
+        ok = ref_ifnames (s);
     else
         ok = ref_timeout (s, &d) == 0;
     ok = ok || *s == '\0';

@@ -1,4 +1,4 @@
-/* fuzz-sources: libjob/bootstrap/rollcall.c libjob/common/util.c libjob/common/env.c */
+/* fuzz-sources: libjob/bootstrap/rollcall.c libjob/common/util.c libjob/common/env.c libjob/common/ifsel.c */
 /* fuzz_rollcall.c - the roll call's wire messages (libjob/bootstrap/rollcall.h),
  * which a hub on MASTER_PORT reads from whoever connects: a report
  * (ddpi_report_len, ddpi_report_add) and an answer (ddpi_answer_parse).
