@@ -53,6 +53,11 @@ static int read_timeout (const char *name, double *out)
     return rc < 0 ? rc : 0;
 }
 
+double ddpi_coll_timeout (void)
+{
+    return g.init ? g.cfg.coll_timeout_s : DEFAULT_TIMEOUT;
+}
+
 /* Every DDP_* variable is checked first (env.c), so that a malformed one
  * fails ddp_init at once, named, whichever part would read it later. */
 static int read_config (struct ddp_config *cfg)
