@@ -352,6 +352,17 @@ int ddp_abort (int errcode, const char *msg)
     _exit (errcode);
 }
 
+int ddp_exit_reason (const char *why)
+{
+    if (!g.init)
+        return DDP_ENOINIT;
+    if (!why)
+        return DDP_EINVAL;
+    if (!g.broken)      /* a victim's reason repeats its error */
+        ddpi_log ("this rank ends: it %s", why);
+    return bootstrap_reason (g.boot, why);
+}
+
 /* Checks shared by every collective; returns 0 to go on. */
 static int check_common (const char *fn)
 {
