@@ -26,10 +26,10 @@
 # the alternation reads when strangers cost the job nothing but the CPU
 # the flooder itself uses.  Runs alternate, flooded then control.
 #
-# Prints one line per run and a summary: the median ratio of each kind,
-# and the flooded median against 0.95.  A flooded run whose flooder found
-# fewer ports than ranks (its /proc scan misses some on a loaded machine)
-# is marked "partial" and left out of the flooded median.  Exit status: 0 when
+# Prints one line per run (with the ports the stranger found: every rank
+# listens during set-up, only the lanes after it, DDP_LANES, so 2 to 4
+# here, as it caught them) and a summary: the median ratio of each kind,
+# and the flooded median against 0.95.  Exit status: 0 when
 # every run's results were right (the goal is reported, not enforced), 1
 # when a run failed, 2 on a usage error or when no cluster could be had.
 #
@@ -109,7 +109,7 @@ sum () {
 # one KIND N: a run of the loop with the flooder (KIND flood or control);
 # prints its line, appends "KIND flooded quiet ratio" to $work/results.
 one () {
-    local kind=$1 n=$2 decoy= fpid rc frc on off ratio ports
+    local kind=$1 n=$2 decoy= fpid rc frc on off ratio
     [ "$kind" = control ] && decoy=1
     rm -f "$work/phase"
     STRANGER_FLOOD_DECOY=$decoy python3 "$FLOOD" "${prog##*/}" "$conns" \
@@ -127,11 +127,6 @@ one () {
         tail -n 20 "$work/loop.$n" "$work/flood.$n" >&2
         return 1
     fi
-    # A flood that found fewer ports than ranks (its scan of /proc missed
-    # some on a loaded machine) is not the benchmark's flood: reported as
-    # "partial", left out of the medians.
-    ports=$(sed -n 's/^stranger_flood: ports \([0-9]*\) .*/\1/p' "$work/flood.$n")
-    [ "$kind" != flood ] || [ "${ports:-0}" -ge "$tasks" ] || kind=partial
     on=$(sum "$work/loop.$n" "$flooded")
     off=$(sum "$work/loop.$n" "$quiet")
     ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
@@ -157,8 +152,7 @@ median () {
         sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-";
             else printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-for kind in flood control partial; do
-    [ $kind != partial ] || grep -q '^partial ' "$work/results" 2>/dev/null || continue
+for kind in flood control; do
     r=$(awk -v k=$kind '$1 == k { printf "%s%s", s, $4; s = " " }' "$work/results" 2>/dev/null)
     echo "$kind: ratio median $(median $kind 4) (runs: ${r:-none})"
 done
