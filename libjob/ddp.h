@@ -158,6 +158,21 @@ const char *ddp_version (void);
  * launcher (then a negative DDP_E* code). */
 int ddp_abort (int errcode, const char *msg);
 
+/* Say why this rank is about to end badly, before it exits on its own (a
+ * binding's uncaught exception: "raised ValueError: bad batch 7"): a
+ * launcher that names the rank which failed first (ddp-run) then says
+ * "rank 1 raised ValueError: bad batch 7 (exited with status 1)" rather
+ * than the exit status alone; this rank logs "this rank ends: it raised
+ * ValueError: bad batch 7" (its rank in the prefix, where srun's output
+ * of a traceback has none), unless a collective already failed here
+ * because of another rank.  why is cut at 1024 bytes; the first reason
+ * counts.  Returns 0 when the launcher was told, DDP_ENOINIT before
+ * ddp_init or after ddp_finalize, DDP_EINVAL for NULL, DDP_ENOTSUP where
+ * the launcher takes no reason (srun, a single process), DDP_ETRANSPORT
+ * when it could not be told within 0.1 s.  Ends nothing: the process
+ * exits as it would have. */
+int ddp_exit_reason (const char *why);
+
 /* ---- Collectives ------------------------------------------------------ *
  * Every rank must call the same collectives in the same order with matching
  * count, dtype, op and root.  sendbuf == recvbuf means in place (for

@@ -54,6 +54,19 @@ test_expect_success 'ddp_abort: the step ends with its code, every rank told' '
 	test "$(cat abort.rc)" = 7 &&
 	grep -q "\[ddp rank 1/4\] error: ddp_abort (7): ddp_fault: giving up on purpose" abort.err
 '
+# The Python module's excepthook (ddp_exit_reason): under srun the rank
+# that raised says so with its rank (a traceback has none; srun names the
+# tasks by their exit codes only), once; its victims name its exit status.
+test -f "$DDP_BUILD_DIR/libjob/python/build.env" &&
+	. "$DDP_BUILD_DIR/libjob/python/build.env" &&
+	test "$DDP_PYTHON_BUILT" = yes && test_set_prereq PYMOD
+test_expect_success PYMOD 'a Python rank that raises: it names its exception, the others its exit' '
+	PYTHONPATH=$DDP_PYTHON_STAGE run_fault raise 20 -N2 -n4 "$DDP_PYTHON" \
+		"$DDP_SRC_DIR/tests/progs/py_check.py" raise 1 &&
+	test $(grep -c "this rank ends" raise.err) = 1 &&
+	grep -q "^\[ddp rank 1/4\] this rank ends: it raised ValueError: bad batch 7$" raise.err &&
+	test $(grep -c "^ddp.PeerError: .*rank 1 exited with status 1 without ddp_finalize" raise.err) = 3
+'
 test_expect_success 'a rank that never arrives: the others time out naming it' '
 	run_fault absent 20 -K -N2 -n4 --export=ALL,DDP_TIMEOUT=2 "$FAULT" absent 2 &&
 	survivors absent -7 3 &&

@@ -145,6 +145,21 @@ done <<-\EOF
 	DDP_LANES=010|DDP_LANES='010' is not a whole number from 1 to 16 (ranks, in decimal digits)
 	DDP_SPIN=1 2|DDP_SPIN='1 2' is not a whole number from 0 to 10000000
 EOF
+# The helpers pace their rounds by the DDP_TIMEOUT ddp_init took (env.c),
+# not by the variable read again: DDP_TIMEOUT=1 at init, then 0x10 (which
+# env.c refuses; strtod read 16 s) or 100 (well formed, not in force) set
+# by the program; main's callbacks run 2.5 s.  Rounds 2 s apart (a quarter
+# of 16 or 100, at most 2) made the waiting ranks time out after 1 s.
+for value in 0x10 100; do
+	test_expect_success "helpers keep ddp_init's DDP_TIMEOUT=1 after setenv DDP_TIMEOUT=$value" '
+		rm -rf slowenv && mkdir slowenv &&
+		run slowenv -n 3 -N 2 -- env DDP_TIMEOUT=1 "$HELPERS" \
+			"$PWD/slowenv" slow-setenv $value &&
+		test "$(cat slowenv.rc)" = 0 &&
+		test $(grep -c "done failures=0$" slowenv.out) = 3 &&
+		test $(grep -c "slow compute_and_bcast (root 2.5 s) ok$" slowenv.out) = 3
+	'
+done
 test_expect_success 'a long or unprintable value is shown escaped, cut at 40 bytes' '
 	run badlong -n 1 -- env "DDP_SEGMENT=$(printf "\033[31m%060d" 0)" \
 		"$CHECK" -q -l 0 &&

@@ -185,10 +185,13 @@ test_expect_success 'ddp(3) mentions every public function' '
 	done
 '
 
+# The variables: those read with getenv, and those of env.c's table (read
+# through ddpi_env_*: DDP_TIMEOUT is read nowhere else).
 test_expect_success 'ddp(3) documents every DDP_* variable libddp reads' '
-	grep -h -o "getenv (\"DDP_[A-Z0-9_]*\")" $(find "$DDP_SRC_DIR/libjob" -name "*.c" -not -path "*/test/*") |
+	{ grep -h -o "getenv (\"DDP_[A-Z0-9_]*\")" $(find "$DDP_SRC_DIR/libjob" -name "*.c" -not -path "*/test/*") &&
+	  grep -o "^ *{ \"DDP_[A-Z0-9_]*\"" "$DDP_SRC_DIR/libjob/common/env.c"; } |
 		sed "s/.*\"\(DDP_[A-Z0-9_]*\)\".*/\1/" | sort -u >envvars &&
-	grep -qx DDP_TIMEOUT envvars &&
+	grep -qx DDP_TIMEOUT envvars && grep -qx DDP_SHM_SLOT envvars &&
 	for v in $(cat envvars); do
 		grep -q "^\.B[IR]* .*\b$v\b" "$DOC/ddp.3" ||
 			{ echo "ddp.3 does not document $v"; return 1; }

@@ -151,6 +151,24 @@ test_expect_success 'an uncaught exception: the rank exits without a final barri
 	test $(grep -Ec "^rank [02]: PeerError after [0-9.]* s: .*rank 1 (died|exited with status 1 without ddp_finalize)" uncaught.out) = 2 &&
 	within uncaught 20
 '
+# The module's excepthook tells the launcher (ddp_exit_reason): the last
+# line names the exception, not only the status (before: "rank 1 exited
+# with status 1"), and the rank says it with its rank, once.  (The others
+# catch their PeerError here and exit 0; when they raise it too, they do
+# not repeat it: a victim's reason is not logged, t0246.)
+test_expect_success 'an uncaught exception: the last line and the rank name it' '
+	tail -n 1 uncaught.err | grep "^ddp-local-run: rank 1 raised RuntimeError: uncaught on purpose (exited with status 1)$" &&
+	test $(grep -c "this rank ends" uncaught.err) = 1 &&
+	grep -q "^\[ddp rank 1/3\] this rank ends: it raised RuntimeError: uncaught on purpose$" uncaught.err
+'
+test_expect_success 'every rank raises, one first: the last line names its exception, then the victims' '
+	run raise -n 4 -N 2 -- "$PY" "$CHECK" raise 2 &&
+	test "$(cat raise.rc)" = 1 &&
+	tail -n 1 raise.err | grep "^ddp-local-run: rank 2 raised ValueError: bad batch 7 (exited with status 1); ranks 0-1,3 failed after it, as victims: rank 2 exited with status 1 without ddp_finalize" &&
+	test $(grep -c "^ddp.PeerError: .*rank 2 exited with status 1" raise.err) = 3 &&
+	test $(grep -c "this rank ends" raise.err) = 1 &&
+	within raise 20
+'
 
 test_expect_success 'should_stop: a signal on one rank stops every rank at the same step' '
 	run stop -n 4 -N 2 -- "$PY" "$CHECK" stop 1 7 &&

@@ -23,8 +23,9 @@
  * Exit status: 0 when every rank exited 0; the ddp_abort() status; 124
  * after --timeout; else the status of the rank that failed first (128 + N
  * when signal N killed it: the first to end badly that libddp did not
- * report as a victim of another rank), with a line on stderr naming it,
- * and the victims with libddp's words; 2 when
+ * report as a victim of another rank), with a line on stderr naming it
+ * (with what it said before it ended: ddp_exit_reason, "raised
+ * ValueError: ..."), and the victims with libddp's words; 2 when
  * nothing was started (a bad command line, a job the machine cannot run),
  * 127 from the ranks when the program cannot be run.  Messages start with
  * the name the program was called by (tests call it ddp-local-run).

@@ -424,6 +424,12 @@ int bootstrap_victim (struct bootstrap *b, const char *why)
                              : DDP_ENOTSUP;
 }
 
+int bootstrap_reason (struct bootstrap *b, const char *why)
+{
+    return b && b->m->reason ? b->m->reason (b, why ? why : "")
+                             : DDP_ENOTSUP;
+}
+
 void bootstrap_destroy (struct bootstrap *b)
 {
     if (!b)

@@ -157,6 +157,12 @@ int bootstrap_abort (struct bootstrap *b, int errcode, const char *msg);
  * DDP_ENOTSUP where the launcher has no use for it (PMIx, single). */
 int bootstrap_victim (struct bootstrap *b, const char *why);
 
+/* Tell the launcher why this rank is about to end badly (why: "raised
+ * ValueError: bad batch 7"), so that the launcher names that, not the exit
+ * status alone, when this rank failed first.  Returns within 0.1 s as
+ * bootstrap_victim() does. */
+int bootstrap_reason (struct bootstrap *b, const char *why);
+
 /* Free the handle (NULL is a no-op).  The connection to the launcher stays
  * until the process exits (a PMIx client re-initialized no longer sees the
  * job data), so that a later bootstrap_create() finds it again. */

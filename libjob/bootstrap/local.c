@@ -294,20 +294,32 @@ static int local_abort (struct bootstrap *b, int code, const char *msg)
     return 0;
 }
 
-/* ddp-run names the rank that failed first from these (localjob.c). */
-static int local_victim (struct bootstrap *b, const char *why)
+/* One text message of type (LP_VICTIM, LP_REASON), sent within 0.1 s. */
+static int send_text (uint32_t type, const char *why)
 {
     struct lp_victim v = { (uint32_t)strnlen (why, LP_TEXT_MAX), 0 };
     struct iovec iov[2] = { { &v, sizeof (v) }, { (void *)why, v.textlen } };
 
-    (void)b;
-    return lp_send (conn.fd, LP_VICTIM, iov, 2, ddpi_now () + 0.1) < 0
+    return lp_send (conn.fd, type, iov, 2, ddpi_now () + 0.1) < 0
            ? DDP_ETRANSPORT : 0;
+}
+
+/* ddp-run names the rank that failed first from these (localjob.c). */
+static int local_victim (struct bootstrap *b, const char *why)
+{
+    (void)b;
+    return send_text (LP_VICTIM, why);
+}
+
+static int local_reason (struct bootstrap *b, const char *why)
+{
+    (void)b;
+    return send_text (LP_REASON, why);
 }
 
 const struct bootstrap_method bootstrap_method_local = {
     .name = "local", .probe = local_probe, .create = local_create,
     .put = local_put, .sync = local_sync, .get = bootstrap_blobs_get,
     .node_ranks = local_node_ranks, .abort = local_abort,
-    .victim = local_victim, .destroy = bootstrap_blobs_destroy,
+    .victim = local_victim, .reason = local_reason, .destroy = bootstrap_blobs_destroy,
 };

@@ -19,6 +19,8 @@
  *   VICTIM  rank -> server   struct lp_victim, text: this rank's collectives
  *                            failed because of another rank (libddp's
  *                            words), so it does not fail first
+ *   REASON  rank -> server   struct lp_victim, text: why this rank is
+ *                            about to end badly ("raised ValueError: x")
  */
 #ifndef DDP_LOCAL_PROTO_H
 #define DDP_LOCAL_PROTO_H
@@ -41,6 +43,7 @@ enum lp_type {
     LP_FAIL = 6,
     LP_ABORT = 7,
     LP_VICTIM = 8,
+    LP_REASON = 9,
 };
 
 struct lp_hdr {

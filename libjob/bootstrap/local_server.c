@@ -39,6 +39,7 @@ struct lrank {
     int status;
     bool victim;            /* it said another rank failed its calls */
     char why[LP_TEXT_MAX + 1];  /* its words for that ("": none) */
+    char reason[LP_TEXT_MAX + 1];   /* why it ends badly ("": not said) */
     bool arrived;           /* synced the open round */
     unsigned long done;     /* rounds it completed */
     struct put *puts;
@@ -462,6 +463,22 @@ static int on_victim (struct ddpi_lserver *s, int r, struct lp_cur *c)
     return 0;
 }
 
+/* Why rank r ends badly: the first reason it gives counts. */
+static int on_reason (struct ddpi_lserver *s, int r, struct lp_cur *c)
+{
+    struct lp_victim v;
+    const char *text;
+
+    if (!lp_take (c, &v, sizeof (v)) || v.textlen > LP_TEXT_MAX
+        || !(text = lp_take (c, NULL, v.textlen)))
+        return -1;
+    if (s->r[r].reason[0] == '\0') {
+        memcpy (s->r[r].reason, text, v.textlen);
+        s->r[r].reason[v.textlen] = '\0';
+    }
+    return 0;
+}
+
 /* Read and handle one message of rank r; a bad one closes it. */
 static void on_message (struct ddpi_lserver *s, int r)
 {
@@ -482,6 +499,7 @@ static void on_message (struct ddpi_lserver *s, int r)
     case LP_SYNC: rc = on_sync (s, r, &c); break;
     case LP_ABORT: on_abort (s, r, &c); break;
     case LP_VICTIM: rc = on_victim (s, r, &c); break;
+    case LP_REASON: rc = on_reason (s, r, &c); break;
     default: rc = -1; break;
     }
     free (buf);
@@ -550,6 +568,13 @@ const char *ddpi_lserver_victim (struct ddpi_lserver *s, int rank)
     if (rank < 0 || rank >= s->size || !s->r[rank].victim)
         return NULL;
     return s->r[rank].why;
+}
+
+const char *ddpi_lserver_reason (struct ddpi_lserver *s, int rank)
+{
+    if (rank < 0 || rank >= s->size || s->r[rank].reason[0] == '\0')
+        return NULL;
+    return s->r[rank].reason;
 }
 
 bool ddpi_lserver_aborted (struct ddpi_lserver *s, int *rank, int *code)

@@ -50,6 +50,10 @@ void ddpi_lserver_ended (struct ddpi_lserver *s, int rank, int st);
  * NULL. */
 const char *ddpi_lserver_victim (struct ddpi_lserver *s, int rank);
 
+/* Why rank said it ends badly (bootstrap_reason: "raised ValueError:
+ * x"), its first words (valid until ddpi_lserver_destroy), or NULL. */
+const char *ddpi_lserver_reason (struct ddpi_lserver *s, int rank);
+
 /* Has a rank asked to end the job (bootstrap_abort)?  Returns true and
  * sets *rank and *code (its exit status) the first time and every time
  * after; false otherwise. */

@@ -395,6 +395,7 @@ static void victims (struct ddpi_ljob *j, int r, char *err, size_t errlen)
 /* The job's exit code and what it means. */
 static int exit_code (struct ddpi_ljob *j, char *err, size_t errlen)
 {
+    const char *why;
     char st[96];
     int r;
 
@@ -411,8 +412,11 @@ static int exit_code (struct ddpi_ljob *j, char *err, size_t errlen)
     if ((r = atomic_load (&j->first_bad)) < 0)
         return 0;
     r = failed_first (j, r);
-    snprintf (err, errlen, "rank %d %s", r,
-              ddpi_lserver_status_str (j->status[r], st, sizeof (st)));
+    ddpi_lserver_status_str (j->status[r], st, sizeof (st));
+    if ((why = ddpi_lserver_reason (j->srv, r)))
+        snprintf (err, errlen, "rank %d %s (%s)", r, why, st);
+    else
+        snprintf (err, errlen, "rank %d %s", r, st);
     victims (j, r, err, errlen);
     return WIFEXITED (j->status[r]) ? WEXITSTATUS (j->status[r])
            : WIFSIGNALED (j->status[r]) ? 128 + WTERMSIG (j->status[r]) : 1;

@@ -73,7 +73,9 @@ int ddpi_ljob_kill (struct ddpi_ljob *j, int rank, int sig);
  * say it was a victim of another rank (bootstrap_victim), else the first
  * to end badly; err then adds the victims and the words of the first,
  * e.g. "rank 2 killed by signal 15 (Terminated); ranks 0,1,3 failed after
- * it, as victims: rank 2 did not arrive within DDP_TIMEOUT (2 s)", or
+ * it, as victims: rank 2 did not arrive within DDP_TIMEOUT (2 s)" (a rank
+ * that gave its reason, bootstrap_reason: "rank 1 raised ValueError: x
+ * (exited with status 1); ..."), or
  * "rank 0 exited with status 3, a victim (ranks 2,3 too): rank 1 left
  * (ddp_finalize) before ddp_barrier #202". */
 int ddpi_ljob_wait (struct ddpi_ljob *j, int *status, char *err,

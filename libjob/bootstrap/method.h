@@ -85,6 +85,10 @@ struct bootstrap_method {
      * contract); NULL where the launcher has no use for it. */
     int (*victim) (struct bootstrap *b, const char *why);
 
+    /* Tell the launcher why this rank ends badly (bootstrap_reason's
+     * contract); NULL where the launcher has no use for it. */
+    int (*reason) (struct bootstrap *b, const char *why);
+
     /* Free b->priv (may be NULL); the connection may stay for a later
      * handle.  Keeps errno. */
     void (*destroy) (struct bootstrap *b);

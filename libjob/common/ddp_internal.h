@@ -117,6 +117,13 @@ int ddpi_env_timeout (const char *name, double *out);
     "DDP_HOST_ADDR names the one address this node offers, " \
     "DDP_SOCKET_IFNAME its interfaces; unset one of them"
 
+/* The DDP_TIMEOUT in force for the collectives, in seconds: what ddp_init
+ * read through env.c (DDPI_TIMEOUT_MAX for inf), else the default (30).
+ * Read by the parts that pace themselves by it (the helpers' rounds), so
+ * that the environment is parsed once and a later change of it (setenv
+ * after ddp_init) is ignored there as it is by the collectives (core.c). */
+double ddpi_coll_timeout (void);
+
 /* ddp_init's first step: every variable env.c knows, except those checked
  * in the backend vote (DDP_CHECK), is unset, empty or well formed, and
  * DDP_HOST_ADDR and DDP_SOCKET_IFNAME are not both set.  Returns 0, or

@@ -4,7 +4,8 @@
  * the message that refuses a malformed value, the check ddp_init() makes
  * of them all before anything else, and the reading
  * of DDP_DEBUG, which logging does before ddp_init too.  The
- * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c) take their
+ * readers (core.c, host.c, shm.c, nccl.c, pmix.c, choice.c; the helpers
+ * through core.c's ddpi_coll_timeout and ddpi_debug_enabled) take their
  * values through ddpi_env_long/_flag/_timeout, so that a range or an
  * allowed word is written here only. */
 #include "config.h"

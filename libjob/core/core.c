@@ -53,6 +53,11 @@ static int read_timeout (const char *name, double *out)
     return rc < 0 ? rc : 0;
 }
 
+double ddpi_coll_timeout (void)
+{
+    return g.init ? g.cfg.coll_timeout_s : DEFAULT_TIMEOUT;
+}
+
 /* Every DDP_* variable is checked first (env.c), so that a malformed one
  * fails ddp_init at once, named, whichever part would read it later. */
 static int read_config (struct ddp_config *cfg)
@@ -345,6 +350,17 @@ int ddp_abort (int errcode, const char *msg)
     }
     fflush (NULL);
     _exit (errcode);
+}
+
+int ddp_exit_reason (const char *why)
+{
+    if (!g.init)
+        return DDP_ENOINIT;
+    if (!why)
+        return DDP_EINVAL;
+    if (!g.broken)      /* a victim's reason repeats its error */
+        ddpi_log ("this rank ends: it %s", why);
+    return bootstrap_reason (g.boot, why);
 }
 
 /* Checks shared by every collective; returns 0 to go on. */

@@ -2,8 +2,10 @@
  * (sync.h): the checks before a helper's first collective, the status
  * allreduce that ends its step, and the rounds of it that let a callback
  * on one rank run longer than DDP_TIMEOUT while the others wait (with the
- * watchdog thread that takes the rank's part meanwhile).  Built only on
- * libddp's public API; below helpers.c and bytes.c.
+ * watchdog thread that takes the rank's part meanwhile).  Built on
+ * libddp's public API, but for two values the core owns: DDP_DEBUG and the
+ * DDP_TIMEOUT in force (ddp_internal.h, env.c: one grammar, read once);
+ * below helpers.c and bytes.c.
  */
 #include "config.h"
 #include <dlfcn.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "common/ddp_internal.h"
 #include "ddp.h"
 #include "sync.h"
 
@@ -23,8 +26,7 @@ bool helpers_initialized (void)
 
 bool helpers_debug (void)
 {
-    const char *s = getenv ("DDP_DEBUG");
-    return s && *s && strcmp (s, "0") != 0;
+    return ddpi_debug_enabled ();
 }
 
 /* The checks a helper with a root makes before any collective, with the
@@ -169,18 +171,13 @@ static bool wait_until (double until)
     return pthread_cond_timedwait (&wd.cond, &wd.lock, &ts) == 0;
 }
 
+/* A quarter of the timeout the collectives wait (at most 2 s, at least
+ * 5 ms): the value ddp_init took, never the environment read again, so a
+ * waiting rank's round always comes within its bound. */
 static double round_period (void)
 {
-    const char *s = getenv ("DDP_TIMEOUT");
-    double t = 30., p;
-    char *end;
+    double p = ddpi_coll_timeout () / 4;
 
-    if (s && *s) {
-        double v = strtod (s, &end);
-        if (end != s && v > 0)
-            t = v;
-    }
-    p = t / 4;
     return p > 2. ? 2. : p < 0.005 ? 0.005 : p;
 }
 

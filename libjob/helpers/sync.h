@@ -17,7 +17,8 @@
 /* Has ddp_init() succeeded (the backend is not "none")? */
 bool helpers_initialized (void);
 
-/* Is DDP_DEBUG set (and not 0)?  Then the helpers log why they fail. */
+/* Is DDP_DEBUG 1 (env.c's grammar: a malformed value is off, with one
+ * warning)?  Then the helpers log why they fail. */
 bool helpers_debug (void);
 
 /* The checks a helper with a root makes before any collective, with the

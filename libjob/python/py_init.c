@@ -104,6 +104,23 @@ static PyObject *py_is_initialized (PyObject *self, PyObject *unused)
     return PyBool_FromLong (initialized);
 }
 
+/* _exit_reason(text): ddp_exit_reason; True when the launcher was told.
+ * For the module's excepthook, which must not raise: never raises but for
+ * a bad argument. */
+static PyObject *py_exit_reason (PyObject *self, PyObject *args)
+{
+    const char *why;
+    int rc;
+
+    (void) self;
+    if (!PyArg_ParseTuple (args, "s", &why))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ddp_exit_reason (why);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong (rc == 0);
+}
+
 /* ---- Functions ---------------------------------------------------------- */
 
 PyMethodDef pyddp_init_methods[] = {
@@ -111,6 +128,8 @@ PyMethodDef pyddp_init_methods[] = {
     NOARGS (finalize),
     { "_is_initialized", py_is_initialized, METH_NOARGS,
       "True once libddp is initialized." },
+    { "_exit_reason", py_exit_reason, METH_VARARGS,
+      "Tell the launcher why this rank ends badly (ddp_exit_reason)." },
     { NULL, NULL, 0, NULL }
 };
 

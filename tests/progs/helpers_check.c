@@ -690,7 +690,8 @@ int main (int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf (stderr, "usage: helpers_check DIR [big|die]\n");
+        fprintf (stderr, "usage: helpers_check DIR [big|die|log|slow|bench|"
+                 "slow-setenv VALUE]\n");
         return 2;
     }
     dir = argv[1];
@@ -704,6 +705,14 @@ int main (int argc, char **argv)
         return die_on_main ();
     if (argc > 2 && strcmp (argv[2], "log") == 0) {
         rc = log_storm ();
+        ddp_finalize ();
+        return rc;
+    }
+    /* slow, with DDP_TIMEOUT set to argv[3] after ddp_init: the rounds
+     * must keep the timeout ddp_init took, whatever the variable says now. */
+    if (argc > 3 && strcmp (argv[2], "slow-setenv") == 0) {
+        setenv ("DDP_TIMEOUT", argv[3], 1);
+        rc = slow ();
         ddp_finalize ();
         return rc;
     }

@@ -638,6 +638,15 @@ def mode_uncaught(victim):
     return 0
 
 
+def mode_raise(victim):
+    """victim raises ValueError; the others' PeerError ends them too."""
+    ddp.barrier()
+    if ddp.rank() == victim:
+        raise ValueError("bad batch 7")
+    while True:
+        ddp.barrier()
+
+
 def main(argv):
     mode, args = argv[1], argv[2:]
     if mode == "api":
@@ -664,6 +673,8 @@ def main(argv):
         return mode_interrupt(int(args[0]), float(args[1]))
     if mode == "uncaught":
         return mode_uncaught(int(args[0]))
+    if mode == "raise":
+        return mode_raise(int(args[0]))
     print(f"py_check.py: unknown mode {mode}", file=sys.stderr)
     return 2
 

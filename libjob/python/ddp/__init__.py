@@ -30,6 +30,9 @@ run_on_main(), main_only() or rank0_first() is raised again on that rank
 and as ddp.RemoteError (with the exception's type name and message) on
 every other rank; a dead rank is named in ddp.PeerError within about a
 second; a late one in ddp.TimeoutError after DDP_TIMEOUT (default 30 s).
+An uncaught exception that ends a rank is logged with its rank, and
+ddp-run's last line names it ("rank 1 raised ValueError: bad batch 7
+(exited with status 1)").
 Every wait releases the GIL.  A KeyboardInterrupt during a wait is raised
 when the wait ends; a second Ctrl-C during the same wait ends the process.
 
@@ -610,3 +613,43 @@ def _at_exit():
 
 
 atexit.register(_at_exit)
+
+
+# The longest exception message the launcher is told (its first line).
+_REASON_MAX = 300
+
+
+def _exception_name(exc_type):
+    """ValueError, ddp.PeerError, torch.OutOfMemoryError: the type as the
+    traceback's last line names it."""
+    mod = getattr(exc_type, "__module__", "builtins")
+    name = getattr(exc_type, "__qualname__", exc_type.__name__)
+    if mod in ("builtins", "__main__", None):
+        return name
+    if mod == "ddp._ddp":
+        mod = "ddp"
+    return f"{mod}.{name}"
+
+
+def _excepthook(exc_type, value, tb):
+    """The program's own hook first (the traceback), then, in a job, the
+    launcher is told which exception ends this rank (ddp_exit_reason): its
+    closing line says "rank 1 raised ValueError: bad batch 7" rather than
+    only "exited with status 1".  The process then exits as it would have
+    (status 1, the atexit handlers run)."""
+    _previous_excepthook(exc_type, value, tb)
+    if not _ddp._is_initialized() or issubclass(exc_type, KeyboardInterrupt):
+        return
+    try:
+        text = str(value).strip().splitlines()
+        text = text[0] if text else ""
+        if len(text) > _REASON_MAX:
+            text = text[:_REASON_MAX] + "..."
+        why = f"raised {_exception_name(exc_type)}"
+        _ddp._exit_reason(f"{why}: {text}" if text else why)
+    except Exception:       # the hook never adds a traceback of its own
+        pass
+
+
+_previous_excepthook = sys.excepthook
+sys.excepthook = _excepthook
