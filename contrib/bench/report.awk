@@ -776,7 +776,8 @@ END {
     nppn = split(ppn, ppn_, ",")
     nsizes = split(sizes, size_, ",")
     nops = split(sweep_ops == "" ? "barrier,allreduce" : sweep_ops, op_, ",")
-    ops_text = sweep_ops == "" ? "barrier,allreduce" : sweep_ops; gsub(/,/, ", ", ops_text)
+    ops_text = sweep_ops == "" || sweep_ops == "barrier,allreduce" ? "allreduce and barrier" : sweep_ops
+    gsub(/,/, ", ", ops_text)
     sizes_text = sizes; gsub(/,/, ", ", sizes_text); sizes_text = sizes_text " bytes"
     have_baseline = baseline_read
     G = gloo + 0
