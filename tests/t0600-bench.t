@@ -86,7 +86,9 @@ test_expect_success 'compare.sh rejects unknown arguments' '
 	grep -q "lists of whole numbers" err &&
 	test_expect_code 2 "$COMPARE" --ppn 0 2>err &&
 	test_expect_code 2 "$COMPARE" --baseline /nonexistent 2>err &&
-	grep -q "no such file" err
+	grep -q "no such file" err &&
+	test_expect_code 2 "$COMPARE" --ops barrier,bcast 2>err &&
+	grep -q "unknown operation .bcast." err
 '
 test_expect_success 'compare.sh --short runs the whole comparison' '
 	cp "$DDP_CLUSTER_DIR/etc/plugstack.conf" plugstack.before &&
@@ -204,6 +206,25 @@ test_expect_success MPI 'with mpi-bench built, the sweep has MPI times, ratios a
 	test $(wc -l <summary) = 1 &&
 	tr "|" "\n" <summary | sed "s/ //g" | grep . | numbers
 '
+# With a link rate (a networked cluster: compare.sh --net measures one),
+# report.awk sets each allreduce's bus bandwidth against it, here against
+# 8 Gbit/s = 1 GB/s, so that the ratio is the bandwidth itself; without one
+# (this loopback run) there is no such section.
+test_expect_success 'with a measured link rate the report sets bus bandwidth against it' '
+	! grep -q "^## Against the link" res/report.md &&
+	awk -f "$DDP_SRC_DIR/contrib/bench/report.awk" -v nodes=1,2 -v ppn=1 \
+		-v sizes=8,65536,1048576 -v maxnodes=2 -v gloo=0 -v net="a test network" \
+		-v link_start=8 -v link_end=4 kind=results res/results.tsv >link.md &&
+	grep -q "^- Network: a test network" link.md &&
+	grep -q "^- Link rate, .*: 8 Gbit/s at start, 4 Gbit/s at end" link.md &&
+	grep -q "against 8.000 Gbit/s = 1.0000 GB/s" link.md &&
+	sed -n "/^## Against the link/,/^## /p" link.md |
+		grep "^| 2 | 2 | allreduce | 1048576 | " >row &&
+	test $(wc -l <row) = 1 &&
+	awk -F"|" "{ bw = \$6 + 0; r = \$8 + 0 }
+		END { exit !(bw > 0 && sprintf(\"%.2f\", bw) == sprintf(\"%.2f\", r)) }" row &&
+	grep -q "^| 2 x 1 rank: allreduce 1 MiB busbw / link | >= 0.90 | [0-9.]* | " link.md
+'
 # behind_mpi: the rows of "Rows behind a peer" that name Open MPI as
 # ahead, as "CFG|OP|BYTES|DDP_US|MPI_US" lines (CFG without spaces: 1x2).
 behind_mpi () {
@@ -232,7 +253,7 @@ test_expect_success GLOO 'with torch, the sweep has gloo times, ddp/gloo ratios,
 		done
 	done &&
 	table "^## Scaling: " | column "barrier ddp/gloo" 2 | numbers &&
-	awk "!/^#/ && NF == 13 && \$12 ~ /^[0-9.]+\$/ && \$13 ~ /^[0-9.]+\$/" res/scale.dat | grep -q .
+	awk "!/^#/ && NF == 16 && \$12 ~ /^[0-9.]+\$/ && \$13 ~ /^[0-9.]+\$/" res/scale.dat | grep -q .
 '
 # One rank: one torch import (~1 s of CPU); the checks are the same.
 test_expect_success GLOO 'gloo-bench.py --inject-error: its checks catch wrong results' '

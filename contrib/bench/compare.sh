@@ -6,7 +6,8 @@
 #                            [--launch-reps N] [--plugstack] [--no-launch]
 #                            [--sections LIST] [--nodes LIST] [--ppn LIST]
 #                            [--plot FILE] [--baseline FILE] [--no-gloo]
-#                            [--sizes LIST] [--best-of N]
+#                            [--sizes LIST] [--best-of N] [--ops LIST]
+#                            [--net] [--net-rate RATE] [--net-mtu N]
 #
 # Runs ddp-bench and mpi-bench (the same loop on MPI) under the same
 # `srun --mpi=pmix`, and gloo-bench.py (the same loop on torch.distributed's
@@ -51,6 +52,22 @@
 #                  e.g. 8,32768,1048576 (default: --short 8,65536,1048576;
 #                  else 8 B to 64 MiB, x2 for the collectives, x8 for the
 #                  sweep)
+#   --ops LIST     the sweep's operations, of barrier, allreduce, allgather
+#                  (default barrier,allreduce)
+#   --net          start the cluster with its nodes on a network
+#                  (ddp-test-cluster start --net: each node its own address
+#                  on a simulated switch) rather than all on 127.0.0.1
+#   --net-rate RATE  and its links shaped to RATE (tc's units: 200mbit,
+#                  1gbit; implies --net)
+#   --net-mtu N    and its MTU N (default 1500; implies --net)
+#
+# On a networked cluster (started with --net, or reused with its net.conf)
+# the report names the network (rate, MTU) and the link rate measured at
+# start and at end, one TCP stream n1 -> n2 (ddp-test-cluster stream), so
+# that the limit is observed, not assumed; allreduce and allgather rows get
+# their bus bandwidth against that rate (as nccl-tests: allreduce 2(n-1)/n
+# x bytes / time, allgather (n-1)/n x total bytes / time).  Open MPI's TCP
+# links are then on eth0 (not lo, which reaches only the node itself).
 #
 # The cluster: reused when DDP_CLUSTER_DIR (or SLURM_CONF) points at a running
 # one, else started with as many nodes as --nodes needs
@@ -103,6 +120,10 @@ baseline=
 no_gloo=0
 sizes=
 best_of=1
+sweep_ops=barrier,allreduce
+net=0
+net_rate=
+net_mtu=
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
@@ -120,6 +141,10 @@ while [ $# -gt 0 ]; do
         --no-gloo) no_gloo=1 ;;
         --best-of) best_of=${2:?--best-of needs a number}; shift ;;
         --sizes) sizes=${2:?--sizes needs a list, e.g. 8,65536,1048576}; shift ;;
+        --ops) sweep_ops=${2:?--ops needs a list, e.g. barrier,allreduce,allgather}; shift ;;
+        --net) net=1 ;;
+        --net-rate) net_rate=${2:?--net-rate needs a rate, e.g. 200mbit}; net=1; shift ;;
+        --net-mtu) net_mtu=${2:?--net-mtu needs a number, e.g. 9000}; net=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -131,6 +156,9 @@ for s in ${sections//,/ }; do
 done
 case "${reps:-1}${launch_reps:-1}$best_of" in *[!0-9]*) die "--reps, --launch-reps and --best-of take numbers" ;; esac
 [ "$best_of" -ge 1 ] || die "--best-of takes a number of at least 1"
+for s in ${sweep_ops//,/ }; do
+    case $s in barrier|allreduce|allgather) ;; *) die "--ops: unknown operation '$s' (of barrier, allreduce, allgather)" ;; esac
+done
 if [ $short = 1 ]; then
     : "${nodes:=1,2,4}" "${ppn:=1,2}"
 else
@@ -152,6 +180,7 @@ CLUSTER=${DDP_CLUSTER:-$src/tests/cluster/ddp-test-cluster}
 DDP_BENCH=${DDP_BENCH:-$build/contrib/bench/ddp-bench}
 MPI_BENCH=${MPI_BENCH:-$build/contrib/bench/mpi-bench}
 FENCES=${DDP_BENCH_FENCES-$build/contrib/bench/.libs/ddp-bench-fences.so}
+mpi_env_given=${MPI_ENV+1}
 MPI_ENV=${MPI_ENV-OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp OMPI_MCA_btl_tcp_if_include=lo}
 MPI_ENV_DEFAULT="OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp OMPI_MCA_btl_tcp_if_include=lo"
 SCALE_RANKS="2 4 8 16 32"
@@ -165,7 +194,7 @@ CORES=$(nproc)
 
 if [ $short = 1 ]; then
     BENCH_ARGS="--short"
-    SWEEP_ARGS="--short -o barrier,allreduce -M 0 -T 2"
+    SWEEP_ARGS="--short -o $sweep_ops -M 0 -T 2"
     SWEEP_SIZES=8,65536,1048576
     : "${reps:=1}" "${launch_reps:=3}"
     RUN_TIMEOUT=120
@@ -177,7 +206,7 @@ if [ $short = 1 ]; then
 else
     BENCH_ARGS=""
     SWEEP_SIZES=8,64,512,4096,32768,262144,1048576,4194304,16777216,67108864
-    SWEEP_ARGS="-o barrier,allreduce -M 0 -s $SWEEP_SIZES -m 5 -T 5"
+    SWEEP_ARGS="-o $sweep_ops -M 0 -s $SWEEP_SIZES -m 5 -T 5"
     : "${reps:=5}" "${launch_reps:=20}"
     RUN_TIMEOUT=600
     GLOO_MAX_NODES=${GLOO_MAX_NODES-}
@@ -202,7 +231,7 @@ if [ -z "$plot" ] && want scale; then
     if command -v gnuplot >/dev/null; then plot=$out/scale.png
     else say "gnuplot not found (apt-get install gnuplot-nox): no picture of the sweep"; fi
 fi
-rm -f "$out"/ddp-* "$out"/mpi-* "$out"/gloo-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
+rm -f "$out/link.txt" "$out/link.err" "$out"/ddp-* "$out"/mpi-* "$out"/gloo-* "$out"/init-* "$out"/launch-* "$out/results.tsv" \
       "$out/failures" "$out/retried" "$out/scale.dat"
 [ -x "$DDP_BENCH" ] || die "ddp-bench not found at $DDP_BENCH (build first, or set DDP_BENCH)"
 [ -x "$MPI_BENCH" ] || { say "mpi-bench not found at $MPI_BENCH: MPI columns will be n/a"; MPI_BENCH=; }
@@ -262,6 +291,8 @@ if [ -n "${DDP_CLUSTER_DIR:-}" ] && "$CLUSTER" status "$DDP_CLUSTER_DIR" >/dev/n
     cluster_dir=$DDP_CLUSTER_DIR
     . "$cluster_dir/env"
     say "reusing the test cluster in $cluster_dir"
+    [ $net = 1 ] && ! [ -f "$cluster_dir/net.conf" ] &&
+        die "--net: the cluster in $cluster_dir has no network of its own (unset DDP_CLUSTER_DIR, or start it with --net)"
 elif [ -z "${DDP_CLUSTER_DIR:-}" ] && [ -n "${SLURM_CONF:-}" ] && scontrol ping 2>/dev/null | grep -q UP; then
     say "reusing the Slurm cluster of SLURM_CONF=$SLURM_CONF (launch rows need a test cluster)"
 else
@@ -269,8 +300,10 @@ else
     # A cluster script without --nodes starts its two nodes.
     size_arg=
     [[ $("$CLUSTER" 2>&1) == *--nodes* ]] && size_arg="--nodes $max_nodes"
+    net_args=
+    [ $net = 1 ] && net_args="--net${net_rate:+ --rate $net_rate}${net_mtu:+ --mtu $net_mtu}"
     # shellcheck disable=SC2086
-    cluster_dir=$("$CLUSTER" start $size_arg 2>"$out/cluster-start.err") \
+    cluster_dir=$("$CLUSTER" start $size_arg $net_args 2>"$out/cluster-start.err") \
         || die "could not start a test cluster: $(tail -n 20 "$out/cluster-start.err")"
     own_cluster=1
     . "$cluster_dir/env"
@@ -278,6 +311,29 @@ else
 fi
 cluster_nodes=$(cat "$cluster_dir/nodes" 2>/dev/null ||
                 sinfo -h -N -o %N 2>/dev/null | sort -u | wc -l)
+# The network: "mtu=1500 data=0 docker=0 dead=0 rate=200mbit" in net.conf
+# (ddp-test-cluster), or none (all nodes on 127.0.0.1).
+net_conf=
+[ -n "$cluster_dir" ] && [ -f "$cluster_dir/net.conf" ] && net_conf=$(cat "$cluster_dir/net.conf")
+net_desc=
+if [ -n "$net_conf" ]; then
+    net_mtu=$(sed -n 's/.*mtu=\([0-9]*\).*/\1/p' <<<"$net_conf")
+    net_rate=$(sed -n 's/.*rate=\([0-9a-z]*\).*/\1/p' <<<"$net_conf")
+    net_desc="nodes on a network (ddp-test-cluster --net): eth0, MTU ${net_mtu:-?}, links ${net_rate:-not shaped}${net_rate:+ (tbf, both directions)}"
+    # Open MPI's TCP links on the nodes' eth0: lo reaches only the node itself.
+    [ -n "$mpi_env_given" ] || {
+        MPI_ENV=${MPI_ENV/btl_tcp_if_include=lo/btl_tcp_if_include=eth0}
+        MPI_ENV_DEFAULT=${MPI_ENV_DEFAULT/btl_tcp_if_include=lo/btl_tcp_if_include=eth0}
+    }
+fi
+# link_rate: one TCP stream n1 -> n2 (ddp-test-cluster stream), in Gbit/s,
+# or "" where there is no network or it failed (what it said goes to
+# link.err).
+link_rate () {
+    [ -n "$net_conf" ] && [ "$cluster_nodes" -ge 2 ] || return 0
+    "$CLUSTER" stream "$cluster_dir" n1 n2 "${LINK_SECS:-3}" 2>>"$out/link.err" |
+        tee -a "$out/link.txt" | sed -n 's/.*: \([0-9.]*\) Gbit\/s.*/\1/p'
+}
 # gloo's rendezvous variables come from the plugin (srun --ddp=host).
 if [ -n "$GLOO_BENCH" ] && [ -n "$cluster_dir" ] && ! grep -q . "$cluster_dir/plugin" 2>/dev/null; then
     gloo_note="not run: the cluster has no plugin (srun --ddp=host sets gloo's MASTER_ADDR and MASTER_PORT)"
@@ -371,6 +427,8 @@ round_trip () {
     else echo "not measured (no $PINGPONG)"; fi
 }
 load_start=$(uptime)
+link_start=$(link_rate)
+[ -z "$net_conf" ] || say "link rate n1 -> n2 at start: ${link_start:-not measured (see $out/link.err)} Gbit/s"
 rt_start=$(round_trip)
 t_start=$(date +%s)
 
@@ -500,6 +558,7 @@ if [ -n "$plugstack_saved" ]; then
     plugstack_saved=
 fi
 load_end=$(uptime)
+link_end=$(link_rate)
 rt_end=$(round_trip)
 t_end=$(date +%s)
 
@@ -552,6 +611,8 @@ write_report () {
         -v sizes="$SWEEP_SIZES" -v maxnodes="$cluster_nodes" \
         -v plot="$shown" -v plotdata="${1:+$out/scale.dat}" \
         -v gloo="$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)" -v gloo_note="$gloo_note" \
+        -v sweep_ops="$sweep_ops" -v net="$net_desc" -v sections="$sections" \
+        -v link_start="$link_start" -v link_end="$link_end" \
         "${files[@]}" >"$report.new" && mv -f "$report.new" "$report"
 }
 
@@ -560,7 +621,10 @@ if [ -n "$plot" ] && [ -s "$out/scale.dat" ]; then
     gp_ppn=${ppn//,/ }
     gp_big=${SWEEP_SIZES##*,}
     gp_gloo=$([ -n "$GLOO_BENCH" ] && echo 1 || echo 0)
-    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'; gloo=$gp_gloo" \
+    # The link rate in GB/s, the higher of the two measured (as the report).
+    gp_link=$(awk -v a="$link_start" -v b="$link_end" 'BEGIN { a += 0; b += 0; print (a > b ? a : b) / 8 }')
+    gp_ag=$([[ ,$sweep_ops, == *,allgather,* ]] && echo 1 || echo 0)
+    if ! gnuplot -e "datafile='$out/scale.dat'; outfile='$plot'; ppn='$gp_ppn'; big='$gp_big'; gloo=$gp_gloo; link=$gp_link; allgather=$gp_ag" \
             "$here/plot.gp" 2>"$out/plot.err"; then
         fail "plot: gnuplot failed: $(tail -n 3 "$out/plot.err" | tr '\n' ' ')"
         write_report "" || die "report.awk failed"

@@ -1,18 +1,24 @@
 # plot.gp - compare.sh's picture of the node sweep (gnuplot, PNG).
 #
-#   gnuplot -e "datafile='scale.dat'; outfile='scale.png'; ppn='1 4'; big='67108864'; gloo=1" plot.gp
+#   gnuplot -e "datafile='scale.dat'; outfile='scale.png'; ppn='1 4'; big='67108864'; gloo=1; link=0.025; allgather=1" plot.gp
 #
 # datafile (written by report.awk): a block per ranks-per-node value (ppn,
 # blank-separated, in that order), a line per node count:
 #   nodes ddp_bw_1MiB mpi_bw_1MiB ddp_bw_big mpi_bw_big ddp_us_8B mpi_us_8B
 #   ddp_us_barrier mpi_us_barrier gloo_bw_1MiB gloo_bw_big gloo_us_8B
-#   gloo_us_barrier
+#   gloo_us_barrier ddp_agbw_big mpi_agbw_big gloo_agbw_big
 # ("?" where a value is missing).  One row of two panels per ppn: allreduce
 # bus bandwidth (1 MiB and the largest size, big bytes) and latency (8-byte
 # allreduce and barrier) against the node count; libddp solid, Open MPI
-# dashed, gloo dotted (gloo=1: gloo was run; default 0).
+# dashed, gloo dotted (gloo=1: gloo was run; default 0).  allgather=1: the
+# allgather's bus bandwidth at the largest size too (green).  link: the
+# link rate in GB/s (a networked cluster's measured rate; default 0: none),
+# drawn as a black line: the bus bandwidth's limit with one rank per node.
 set datafile missing "?"
 if (!exists("gloo")) gloo = 0
+if (!exists("link")) link = 0
+if (!exists("allgather")) allgather = 0
+haslink = (link + 0 > 0) ? 1 : 0
 nppn = words(ppn)
 set terminal pngcairo size 1200, 450 * nppn font "sans,10"
 set output outfile
@@ -29,7 +35,7 @@ bigname = (big + 0 >= 1048576) ? sprintf("%d MiB", big / 1048576) : sprintf("%d 
 do for [i = 1:nppn] {
     p = word(ppn, i)
     per = (p eq "1") ? "1 rank per node" : p . " ranks per node"
-    set title "allreduce bus bandwidth, " . per
+    set title (allgather ? "allreduce and allgather" : "allreduce") . " bus bandwidth, " . per
     set ylabel "GB/s (busbw, log)"
     set logscale y
     set key bottom left
@@ -40,7 +46,13 @@ do for [i = 1:nppn] {
              lc rgb "#d62728" pt 9 - j dt 1 + (j - 4) title (j == 4 ? "libddp " : "Open MPI ") . bigname, \
          for [j = 1:gloo] '' index (i - 1) using 1:10 with linespoints lw 2 lc rgb "#1f77b4" pt 2 dt 3 title "gloo 1 MiB", \
          for [j = 1:(lastbig == 5 ? gloo : 0)] '' index (i - 1) using 1:11 with linespoints lw 2 \
-             lc rgb "#d62728" pt 2 dt 3 title "gloo " . bigname
+             lc rgb "#d62728" pt 2 dt 3 title "gloo " . bigname, \
+         for [j = 14:(allgather ? 15 : 13)] '' index (i - 1) using 1:j with linespoints lw 2 \
+             lc rgb "#2ca02c" pt 9 - (j - 10) dt 1 + (j - 14) title (j == 14 ? "libddp " : "Open MPI ") . "allgather " . bigname, \
+         for [j = 1:(allgather ? gloo : 0)] '' index (i - 1) using 1:16 with linespoints lw 2 \
+             lc rgb "#2ca02c" pt 2 dt 3 title "gloo allgather " . bigname, \
+         for [j = 1:haslink] link with lines lw 2 lc rgb "black" \
+             title sprintf("link %.3g Gbit/s", link * 8)
     set title "latency, " . per
     set key top left
     set ylabel "us per call (log)"

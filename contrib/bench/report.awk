@@ -23,7 +23,17 @@
 # sweep's, in bytes), maxnodes (the cluster's), plot (the picture, for the
 # report to show), plotdata (a file to write the plot's data to), gloo (1:
 # the second peer, gloo-bench.py, was run: its columns are shown),
-# gloo_note (how it was run, or why not).
+# gloo_note (how it was run, or why not), sweep_ops (the sweep's
+# operations, "barrier,allreduce,allgather"), net (the cluster's network in
+# words, or "": all nodes on 127.0.0.1), link_start, link_end (the link
+# rate one TCP stream n1 -> n2 reached before and after, Gbit/s, or ""),
+# sections (those run, "collectives,scale": the others' tables are left
+# out; default all).
+#
+# With a link rate, the bus bandwidth of allreduce and allgather is set
+# against it (section "Against the link"): the higher of the two
+# measurements, so that a stream slowed by the machine's load does not make
+# the ratios look better than they are.
 #
 # Ratios are ddp / MPI ("time ratio", "bw ratio") and ddp / gloo ("ddp/gloo
 # time", "ddp/gloo bw"); "n/a" where a side is missing.
@@ -87,6 +97,12 @@ function ratio(a, b, fmt) {
 }
 
 function na(x) { return x == "" ? "n/a" : x }
+
+# ran(section): whether compare.sh ran that section (-v sections; unset:
+# all of them).
+function ran(section) {
+    return sections == "" || index("," sections ",", "," section ",") > 0
+}
 
 function verdict(v, op, limit) {
     if (v == "" || v ~ /^n\/a/) return "n/a"
@@ -377,31 +393,111 @@ function swrun(impl, n, r, op, b,   k) {
     return (k in where) ? where[k] : ""
 }
 
-function sweep_rows(n, p,   r, i, b, op, d, m, g) {
+function sweep_rows(n, p,   r, i, j, b, op, d, m, g) {
     r = n * p
-    for (i = 0; i <= nsizes; i++) {
-        op = i == 0 ? "barrier" : "allreduce"
-        b = i == 0 ? 0 : size_[i]
-        d = swrun("ddp", n, r, op, b); m = swrun("mpi", n, r, op, b)
-        g = swrun("gloo", n, r, op, b)
-        row_start(n); cell_(r); cell_(op); cell_(b)
-        peer_cells(d, m, g, op, b, 1)
-        cell_(i == 0 ? "" : sent_cell(n, r, b))
-        checks_cell(d, m, g, op, b)
-        row_end()
+    for (j = 1; j <= nops; j++) {
+        op = op_[j]
+        for (i = op == "barrier" ? 0 : 1; i <= (op == "barrier" ? 0 : nsizes); i++) {
+            b = i == 0 ? 0 : size_[i]
+            d = swrun("ddp", n, r, op, b); m = swrun("mpi", n, r, op, b)
+            g = swrun("gloo", n, r, op, b)
+            row_start(n); cell_(r); cell_(op); cell_(b)
+            peer_cells(d, m, g, op, b, 1)
+            cell_(op == "allreduce" ? sent_cell(n, r, b) : "")
+            checks_cell(d, m, g, op, b)
+            row_end()
+        }
     }
+}
+
+# ---- against the link ---------------------------------------------------------
+
+# link_gbs(): the link rate the ratios are against, in GB/s (bytes), or "".
+function link_gbs(   a, b) {
+    a = link_start + 0; b = link_end + 0
+    if (a < b) a = b
+    return a > 0 ? a / 8 : ""
+}
+
+# of_link(bw): a bus bandwidth in GB/s as a fraction of the link, or "n/a".
+function of_link(bw) {
+    if (bw == "" || link_gbs() == "") return "n/a"
+    return sprintf("%.2f", bw / link_gbs())
+}
+
+# link_rows(n, p): the allreduce and allgather rows of n nodes x p ranks.
+function link_rows(n, p,   r, i, j, b, op) {
+    r = n * p
+    for (j = 1; j <= nops; j++) {
+        op = op_[j]
+        if (op != "allreduce" && op != "allgather") continue
+        for (i = 1; i <= nsizes; i++) {
+            b = size_[i]
+            row_start(n); cell_(r); cell_(op); cell_(b)
+            cell_(na(sw("ddp", n, r, op, b, "bw"))); cell_(na(sw("mpi", n, r, op, b, "bw")))
+            if (G) cell_(na(sw("gloo", n, r, op, b, "bw")))
+            cell_(of_link(sw("ddp", n, r, op, b, "bw"))); cell_(of_link(sw("mpi", n, r, op, b, "bw")))
+            if (G) cell_(of_link(sw("gloo", n, r, op, b, "bw")))
+            row_end()
+        }
+    }
+}
+
+function link_section(   i, j, n) {
+    print "## Against the link"
+    print ""
+    print "Bus bandwidth as nccl-tests reports it: allreduce 2(n-1)/n x bytes / time,"
+    print "allgather (n-1)/n x total bytes / time (n ranks); each is the traffic one"
+    print "rank's link carries per second in each direction with an optimal"
+    print "algorithm, so it cannot exceed the link rate when one rank runs on each"
+    print "node.  \"/ link\": against " sprintf("%.3f", link_gbs() * 8) " Gbit/s = " \
+        sprintf("%.4f", link_gbs()) " GB/s, the higher of the two measured link rates."
+    print "With several ranks per node the ranks of a node share its link: there the"
+    print "ratio's bound is 1 only for the node leaders' share."
+    print ""
+    print "| nodes | ranks | op | bytes | ddp busbw GB/s | MPI busbw GB/s" (G ? " | gloo busbw GB/s" : "") \
+        " | ddp / link | MPI / link" (G ? " | gloo / link" : "") " |"
+    print "|---:|---:|---|" substr(align(0, G ? 7 : 5, 0), 2)
+    for (j = 1; j <= nppn; j++)
+        for (i = 1; i <= nnode; i++) {
+            n = node_[i]
+            if (n >= 2 && run_nodes(n)) link_rows(n, ppn_[j])
+        }
+    print ""
+}
+
+# link_targets(): the issue's goal, bus bandwidth >= 0.9 of the link at the
+# largest size, each op at every node count >= 2 with one rank per node.
+function link_targets(   i, n, j, op, big, v) {
+    big = largest()
+    print "## Targets against the link (issue 40)"
+    print ""
+    print "| target | goal | measured | met |"
+    print "|---|---|---:|---|"
+    for (j = 1; j <= nops; j++) {
+        op = op_[j]
+        if (op != "allreduce" && op != "allgather") continue
+        for (i = 1; i <= nnode; i++) {
+            n = node_[i]
+            if (n < 2) continue
+            v = run_nodes(n) ? of_link(sw("ddp", n, n, op, big, "bw")) : "n/a (not run)"
+            target(n " x 1 rank: " op " " human(big) " busbw / link", ">=", "0.90", v)
+        }
+    }
+    print ""
 }
 
 function plot_data(   i, j, n, r, big) {
     big = largest()
     print "# nodes ddp_bw_1MiB mpi_bw_1MiB ddp_bw_" big " mpi_bw_" big \
         " ddp_us_8B mpi_us_8B ddp_us_barrier mpi_us_barrier gloo_bw_1MiB gloo_bw_" big \
-        " gloo_us_8B gloo_us_barrier; a block per ppn: " ppn > plotdata
+        " gloo_us_8B gloo_us_barrier ddp_agbw_" big " mpi_agbw_" big " gloo_agbw_" big \
+        "; a block per ppn: " ppn > plotdata
     for (j = 1; j <= nppn; j++) {
         for (i = 1; i <= nnode; i++) {
             n = node_[i]; r = n * ppn_[j]
             if (!run_nodes(n)) continue
-            printf "%s %s %s %s %s %s %s %s %s %s %s %s %s\n", n,
+            printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %s %s %s\n", n,
                 qb(sw("ddp", n, r, "allreduce", 1048576, "bw")),
                 qb(sw("mpi", n, r, "allreduce", 1048576, "bw")),
                 qb(sw("ddp", n, r, "allreduce", big, "bw")),
@@ -413,7 +509,10 @@ function plot_data(   i, j, n, r, big) {
                 qb(sw("gloo", n, r, "allreduce", 1048576, "bw")),
                 qb(sw("gloo", n, r, "allreduce", big, "bw")),
                 q(sw("gloo", n, r, "allreduce", 8, "time")),
-                q(sw("gloo", n, r, "barrier", 0, "time")) > plotdata
+                q(sw("gloo", n, r, "barrier", 0, "time")),
+                qb(sw("ddp", n, r, "allgather", big, "bw")),
+                qb(sw("mpi", n, r, "allgather", big, "bw")),
+                qb(sw("gloo", n, r, "allgather", big, "bw")) > plotdata
         }
         printf "\n\n" > plotdata
     }
@@ -434,17 +533,17 @@ function human(b) {
 }
 
 function sweep_section(   i, j, n, p, r, skipped) {
-    print "## Scaling: allreduce and barrier on 1 to " node_[nnode] " nodes"
+    print "## Scaling: " ops_text " on 1 to " node_[nnode] " nodes"
     print ""
-    print (best_of > 1 ? "The best of " best_of " rounds" : "One run") " per configuration (`-N NODES --ntasks-per-node PPN`), barrier and"
-    print "allreduce only, sizes " sizes_text "; the 1- and 2-node"
+    print (best_of > 1 ? "The best of " best_of " rounds" : "One run") " per configuration (`-N NODES --ntasks-per-node PPN`), " ops_text
+    print "only, sizes " sizes_text "; the 1- and 2-node"
     print "configurations of the tables above are not run again.  Init: median"
     print "over every run of that shape.  Sent: bytes the busiest node leader sent"
     print "per allreduce against 2(N-1)/N x bytes (n/a: ddp-bench does not read"
     print "libddp's traffic counters per size; tests/t0260 checks them against"
     print "the formulas of doc/scaling.md)."
     print ""
-    if (plot != "") { print "![allreduce and barrier against node count](" plot ")"; print "" }
+    if (plot != "") { print "![" ops_text " against node count](" plot ")"; print "" }
     skipped = ""
     for (i = 1; i <= nnode; i++)
         if (!run_nodes(node_[i])) skipped = skipped (skipped == "" ? "" : ", ") node_[i]
@@ -676,6 +775,9 @@ END {
     nnode = split(nodes, node_, ",")
     nppn = split(ppn, ppn_, ",")
     nsizes = split(sizes, size_, ",")
+    nops = split(sweep_ops == "" ? "barrier,allreduce" : sweep_ops, op_, ",")
+    ops_text = sweep_ops == "" || sweep_ops == "barrier,allreduce" ? "allreduce and barrier" : sweep_ops
+    gsub(/,/, ", ", ops_text)
     sizes_text = sizes; gsub(/,/, ", ", sizes_text); sizes_text = sizes_text " bytes"
     have_baseline = baseline_read
     G = gloo + 0
@@ -693,21 +795,29 @@ END {
     print "- Times: per-call median over the iterations, slowest rank; ratio = ddp / MPI"
     print "  (time: lower is better; bandwidth: higher is better).  Raw data: `" rawdata "`."
     if (gloo_note != "") print "- gloo: " gloo_note (G ? "; ddp/gloo = ddp / gloo" : "")
+    print "- Network: " (net == "" ? "none: every node on 127.0.0.1 (loopback: a 64 KiB MTU, memory-speed links)" : net)
+    if (net != "")
+        print "- Link rate, one TCP stream n1 -> n2 (ddp-test-cluster stream): " \
+            (link_start == "" ? "not measured" : link_start " Gbit/s") " at start, " \
+            (link_end == "" ? "not measured" : link_end " Gbit/s") " at end"
     print ""
-    print "## Collectives: one node, 2 ranks (-N1 -n2)"
-    print ""
-    collectives("N1n2")
-    print ""
-    print "## Collectives: two nodes, 1 rank each (-N2 -n2)"
-    print ""
-    collectives("N2n2")
-    print ""
+    if (ran("collectives")) {
+        print "## Collectives: one node, 2 ranks (-N1 -n2)"
+        print ""
+        collectives("N1n2")
+        print ""
+        print "## Collectives: two nodes, 1 rank each (-N2 -n2)"
+        print ""
+        collectives("N2n2")
+        print ""
+    }
     if (nodes != "") sweep_section()
-    init_section()
-    launch_section()
-    memory_section()
-    issue8_targets()
+    if (nodes != "" && link_gbs() != "") link_section()
+    if (ran("init")) init_section()
+    if (ran("launch")) launch_section()
+    if (ran("collectives")) { memory_section(); issue8_targets() }
     scale_targets()
+    if (nodes != "" && link_gbs() != "") link_targets()
     behind_section()
     checks_section()
 }
