@@ -128,9 +128,30 @@ def mode_args():
     raises("all_reduce: an int past 64 bits", OverflowError,
            "does not fit in 64 bits", ar, 2 ** 70)
     raises("all_reduce: 16-bit integers", ValueError,
-           "cannot reduce elements of format 'h'", ar, array.array("h", [1]))
-    raises("all_reduce: a non-contiguous buffer", ValueError,
-           "not one C-contiguous block", ar, memoryview(bytearray(8))[::2])
+           "holds elements of format 'h' (2 bytes), which ddp does not have",
+           ar, array.array("h", [1]))
+    raises("all_reduce: a read-only non-contiguous buffer", ValueError,
+           "is read-only and not one contiguous block", ar,
+           memoryview(bytes(8))[::2])
+    strided = bytearray(range(8))
+    ar(memoryview(strided)[::2], "max")
+    check("all_reduce: a writable strided buffer, through a copy written "
+          "back", strided == bytearray(range(8)), repr(strided))
+    raises("broadcast: a list", TypeError, "x is a list: pass a tensor",
+           ddp.broadcast, [1.0])
+    raises("broadcast: src out of range", ValueError,
+           "src=1 is not a rank of this job (0 .. 0)", ddp.broadcast,
+           bytearray(1), 1)
+    raises("reduce: a read-only buffer on dst", ValueError,
+           "x (a bytes) is read-only", ddp.reduce, b"ab")
+    raises("all_gather_into: out too small", ValueError,
+           "out holds 1 elements: it must hold world_size (1) times x's 2",
+           ddp.all_gather_into, array.array("d", [0.0]),
+           array.array("d", [1.0, 2.0]))
+    raises("all_gather_into: out of another dtype", ValueError,
+           "out holds float32 elements and x float64",
+           ddp.all_gather_into, array.array("f", [0.0]),
+           array.array("d", [1.0]))
     raises("all_reduce: no x", TypeError, "missing x", ar)
     raises("all_reduce: unknown keyword", TypeError,
            "unexpected keyword argument 'ops'", ar, 1, ops="sum")
