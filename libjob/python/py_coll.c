@@ -1,5 +1,7 @@
 /* py_coll.c - the collectives of ddp._ddp: barrier(), all_reduce() of
- * numbers, sequences and buffers, and the variable-size data under the
+ * numbers, sequences, buffers and tensors, the in-place calls on buffers
+ * and tensors (broadcast, reduce, all_gather_into, gather_into: their
+ * memory lent by py_data.c), and the variable-size data under the
  * package's object calls: compute-and-broadcast (broadcast_object), the
  * byte gathers (gather_object, all_gather_object) and the named values of
  * all_reduce_dict.  Each releases the GIL while it waits (DDP_CALL) and,
@@ -260,17 +262,25 @@ PyDoc_STRVAR (all_reduce_doc,
 "\n"
 "x is an int or a float (the result is one too), a list or tuple of them\n"
 "(a new list or tuple; ints are reduced as 64-bit integers, and as float64\n"
-"as soon as one element is a float), or any C-contiguous buffer\n"
-"(array.array, numpy array, bytearray, memoryview) of 8-, 32- or 64-bit\n"
-"integers, float16, float32 or float64: a writable one is reduced in place\n"
-"and returned, a read-only one into a new memoryview of the same format\n"
-"and shape.  'avg' of ints and sequences gives floats; of an integer\n"
-"buffer, integers truncated toward zero (as libddp's DDP_AVG).\n"
+"as soon as one element is a float), a tensor (torch's in CPU memory, or\n"
+"anything with __dlpack__) or a buffer (array.array, numpy array,\n"
+"bytearray, memoryview) of int8, uint8, int32, uint32, int64, uint64,\n"
+"float16, bfloat16 (tensors), float32 or float64 elements.  A tensor or\n"
+"writable buffer is reduced in place, without a copy when contiguous (a\n"
+"strided one, such as a transposed tensor, through a copy written back),\n"
+"and returned; a read-only buffer into a new memoryview of the same\n"
+"format and shape.  'avg' of ints and sequences gives floats; of an\n"
+"integer tensor or buffer, integers truncated toward zero (as libddp's\n"
+"DDP_AVG).  Refused with ValueError, saying why: CUDA tensors, dtypes ddp\n"
+"lacks (complex, bool, int16), a tensor that requires grad (detach it),\n"
+"an expanded one (its elements share memory).\n"
 "\n"
-"Every rank must pass the same kind of x with the same length and op: an\n"
-"int on one rank and a float on another (int64 against float64), or\n"
-"lengths that differ, fail the call on every rank with ddp.Error\n"
-"(EMISMATCH), saying what each passed; no promotion is made.\n"
+"Every rank must pass the same kind of x with the same length, dtype and\n"
+"op: an int on one rank and a float on another (int64 against float64),\n"
+"tensors of other dtypes or numbers of elements, fail the call on every\n"
+"rank with ddp.Error (EMISMATCH), saying what each passed; no promotion\n"
+"is made.  (The shape is not compared: tensors of the same dtype and\n"
+"number of elements are reduced element by element in memory order.)\n"
 "Raises TypeError / ValueError for an x or op it cannot reduce (on this\n"
 "rank, before any communication: the others then time out naming it),\n"
 "ddp.PeerError / ddp.TimeoutError when a rank died or did not come.");

@@ -1,7 +1,8 @@
 """libddp for Python: the helpers a distributed training job needs.
 
 A Python binding of libddp (slurm-ddp's job-side library), next to PyTorch:
-PyTorch's process group moves the tensors, ddp runs the job.  Launch the
+PyTorch's process group moves the model's tensors, ddp runs the job (its
+collectives also take CPU tensors, in place, through DLPack).  Launch the
 program with ``srun --ddp`` (or another PMIx launcher, or alone as a single
 process) and call the functions; the first call initializes the library
 (PMIx finds the ranks), ``init()`` is optional, ``finalize()`` happens at
@@ -12,7 +13,13 @@ Identity:  rank(), world_size(), local_rank(), local_world_size(),
     backend(), version()
 Collectives (every rank calls them, in the same order):  barrier(),
     broadcast_object(obj, src=0), all_reduce(x, op='sum'),
-    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj)
+    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj);
+    on tensors (torch's on the CPU, anything with __dlpack__) and buffers
+    (numpy arrays), in place: all_reduce(x), broadcast(x, src=0),
+    reduce(x, dst=0, op='sum'), all_gather_into(out, x),
+    gather_into(out, x, dst=0).  Same dtype and number of elements on
+    every rank (else ddp.Error, EMISMATCH); a strided tensor is copied and
+    written back; CUDA tensors, complex and bool are refused (ValueError).
 Work done by one rank, failures shared with all:  run_on_main(func, ...),
     main_process_only (decorator), main_only(), rank0_first(),
     local_rank0_first() (context managers or with a function),
