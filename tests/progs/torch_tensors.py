@@ -8,6 +8,7 @@ Each check prints "ok NAME" or "FAIL NAME: why" (with the rank in a job); a
 mode ends with "MODE: N checks, F failed" and exits 1 if one failed.
 """
 
+import ctypes
 import os
 import sys
 
@@ -53,15 +54,52 @@ def summary(mode):
     return 1 if _checks[1] else 0
 
 
-class FakeCuda:
-    """A DLPack producer on device cuda:0 (there is no GPU here): what
-    ddp sees of a CUDA tensor, up to the export it must not ask for."""
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
 
-    def __dlpack_device__(self):
-        return (2, 0)           # kDLCUDA
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice),
+                ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class FakeCuda:
+    """A DLPack producer of 4 float32 on device cuda:0 (there is no GPU
+    here): what ddp sees of a CUDA tensor.  Its data pointer is NULL: the
+    module must refuse it before touching the memory."""
+
+    def __init__(self):
+        self._shape = (ctypes.c_int64 * 1)(4)
+        self._m = _DLManagedTensor()
+        t = self._m.dl_tensor
+        t.device = _DLDevice(2, 0)                  # kDLCUDA, cuda:0
+        t.ndim = 1
+        t.dtype = _DLDataType(2, 32, 1)             # float32
+        t.shape = self._shape
+        self._name = b"dltensor"
 
     def __dlpack__(self, stream=None):
-        raise AssertionError("ddp exported a CUDA tensor")
+        # No destructor: the capsule borrows this object's memory, which
+        # the module's reference to the method keeps alive meanwhile.
+        return _capsule_new(ctypes.addressof(self._m), self._name, None)
 
 
 DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
@@ -224,7 +262,7 @@ def mode_local():
            ["require gradient"], ar, torch.ones(2, requires_grad=True))
     raises("an expanded tensor (shared elements): refused", ValueError,
            ["share memory"], ar, torch.ones(1).expand(4))
-    raises("a CUDA tensor: refused before export, saying what to do",
+    raises("a CUDA tensor: refused, saying what to do",
            ValueError, ["CUDA tensor (device cuda:0)", "NCCL backend",
                         "x.cpu()"], ar, FakeCuda())
     raises("broadcast of a CUDA tensor: refused", ValueError,
