@@ -118,4 +118,16 @@ test_expect_success 'the same with DDP_CHECK=1: every rank names both calls' '
 	test $(grep -c ": named: 4 float32 and 4 int32$" ck.out) = 4
 '
 
+# The shape is not compared by default (same dtype and count: reduced
+# element by element, as torch.distributed does); DDP_CHECK=1 compares it.
+test_expect_success '(2, 3) against (6,): reduced; with DDP_CHECK=1 ddp.Error on every rank' '
+	ddp_srun $SRUN "$PY" "$PROG" mismatch shape >sh.out 2>sh.err ||
+		{ cat sh.err; false; } &&
+	checked sh 4 &&
+	DDP_CHECK=1 ddp_srun $SRUN "$PY" "$PROG" mismatch shape >shck.out \
+		2>shck.err || { cat shck.err; false; } &&
+	checked shck 4 &&
+	test $(grep -c ": named: " shck.out) = 4
+'
+
 test_done

@@ -82,6 +82,52 @@ static void data_fail (int rc, const char *where, const char *also)
     pyddp_fail (rc, where, msg);
 }
 
+/* With DDP_CHECK=1, where libddp compares every call's dtype and count
+ * across the ranks, the module also compares the shapes of their tensors
+ * and buffers, before any data moves: one all-reduce of two 64-bit words
+ * (the largest hash of the shape and of its complement, i.e. the largest
+ * and the smallest).  0, or -1 with an exception set: ddp.Error
+ * (EMISMATCH) on every rank when the shapes differ. */
+static int check_shape (const struct pyddp_data *d, const char *where)
+{
+    const char *v = getenv ("DDP_CHECK");
+    uint64_t h = 14695981039346656037ull, w[2];   /* FNV-1a */
+    char shape[160], msg[400];
+    size_t n = 0;
+    int rc;
+
+    if (!v || strcmp (v, "1") != 0)
+        return 0;
+    for (int i = -1; i < d->ndim; i++) {
+        uint64_t x = i < 0 ? (uint64_t) d->ndim : (uint64_t) d->shape[i];
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (x >> b) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    w[0] = h;
+    w[1] = ~h;
+    DDP_CALL (rc, ddp_allreduce (w, w, 2, DDP_UINT64, DDP_MAX));
+    if (rc < 0) {
+        pyddp_fail_here (rc, where);
+        return -1;
+    }
+    if (w[0] == ~w[1])
+        return 0;
+    n += (size_t) snprintf (shape, sizeof (shape), "(");
+    for (int i = 0; i < d->ndim && n < sizeof (shape); i++)
+        n += (size_t) snprintf (shape + n, sizeof (shape) - n, "%s%zd",
+                                i ? ", " : "", d->shape[i]);
+    if (n < sizeof (shape))
+        snprintf (shape + n, sizeof (shape) - n, "%s)",
+                  d->ndim == 1 ? "," : "");
+    snprintf (msg, sizeof (msg), "the ranks passed data of different shapes "
+              "(DDP_CHECK=1 compares them): this rank's %s %s", shape,
+              pyddp_dtype_name (d->dtype));
+    pyddp_fail (DDP_EMISMATCH, where, msg);
+    return -1;
+}
+
 /* The result of all_reduce of a read-only contiguous d, in store: a new
  * memoryview of d's format and shape. */
 static PyObject *readonly_result (const struct pyddp_data *d, PyObject *store)
@@ -129,7 +175,7 @@ static PyObject *reduce_data (struct pyddp_data *d, int op)
                              "and not one contiguous block: pass a "
                              "contiguous copy", where,
                              Py_TYPE (d->obj)->tp_name);
-    if (!(send = pyddp_data_buf (d, true)))
+    if (check_shape (d, where) < 0 || !(send = pyddp_data_buf (d, true)))
         return NULL;
     recv = send;
     if (!d->writable) {
@@ -279,8 +325,9 @@ PyDoc_STRVAR (all_reduce_doc,
 "op: an int on one rank and a float on another (int64 against float64),\n"
 "tensors of other dtypes or numbers of elements, fail the call on every\n"
 "rank with ddp.Error (EMISMATCH), saying what each passed; no promotion\n"
-"is made.  (The shape is not compared: tensors of the same dtype and\n"
-"number of elements are reduced element by element in memory order.)\n"
+"is made.  The shape is compared only with DDP_CHECK=1: by default\n"
+"tensors of the same dtype and number of elements are reduced element\n"
+"by element in memory order.\n"
 "Raises TypeError / ValueError for an x or op it cannot reduce (on this\n"
 "rank, before any communication: the others then time out naming it),\n"
 "ddp.PeerError / ddp.TimeoutError when a rank died or did not come.");
@@ -409,7 +456,7 @@ static PyObject *py_broadcast (PyObject *self, PyObject *args, PyObject *kw)
     root = ddp_rank () == src;
     if (get_data (x, &d, root ? 0 : PYDDP_DATA_WRITE, where, "x") < 0)
         return NULL;
-    if ((buf = pyddp_data_buf (&d, root))) {
+    if (check_shape (&d, where) == 0 && (buf = pyddp_data_buf (&d, root))) {
         DDP_CALL (rc, ddp_bcast (buf, d.count, d.dtype, src));
         if (rc < 0)
             data_fail (rc, where, " and src");
@@ -450,7 +497,7 @@ static PyObject *py_reduce (PyObject *self, PyObject *args, PyObject *kw)
     here = ddp_rank () == dst;
     if (get_data (x, &d, here ? PYDDP_DATA_WRITE : 0, where, "x") < 0)
         return NULL;
-    if ((buf = pyddp_data_buf (&d, true))) {
+    if (check_shape (&d, where) == 0 && (buf = pyddp_data_buf (&d, true))) {
         DDP_CALL (rc, ddp_reduce (buf, here ? buf : NULL, d.count, d.dtype,
                                   (ddp_op_t) op, dst));
         if (rc < 0)
@@ -509,7 +556,7 @@ static PyObject *gather_into (PyObject *outo, PyObject *x, int root, bool all)
         if (check_out (&o, &d, where) < 0)
             goto out;
     }
-    if (!(send = pyddp_data_buf (&d, true))
+    if (check_shape (&d, where) < 0 || !(send = pyddp_data_buf (&d, true))
         || (here && !(recv = pyddp_data_buf (&o, false))))
         goto out;
     if (all)

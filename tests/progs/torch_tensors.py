@@ -223,6 +223,21 @@ def mode_mismatch(case):
         e = raises("16 bytes as (4,) float32 and (2,) float64: ddp.Error",
                    ddp.Error, ["ranks passed different data"],
                    ddp.all_reduce, x)
+    elif case == "shape":
+        # 6 float32 everywhere: (2, 3) on rank 0, (6,) elsewhere.  libddp
+        # sees the same call; DDP_CHECK=1 has the module compare shapes.
+        x = torch.ones(2, 3) if r == 0 else torch.ones(6)
+        if os.environ.get("DDP_CHECK") != "1":
+            ddp.all_reduce(x)
+            check("(2, 3) and (6,) without DDP_CHECK: reduced element by "
+                  "element", bool((x == ddp.world_size()).all()), f"{x}")
+            return summary("mismatch " + case)
+        names = ["this rank's (2, 3) float32" if r == 0 else
+                 "this rank's (6,) float32"]
+        e = raises("(2, 3) and (6,) with DDP_CHECK=1: ddp.Error",
+                   ddp.Error, ["ranks passed data of different shapes"],
+                   ddp.all_reduce, x)
+        check("... the tensor unchanged", bool((x == 1).all()), f"{x}")
     else:
         x = torch.ones(3) if r == 0 else torch.ones(5)
         names = ["3 float32", "5 float32"]
@@ -287,10 +302,10 @@ def main():
     if sys.argv[1:] == ["local"]:
         return mode_local()
     if len(sys.argv) == 3 and sys.argv[1] == "mismatch" \
-            and sys.argv[2] in ("dtype", "bytes", "count"):
+            and sys.argv[2] in ("dtype", "bytes", "count", "shape"):
         return mode_mismatch(sys.argv[2])
     sys.stderr.write("usage: torch_tensors.py job|local|mismatch "
-                     "dtype|bytes|count\n")
+                     "dtype|bytes|count|shape\n")
     return 2
 
 
