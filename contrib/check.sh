@@ -189,11 +189,11 @@ make -C "$build" -j2 check TESTS= >/dev/null    # builds the test programs only
 
 export DDP_SRC_DIR=$top DDP_BUILD_DIR=$build DDP_REQUIRE_CLUSTER=1
 # PyTorch (python3-torch, optional in deps.sh) installed: the PyTorch
-# example's test (t0730) must run, not skip.
+# tests (t0730's example, t0750's tensors) must run, not skip.
 if dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q 'install ok installed'; then
     export DDP_REQUIRE_TORCH=1
 else
-    echo "== check: no python3-torch: t0730-python-torch.t will skip"
+    echo "== check: no python3-torch: t0730-python-torch.t and t0750-python-tensors.t will skip"
 fi
 
 # versions: what this machine's suite runs against, in one line.
@@ -241,7 +241,7 @@ if [ $quick = no ]; then
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
 t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
 t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t
-t0740-python-pip.t"
+t0740-python-pip.t t0750-python-tensors.t"
     echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own; README's build):" $d13_skip
     # Its build is the background's (started at once): wait for it.
     while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do

@@ -1,5 +1,7 @@
 /* py_coll.c - the collectives of ddp._ddp: barrier(), all_reduce() of
- * numbers, sequences and buffers, and the variable-size data under the
+ * numbers, sequences, buffers and tensors, the in-place calls on buffers
+ * and tensors (broadcast, reduce, all_gather_into, gather_into: their
+ * memory lent by py_data.c), and the variable-size data under the
  * package's object calls: compute-and-broadcast (broadcast_object), the
  * byte gathers (gather_object, all_gather_object) and the named values of
  * all_reduce_dict.  Each releases the GIL while it waits (DDP_CALL) and,
@@ -61,103 +63,138 @@ static int parse_op (PyObject *o, const char *where)
     return -1;
 }
 
-/* The dtype of a buffer's elements (struct module format, item size); -1
- * with ValueError set for one libddp does not reduce. */
-static int buffer_dtype (const Py_buffer *v, const char *where)
+/* Raise for a failed data collective: DDP_EMISMATCH (the ranks' calls
+ * differ: libddp agrees on the dtype and the count in the call) in words
+ * that name what the Python caller controls, then libddp's detail; any
+ * other code as pyddp_fail_here(). */
+static void data_fail (int rc, const char *where, const char *also)
 {
-    const char *f = v->format ? v->format : "B";
-    char kind = 0;
+    const char *e = ddp_last_error ();
+    char msg[900];
 
-    if (*f == '@' || *f == '=' || *f == '<')
-        f++;
-    else if (*f == '>' || *f == '!') {
-        PyErr_Format (PyExc_ValueError, "%s: the buffer holds big-endian "
-                      "elements (format %s): convert to native byte order",
-                      where, v->format);
+    if (rc != DDP_EMISMATCH) {
+        pyddp_fail_here (rc, where);
+        return;
+    }
+    snprintf (msg, sizeof (msg), "the ranks passed different data: every "
+              "rank must pass the same dtype and number of elements%s%s%s",
+              also, e[0] ? "; " : "", e);
+    pyddp_fail (rc, where, msg);
+}
+
+/* With DDP_CHECK=1, where libddp compares every call's dtype and count
+ * across the ranks, the module also compares the shapes of their tensors
+ * and buffers, before any data moves: one all-reduce of two 64-bit words
+ * (the largest hash of the shape and of its complement, i.e. the largest
+ * and the smallest).  0, or -1 with an exception set: ddp.Error
+ * (EMISMATCH) on every rank when the shapes differ. */
+static int check_shape (const struct pyddp_data *d, const char *where)
+{
+    const char *v = getenv ("DDP_CHECK");
+    uint64_t h = 14695981039346656037ull, w[2];   /* FNV-1a */
+    char shape[160], msg[400];
+    size_t n = 0;
+    int rc;
+
+    if (!v || strcmp (v, "1") != 0)
+        return 0;
+    for (int i = -1; i < d->ndim; i++) {
+        uint64_t x = i < 0 ? (uint64_t) d->ndim : (uint64_t) d->shape[i];
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (x >> b) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    w[0] = h;
+    w[1] = ~h;
+    DDP_CALL (rc, ddp_allreduce (w, w, 2, DDP_UINT64, DDP_MAX));
+    if (rc < 0) {
+        pyddp_fail_here (rc, where);
         return -1;
     }
-    if (f[0] && !f[1])
-        kind = strchr ("bhilqn", f[0]) ? 'i' : strchr ("BHILQN", f[0]) ? 'u'
-             : strchr ("efd", f[0]) ? 'f' : 0;
-    switch (kind == 0 ? 0 : v->itemsize) {
-    case 1: if (kind != 'f') return kind == 'i' ? DDP_INT8 : DDP_UINT8; break;
-    case 2: if (kind == 'f') return DDP_FLOAT16; break;
-    case 4: return kind == 'i' ? DDP_INT32 : kind == 'u' ? DDP_UINT32
-                                                         : DDP_FLOAT32;
-    case 8: return kind == 'i' ? DDP_INT64 : kind == 'u' ? DDP_UINT64
-                                                         : DDP_FLOAT64;
-    }
-    PyErr_Format (PyExc_ValueError, "%s: cannot reduce elements of format "
-                  "'%s' (%zd bytes): use 8-, 32- or 64-bit integers, "
-                  "float16, float32 or float64", where,
-                  v->format ? v->format : "B", v->itemsize);
+    if (w[0] == ~w[1])
+        return 0;
+    n += (size_t) snprintf (shape, sizeof (shape), "(");
+    for (int i = 0; i < d->ndim && n < sizeof (shape); i++)
+        n += (size_t) snprintf (shape + n, sizeof (shape) - n, "%s%zd",
+                                i ? ", " : "", d->shape[i]);
+    if (n < sizeof (shape))
+        snprintf (shape + n, sizeof (shape) - n, "%s)",
+                  d->ndim == 1 ? "," : "");
+    snprintf (msg, sizeof (msg), "the ranks passed data of different shapes "
+              "(DDP_CHECK=1 compares them): this rank's %s %s", shape,
+              pyddp_dtype_name (d->dtype));
+    pyddp_fail (DDP_EMISMATCH, where, msg);
     return -1;
 }
 
-/* all_reduce of a buffer: in place if writable, else into a new
- * memoryview of the same format and shape. */
-static PyObject *reduce_buffer (PyObject *x, int op)
+/* The result of all_reduce of a read-only contiguous d, in store: a new
+ * memoryview of d's format and shape. */
+static PyObject *readonly_result (const struct pyddp_data *d, PyObject *store)
 {
-    static const char where[] = "ddp.all_reduce";
-    const int flags = PyBUF_FORMAT | PyBUF_ND | PyBUF_C_CONTIGUOUS;
-    Py_buffer v;
-    PyObject *res = NULL, *store = NULL, *mv = NULL;
-    bool writable = true;
-    void *recv;
-    int dt, rc;
+    /* The native format of the dtype: '<i' (4 bytes) is 'i' here. */
+    static const char native[DDP_NUM_DTYPES] = {
+        [DDP_INT8] = 'b', [DDP_UINT8] = 'B', [DDP_INT32] = 'i',
+        [DDP_UINT32] = 'I', [DDP_INT64] = 'q', [DDP_UINT64] = 'Q',
+        [DDP_FLOAT16] = 'e', [DDP_FLOAT32] = 'f', [DDP_FLOAT64] = 'd',
+    };
+    char fmt[2] = { native[d->dtype], '\0' };
+    PyObject *mv, *shape, *res = NULL;
 
-    if (PyObject_GetBuffer (x, &v, flags | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear ();
-        writable = false;
-        if (PyObject_GetBuffer (x, &v, flags) < 0) {
-            PyErr_Clear ();
-            return PyErr_Format (PyExc_ValueError, "%s: the %s is not one "
-                                 "C-contiguous block: pass a contiguous copy",
-                                 where, Py_TYPE (x)->tp_name);
-        }
-    }
-    if ((dt = buffer_dtype (&v, where)) < 0)
-        goto out;
-    recv = v.buf;
-    if (!writable) {
-        if (!(store = PyByteArray_FromStringAndSize (NULL, v.len)))
-            goto out;
-        recv = PyByteArray_AS_STRING (store);
-    }
-    DDP_CALL (rc, ddp_allreduce (v.buf, recv, (size_t) (v.len / v.itemsize),
-                                 (ddp_dtype_t) dt, (ddp_op_t) op));
-    if (rc < 0) {
-        pyddp_fail_here (rc, where);
-        goto out;
-    }
-    if (writable)
-        res = Py_NewRef (x);
-    else if ((mv = PyMemoryView_FromObject (store))) {
-        /* The native format of the dtype: '<i' (4 bytes) is 'i' here. */
-        static const char native[DDP_NUM_DTYPES] = {
-            [DDP_INT8] = 'b', [DDP_UINT8] = 'B', [DDP_INT32] = 'i',
-            [DDP_UINT32] = 'I', [DDP_INT64] = 'q', [DDP_UINT64] = 'Q',
-            [DDP_FLOAT16] = 'e', [DDP_FLOAT32] = 'f', [DDP_FLOAT64] = 'd',
-        };
-        char fmt[2] = { native[dt], '\0' };
-        PyObject *shape = PyTuple_New (v.ndim);
-        for (int i = 0; shape && i < v.ndim; i++) {
-            PyObject *d = PyLong_FromSsize_t (v.shape ? v.shape[i]
-                                                      : v.len / v.itemsize);
-            if (!d) {
+    if (!(mv = PyMemoryView_FromObject (store)))
+        return NULL;
+    if ((shape = PyTuple_New (d->ndim))) {
+        for (int i = 0; i < d->ndim; i++) {
+            PyObject *n = PyLong_FromSsize_t (d->shape[i]);
+            if (!n) {
                 Py_CLEAR (shape);
                 break;
             }
-            PyTuple_SET_ITEM (shape, i, d);
+            PyTuple_SET_ITEM (shape, i, n);
         }
-        if (shape)
-            res = PyObject_CallMethod (mv, "cast", "sO", fmt, shape);
-        Py_XDECREF (shape);
     }
-out:
-    Py_XDECREF (mv);
+    if (shape)
+        res = PyObject_CallMethod (mv, "cast", "sO", fmt, shape);
+    Py_XDECREF (shape);
+    Py_DECREF (mv);
+    return res;
+}
+
+/* all_reduce of a buffer or tensor d: in place if writable (a strided one
+ * through a contiguous copy written back), else a contiguous read-only
+ * buffer into a new memoryview of the same format and shape. */
+static PyObject *reduce_data (struct pyddp_data *d, int op)
+{
+    static const char where[] = "ddp.all_reduce";
+    PyObject *res = NULL, *store = NULL;
+    void *send, *recv;
+    int rc;
+
+    if (!d->writable && !d->contiguous)
+        return PyErr_Format (PyExc_ValueError, "%s: x (a %s) is read-only "
+                             "and not one contiguous block: pass a "
+                             "contiguous copy", where,
+                             Py_TYPE (d->obj)->tp_name);
+    if (check_shape (d, where) < 0 || !(send = pyddp_data_buf (d, true)))
+        return NULL;
+    recv = send;
+    if (!d->writable) {
+        if (!(store = PyByteArray_FromStringAndSize (
+                  NULL, (Py_ssize_t) (d->count * d->itemsize))))
+            return NULL;
+        recv = PyByteArray_AS_STRING (store);
+    }
+    DDP_CALL (rc, ddp_allreduce (send, recv, d->count, d->dtype,
+                                 (ddp_op_t) op));
+    if (rc < 0)
+        data_fail (rc, where, " and op");
+    else if (d->writable) {
+        pyddp_data_write_back (d);
+        res = Py_NewRef (d->obj);
+    }
+    else
+        res = readonly_result (d, store);
     Py_XDECREF (store);
-    PyBuffer_Release (&v);
     return res;
 }
 
@@ -271,17 +308,26 @@ PyDoc_STRVAR (all_reduce_doc,
 "\n"
 "x is an int or a float (the result is one too), a list or tuple of them\n"
 "(a new list or tuple; ints are reduced as 64-bit integers, and as float64\n"
-"as soon as one element is a float), or any C-contiguous buffer\n"
-"(array.array, numpy array, bytearray, memoryview) of 8-, 32- or 64-bit\n"
-"integers, float16, float32 or float64: a writable one is reduced in place\n"
-"and returned, a read-only one into a new memoryview of the same format\n"
-"and shape.  'avg' of ints and sequences gives floats; of an integer\n"
-"buffer, integers truncated toward zero (as libddp's DDP_AVG).\n"
+"as soon as one element is a float), a tensor (torch's in CPU memory, or\n"
+"anything with __dlpack__) or a buffer (array.array, numpy array,\n"
+"bytearray, memoryview) of int8, uint8, int32, uint32, int64, uint64,\n"
+"float16, bfloat16 (tensors), float32 or float64 elements.  A tensor or\n"
+"writable buffer is reduced in place, without a copy when contiguous (a\n"
+"strided one, such as a transposed tensor, through a copy written back),\n"
+"and returned; a read-only buffer into a new memoryview of the same\n"
+"format and shape.  'avg' of ints and sequences gives floats; of an\n"
+"integer tensor or buffer, integers truncated toward zero (as libddp's\n"
+"DDP_AVG).  Refused with ValueError, saying why: CUDA tensors, dtypes ddp\n"
+"lacks (complex, bool, int16), a tensor that requires grad (detach it),\n"
+"an expanded one (its elements share memory).\n"
 "\n"
-"Every rank must pass the same kind of x with the same length and op: an\n"
-"int on one rank and a float on another (int64 against float64), or\n"
-"lengths that differ, fail the call on every rank with ddp.Error\n"
-"(EMISMATCH), saying what each passed; no promotion is made.\n"
+"Every rank must pass the same kind of x with the same length, dtype and\n"
+"op: an int on one rank and a float on another (int64 against float64),\n"
+"tensors of other dtypes or numbers of elements, fail the call on every\n"
+"rank with ddp.Error (EMISMATCH), saying what each passed; no promotion\n"
+"is made.  The shape is compared only with DDP_CHECK=1: by default\n"
+"tensors of the same dtype and number of elements are reduced element\n"
+"by element in memory order.\n"
 "Raises TypeError / ValueError for an x or op it cannot reduce (on this\n"
 "rank, before any communication: the others then time out naming it),\n"
 "ddp.PeerError / ddp.TimeoutError when a rank died or did not come.");
@@ -292,7 +338,8 @@ static PyObject *py_all_reduce (PyObject *self, PyObject *const *args,
     static const char where[] = "ddp.all_reduce";
     PyObject *x = NULL, *opo = NULL, *seq, *res;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE (kwnames) : 0;
-    int op = DDP_SUM;
+    struct pyddp_data d;
+    int op = DDP_SUM, rc;
 
     (void) self;
     if (nargs + nkw > 2 || nargs > 2)
@@ -323,8 +370,6 @@ static PyObject *py_all_reduce (PyObject *self, PyObject *const *args,
         return NULL;
     if (PyLong_Check (x) || PyFloat_Check (x))
         return reduce_numbers (&x, 1, op, false, true);
-    if (PyObject_CheckBuffer (x))
-        return reduce_buffer (x, op);
     if (PyList_Check (x) || PyTuple_Check (x)) {
         if (!(seq = PySequence_Fast (x, "")))
             return NULL;
@@ -334,10 +379,249 @@ static PyObject *py_all_reduce (PyObject *self, PyObject *const *args,
         Py_DECREF (seq);
         return res;
     }
+    if ((rc = pyddp_data_get (x, &d, PYDDP_DATA_UPDATE, where, "x")) < 0)
+        return NULL;
+    if (rc == 0) {
+        res = reduce_data (&d, op);
+        pyddp_data_release (&d);
+        return res;
+    }
     return PyErr_Format (PyExc_TypeError, "%s: x is a %s: pass an int, a "
-                         "float, a list or tuple of them or a buffer "
-                         "(array.array, numpy array)", where,
+                         "float, a list or tuple of them, a buffer "
+                         "(array.array, numpy array) or a tensor (torch, "
+                         "or anything with __dlpack__)", where,
                          Py_TYPE (x)->tp_name);
+}
+
+/* ---- Tensors and buffers in place ------------------------------------- */
+
+/* A rank argument of a call: 0 .. world_size - 1; -1 with ValueError set. */
+static int check_rank (int r, const char *where, const char *what)
+{
+    if (r >= 0 && r < ddp_world_size ())
+        return r;
+    PyErr_Format (PyExc_ValueError, "%s: %s=%d is not a rank of this job "
+                  "(0 .. %d)", where, what, r, ddp_world_size () - 1);
+    return -1;
+}
+
+/* x as d for a call named where; 0, or -1 with an exception set (a
+ * TypeError when x lends no memory at all). */
+static int get_data (PyObject *x, struct pyddp_data *d, unsigned flags,
+                     const char *where, const char *what)
+{
+    int rc = pyddp_data_get (x, d, flags, where, what);
+
+    if (rc == 1) {
+        PyErr_Format (PyExc_TypeError, "%s: %s is a %s: pass a tensor (torch, "
+                      "or anything with __dlpack__) or a buffer (numpy "
+                      "array, array.array, bytearray)%s", where, what,
+                      Py_TYPE (x)->tp_name,
+                      strcmp (where, "ddp.broadcast") == 0
+                          ? "; for other objects, ddp.broadcast_object()"
+                          : "");
+        return -1;
+    }
+    return rc;
+}
+
+PyDoc_STRVAR (broadcast_doc,
+"broadcast(x, src=0)\n--\n\n"
+"Copy src's x into x on every rank, in place, and return x.\n"
+"\n"
+"x is a tensor (torch's, CPU memory; anything with __dlpack__) or a\n"
+"buffer (numpy array, array.array, bytearray) of int8, uint8, int32,\n"
+"uint32, int64, uint64, float16, bfloat16, float32 or float64 elements,\n"
+"writable but on src.  Every rank passes the same dtype and number of\n"
+"elements (ddp.Error EMISMATCH otherwise).  A strided x (a transposed\n"
+"tensor) is copied and written back.  For any other object,\n"
+"broadcast_object().");
+
+static PyObject *py_broadcast (PyObject *self, PyObject *args, PyObject *kw)
+{
+    static const char where[] = "ddp.broadcast";
+    static char *kwlist[] = { "x", "src", NULL };
+    struct pyddp_data d;
+    PyObject *x, *res = NULL;
+    int src = 0, root, rc;
+    void *buf;
+
+    (void) self;
+    if (!PyArg_ParseTupleAndKeywords (args, kw, "O|i:broadcast", kwlist, &x,
+                                      &src))
+        return NULL;
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0
+        || check_rank (src, where, "src") < 0)
+        return NULL;
+    root = ddp_rank () == src;
+    if (get_data (x, &d, root ? 0 : PYDDP_DATA_WRITE, where, "x") < 0)
+        return NULL;
+    if (check_shape (&d, where) == 0 && (buf = pyddp_data_buf (&d, root))) {
+        DDP_CALL (rc, ddp_bcast (buf, d.count, d.dtype, src));
+        if (rc < 0)
+            data_fail (rc, where, " and src");
+        else {
+            if (!root)
+                pyddp_data_write_back (&d);
+            res = Py_NewRef (x);
+        }
+    }
+    pyddp_data_release (&d);
+    return res;
+}
+
+PyDoc_STRVAR (reduce_doc,
+"reduce(x, dst=0, op='sum')\n--\n\n"
+"Reduce x over all ranks with op into x on dst, in place; x is unchanged\n"
+"elsewhere.  Returns x.  x as for broadcast() (writable on dst); every\n"
+"rank passes the same dtype, number of elements, dst and op.");
+
+static PyObject *py_reduce (PyObject *self, PyObject *args, PyObject *kw)
+{
+    static const char where[] = "ddp.reduce";
+    static char *kwlist[] = { "x", "dst", "op", NULL };
+    struct pyddp_data d;
+    PyObject *x, *opo = NULL, *res = NULL;
+    int dst = 0, op = DDP_SUM, here, rc;
+    void *buf;
+
+    (void) self;
+    if (!PyArg_ParseTupleAndKeywords (args, kw, "O|iO:reduce", kwlist, &x,
+                                      &dst, &opo))
+        return NULL;
+    if (opo && (op = parse_op (opo, where)) < 0)
+        return NULL;
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0
+        || check_rank (dst, where, "dst") < 0)
+        return NULL;
+    here = ddp_rank () == dst;
+    if (get_data (x, &d, here ? PYDDP_DATA_WRITE : 0, where, "x") < 0)
+        return NULL;
+    if (check_shape (&d, where) == 0 && (buf = pyddp_data_buf (&d, true))) {
+        DDP_CALL (rc, ddp_reduce (buf, here ? buf : NULL, d.count, d.dtype,
+                                  (ddp_op_t) op, dst));
+        if (rc < 0)
+            data_fail (rc, where, ", dst and op");
+        else {
+            if (here)
+                pyddp_data_write_back (&d);
+            res = Py_NewRef (x);
+        }
+    }
+    pyddp_data_release (&d);
+    return res;
+}
+
+/* out, where it is received, holds world_size times x's elements of x's
+ * dtype; 0, or -1 with ValueError set. */
+static int check_out (const struct pyddp_data *out,
+                      const struct pyddp_data *x, const char *where)
+{
+    size_t world = (size_t) ddp_world_size ();
+
+    if (out->dtype != x->dtype) {
+        PyErr_Format (PyExc_ValueError, "%s: out holds %s elements and x "
+                      "%s: pass the same dtype", where,
+                      pyddp_dtype_name (out->dtype),
+                      pyddp_dtype_name (x->dtype));
+        return -1;
+    }
+    if (out->count != world * x->count) {
+        PyErr_Format (PyExc_ValueError, "%s: out holds %zu elements: it "
+                      "must hold world_size (%zu) times x's %zu, e.g. of "
+                      "shape (%zu, *x.shape)", where, out->count, world,
+                      x->count, world);
+        return -1;
+    }
+    return 0;
+}
+
+/* all_gather_into / gather_into: x's elements of every rank into out
+ * (rank order) on every rank (all) or on root. */
+static PyObject *gather_into (PyObject *outo, PyObject *x, int root, bool all)
+{
+    const char *where = all ? "ddp.all_gather_into" : "ddp.gather_into";
+    struct pyddp_data d, o;
+    PyObject *res = NULL;
+    bool here = all || ddp_rank () == root, have_out = false;
+    void *send, *recv = NULL;
+    int rc;
+
+    if (get_data (x, &d, 0, where, "x") < 0)
+        return NULL;
+    if (here || outo != Py_None) {
+        if (get_data (outo, &o, PYDDP_DATA_WRITE, where, "out") < 0)
+            goto out;
+        have_out = true;
+        if (check_out (&o, &d, where) < 0)
+            goto out;
+    }
+    if (check_shape (&d, where) < 0 || !(send = pyddp_data_buf (&d, true))
+        || (here && !(recv = pyddp_data_buf (&o, false))))
+        goto out;
+    if (all)
+        DDP_CALL (rc, ddp_allgather (send, recv, d.count, d.dtype));
+    else
+        DDP_CALL (rc, ddp_gather (send, recv, d.count, d.dtype, root));
+    if (rc < 0)
+        data_fail (rc, where, all ? "" : " and dst");
+    else {
+        if (here)
+            pyddp_data_write_back (&o);
+        res = Py_NewRef (here ? outo : Py_None);
+    }
+out:
+    if (have_out)
+        pyddp_data_release (&o);
+    pyddp_data_release (&d);
+    return res;
+}
+
+PyDoc_STRVAR (all_gather_into_doc,
+"all_gather_into(out, x)\n--\n\n"
+"Gather every rank's x into out on every rank, rank order, and return\n"
+"out (torch.distributed's all_gather_into_tensor).  x as for broadcast();\n"
+"out, writable, of x's dtype, holds world_size times x's elements (any\n"
+"shape: (world_size * n,) or (world_size, *x.shape)); every rank passes\n"
+"the same dtype and number of elements.  x may be this rank's part of\n"
+"out.  For objects of any size, all_gather().");
+
+static PyObject *py_all_gather_into (PyObject *self, PyObject *args,
+                                     PyObject *kw)
+{
+    static char *kwlist[] = { "out", "x", NULL };
+    PyObject *out, *x;
+
+    (void) self;
+    if (!PyArg_ParseTupleAndKeywords (args, kw, "OO:all_gather_into", kwlist,
+                                      &out, &x))
+        return NULL;
+    if (pyddp_ensure_init () < 0
+        || pyddp_refuse_local ("ddp.all_gather_into") < 0)
+        return NULL;
+    return gather_into (out, x, 0, true);
+}
+
+PyDoc_STRVAR (gather_into_doc,
+"gather_into(out, x, dst=0)\n--\n\n"
+"As all_gather_into(), with the result on dst only: out is returned\n"
+"there, None elsewhere, where out may be None (it is not touched).");
+
+static PyObject *py_gather_into (PyObject *self, PyObject *args, PyObject *kw)
+{
+    static const char where[] = "ddp.gather_into";
+    static char *kwlist[] = { "out", "x", "dst", NULL };
+    PyObject *out, *x;
+    int dst = 0;
+
+    (void) self;
+    if (!PyArg_ParseTupleAndKeywords (args, kw, "OO|i:gather_into", kwlist,
+                                      &out, &x, &dst))
+        return NULL;
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0
+        || check_rank (dst, where, "dst") < 0)
+        return NULL;
+    return gather_into (out, x, dst, false);
 }
 
 /* ---- Variable-size data ------------------------------------------------- */
@@ -523,6 +807,14 @@ PyMethodDef pyddp_coll_methods[] = {
     NOARGS (barrier),
     { "all_reduce", (PyCFunction) (void (*) (void)) py_all_reduce,
       METH_FASTCALL | METH_KEYWORDS, all_reduce_doc },
+    { "broadcast", (PyCFunction) (void (*) (void)) py_broadcast,
+      METH_VARARGS | METH_KEYWORDS, broadcast_doc },
+    { "reduce", (PyCFunction) (void (*) (void)) py_reduce,
+      METH_VARARGS | METH_KEYWORDS, reduce_doc },
+    { "all_gather_into", (PyCFunction) (void (*) (void)) py_all_gather_into,
+      METH_VARARGS | METH_KEYWORDS, all_gather_into_doc },
+    { "gather_into", (PyCFunction) (void (*) (void)) py_gather_into,
+      METH_VARARGS | METH_KEYWORDS, gather_into_doc },
     { "_compute_and_bcast", py_compute_and_bcast, METH_VARARGS,
       "_compute_and_bcast(fn, root) -> bytes" },
     { "_gatherv", py_gatherv, METH_VARARGS, "_gatherv(data, root, error)" },

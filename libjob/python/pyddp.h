@@ -9,6 +9,8 @@
  *                 PyInit__ddp assembling the parts below
  *   py_coll.c     the collectives: barrier, all_reduce, broadcast, the
  *                 gathers and all_reduce_dict's named values
+ *   py_data.c     the memory a data collective works on: buffers and
+ *                 DLPack tensors, their dtype, a strided one's copy
  *   py_helpers.c  the main-process helpers: run_on_main, main_only and
  *                 rank0_first (as calls and as with-blocks), local blocks
  *   py_stop.c     the agreed stop and the restart count
@@ -151,6 +153,56 @@ PyObject *pyddp_fetch_exception (void);
  * unless keep_mine kept mine for the caller. */
 PyObject *pyddp_share_failure (int rc, const char *where, PyObject *mine,
                                bool keep_mine, const char *detail);
+
+/* ---- The memory of a data collective (py_data.c) ---------------------- */
+
+#define PYDDP_MAX_DIMS 64       /* as the buffer protocol's PyBUF_MAX_NDIM */
+
+/* The elements of a Python object lent to a collective. */
+struct pyddp_data {
+    PyObject *obj;              /* borrowed: the object */
+    Py_buffer view;             /* its buffer, when it has one */
+    bool have_view;
+    PyObject *capsule;          /* its __dlpack__() capsule, when used */
+    char *base;                 /* the first element */
+    ddp_dtype_t dtype;
+    size_t itemsize;            /* bytes of an element */
+    size_t count;               /* elements */
+    int ndim;
+    Py_ssize_t shape[PYDDP_MAX_DIMS];
+    Py_ssize_t strides[PYDDP_MAX_DIMS];     /* in bytes */
+    bool writable;
+    bool contiguous;            /* one C-contiguous block at base */
+    void *tmp;                  /* a strided object's contiguous copy */
+};
+
+#define PYDDP_DATA_WRITE 1u     /* the result is written into it */
+#define PYDDP_DATA_UPDATE 2u    /* written into if writable (all_reduce) */
+
+/* Lend x's elements as d: a buffer (the buffer protocol) or a DLPack
+ * producer (__dlpack__) whose memory the CPU can read, of a dtype libddp
+ * has; with PYDDP_DATA_WRITE also writable; with it, or with
+ * PYDDP_DATA_UPDATE when writable, and strided, without elements that
+ * share memory (the result could not be written back).  what names x in errors ("x", "out").
+ * Returns 0 (release d with pyddp_data_release), 1 when x is neither (no
+ * exception set, nothing to release), or -1 with ValueError set naming
+ * what is wrong (a CUDA tensor, a dtype ddp lacks, read-only, ...). */
+int pyddp_data_get (PyObject *x, struct pyddp_data *d, unsigned flags,
+                    const char *where, const char *what);
+
+/* The contiguous elements of d for libddp: d's own memory when it is
+ * contiguous, else a copy (of the elements when read is true); never NULL
+ * but with MemoryError set (an empty d gives a valid pointer).  The copy is freed by pyddp_data_release(). */
+void *pyddp_data_buf (struct pyddp_data *d, bool read);
+
+/* After the call: write a strided d's copy back into its elements. */
+void pyddp_data_write_back (struct pyddp_data *d);
+
+/* Give back what pyddp_data_get() took (idempotent). */
+void pyddp_data_release (struct pyddp_data *d);
+
+/* "float32" for DDP_FLOAT32. */
+const char *pyddp_dtype_name (ddp_dtype_t dt);
 
 /* ---- Callbacks (py_helpers.c) ----------------------------------------- */
 

@@ -8,6 +8,7 @@ in a job); a mode ends with "MODE: N checks, F failed" (again per rank).
 """
 
 import array
+import ctypes
 import faulthandler
 import os
 import pickle
@@ -60,6 +61,51 @@ def raises(name, exc_type, text, fn, *args, **kwargs):
 def summary(mode):
     out(f"{_who()}{mode}: {_checks[0]} checks, {_checks[1]} failed")
     return 1 if _checks[1] else 0
+
+
+# ---- A DLPack producer without torch ----------------------------------------
+
+class _DLTensor(ctypes.Structure):
+    """DLPack's DLTensor (its device and dtype spelled out as fields)."""
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    _fields_ = [("t", _DLTensor), ("ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class DLPackDoubles:
+    """float64 elements exported through __dlpack__ as a view of shape
+    and strides (in elements) into self.mem, as a tensor library would:
+    the module's DLPack path, without torch."""
+
+    def __init__(self, values, shape, strides, offset=0, device_type=1):
+        self.mem = (ctypes.c_double * len(values))(*values)
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(strides))(*strides)
+        self._m = _DLManaged()
+        t = self._m.t
+        t.data = ctypes.addressof(self.mem)
+        t.device_type, t.ndim = device_type, len(shape)
+        t.code, t.bits, t.lanes = 2, 64, 1          # kDLFloat, 64 bits
+        t.shape, t.strides = self._shape, self._strides
+        t.byte_offset = offset * 8
+
+    def __dlpack__(self, stream=None):
+        # No destructor: the object outlives the call that uses it.
+        return _capsule_new(ctypes.addressof(self._m), b"dltensor", None)
 
 
 # ---- One process -----------------------------------------------------------
@@ -128,9 +174,33 @@ def mode_args():
     raises("all_reduce: an int past 64 bits", OverflowError,
            "does not fit in 64 bits", ar, 2 ** 70)
     raises("all_reduce: 16-bit integers", ValueError,
-           "cannot reduce elements of format 'h'", ar, array.array("h", [1]))
-    raises("all_reduce: a non-contiguous buffer", ValueError,
-           "not one C-contiguous block", ar, memoryview(bytearray(8))[::2])
+           "holds elements of format 'h' (2 bytes), which ddp does not have",
+           ar, array.array("h", [1]))
+    raises("all_reduce: a read-only non-contiguous buffer", ValueError,
+           "is read-only and not one contiguous block", ar,
+           memoryview(bytes(8))[::2])
+    strided = bytearray(range(8))
+    ar(memoryview(strided)[::2], "max")
+    check("all_reduce: a writable strided buffer, through a copy written "
+          "back", strided == bytearray(range(8)), repr(strided))
+    raises("all_reduce: a DLPack producer on a CUDA device", ValueError,
+           "x is a CUDA tensor (device cuda:0)", ar,
+           DLPackDoubles([0.0], (1,), (1,), device_type=2))
+    raises("broadcast: a list", TypeError, "x is a list: pass a tensor",
+           ddp.broadcast, [1.0])
+    raises("broadcast: src out of range", ValueError,
+           "src=1 is not a rank of this job (0 .. 0)", ddp.broadcast,
+           bytearray(1), 1)
+    raises("reduce: a read-only buffer on dst", ValueError,
+           "x (a bytes) is read-only", ddp.reduce, b"ab")
+    raises("all_gather_into: out too small", ValueError,
+           "out holds 1 elements: it must hold world_size (1) times x's 2",
+           ddp.all_gather_into, array.array("d", [0.0]),
+           array.array("d", [1.0, 2.0]))
+    raises("all_gather_into: out of another dtype", ValueError,
+           "out holds float32 elements and x float64",
+           ddp.all_gather_into, array.array("f", [0.0]),
+           array.array("d", [1.0]))
     raises("all_reduce: no x", TypeError, "missing x", ar)
     raises("all_reduce: unknown keyword", TypeError,
            "unexpected keyword argument 'ops'", ar, 1, ops="sum")
@@ -306,6 +376,36 @@ def mode_collectives():
         h = numpy.full(4, r, dtype=numpy.float16)
         ddp.all_reduce(h, "max")
         check("all_reduce numpy float16", float(h[0]) == w - 1)
+    # A DLPack producer: column 1 of a 3 x 2 row-major block (strided:
+    # through a copy written back), the other column untouched.
+    x = DLPackDoubles([r, 7.0, r, 8.0, r, 9.0], (3,), (2,), offset=1)
+    y = ddp.all_reduce(x)
+    check("all_reduce of a strided DLPack column, in place",
+          y is x and list(x.mem) == [r, 7.0 * w, r, 8.0 * w, r, 9.0 * w],
+          str(list(x.mem)))
+    x = DLPackDoubles([r + 1.0] * 4, (2, 2), (2, 1))
+    ddp.all_reduce(x, "max")
+    check("all_reduce of a contiguous DLPack 2 x 2", list(x.mem) ==
+          [float(w)] * 4, str(list(x.mem)))
+    b = array.array("q", [r * 10, r]) if r == w - 1 else array.array("q",
+                                                                 [0, 0])
+    check("broadcast of a buffer from the last rank, in place",
+          ddp.broadcast(b, w - 1) is b and list(b) == [(w - 1) * 10, w - 1],
+          str(list(b)))
+    b = array.array("i", [r, 1])
+    ddp.reduce(b, dst=1, op="sum")
+    check("reduce to rank 1: the sum there, unchanged elsewhere",
+          list(b) == ([w * (w - 1) // 2, w] if r == 1 else [r, 1]),
+          str(list(b)))
+    out = array.array("f", [0.0] * (2 * w))
+    ddp.all_gather_into(out, array.array("f", [r, -r]))
+    check("all_gather_into a buffer, rank order", list(out) ==
+          [v for k in range(w) for v in (k, -k)], str(list(out)))
+    g = array.array("d", [0.0] * w) if r == 0 else None
+    res = ddp.gather_into(g, array.array("d", [r * 0.5]))
+    check("gather_into rank 0", (res is g and list(g) == [k * 0.5 for k in
+                                                           range(w)])
+          if r == 0 else res is None, str(res))
     src = w - 1
     obj = ddp.broadcast_object({"from": r, "data": list(range(100))}
                                if r == src else None, src=src)

@@ -1,7 +1,8 @@
 """libddp for Python: the helpers a distributed training job needs.
 
 A Python binding of libddp (slurm-ddp's job-side library), next to PyTorch:
-PyTorch's process group moves the tensors, ddp runs the job.  Launch the
+PyTorch's process group moves the model's tensors, ddp runs the job (its
+collectives also take CPU tensors, in place, through DLPack).  Launch the
 program with ``srun --ddp`` (or another PMIx launcher, or alone as a single
 process) and call the functions; the first call initializes the library
 (PMIx finds the ranks), ``init()`` is optional, ``finalize()`` happens at
@@ -12,7 +13,13 @@ Identity:  rank(), world_size(), local_rank(), local_world_size(),
     backend(), version()
 Collectives (every rank calls them, in the same order):  barrier(),
     broadcast_object(obj, src=0), all_reduce(x, op='sum'),
-    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj)
+    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj);
+    on tensors (torch's on the CPU, anything with __dlpack__) and buffers
+    (numpy arrays), in place: all_reduce(x), broadcast(x, src=0),
+    reduce(x, dst=0, op='sum'), all_gather_into(out, x),
+    gather_into(out, x, dst=0).  Same dtype and number of elements on
+    every rank (else ddp.Error, EMISMATCH); a strided tensor is copied and
+    written back; CUDA tensors, complex and bool are refused (ValueError).
 Work done by one rank, failures shared with all:  run_on_main(func, ...),
     main_process_only (decorator), main_only(), rank0_first(),
     local_rank0_first() (context managers or with a function),
@@ -56,7 +63,8 @@ from ._ddp import (
     Error, PeerError, TimeoutError, RemoteError,
     init, finalize, rank, world_size, local_rank, local_world_size,
     node_rank, num_nodes, is_main, is_local_main, is_distributed, backend,
-    version, barrier, all_reduce, should_stop, stop_signals, stop_requested,
+    version, barrier, all_reduce, broadcast, reduce, all_gather_into,
+    gather_into, should_stop, stop_signals, stop_requested,
     restart_count, log_prefix,
     OK, EINVAL, ENOINIT, ENOMEM, ENOLAUNCH, EPMIX, ETRANSPORT, ETIMEDOUT,
     EPEER, EREMOTE, EUSER, ENOTSUP, ENCCL, ECUDA, EMISMATCH,
@@ -70,7 +78,7 @@ __all__ = [
     "local_world_size", "node_rank", "num_nodes", "is_main", "is_local_main",
     "is_distributed", "backend", "version",
     "barrier", "broadcast_object", "all_reduce", "all_reduce_dict", "gather",
-    "all_gather",
+    "all_gather", "broadcast", "reduce", "all_gather_into", "gather_into",
     "run_on_main", "main_process_only", "main_only", "rank0_first",
     "local_rank0_first", "compute_and_broadcast", "reduce_and_broadcast",
     "should_stop", "stop_signals", "stop_requested", "restart_count",

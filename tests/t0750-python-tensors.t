@@ -1,0 +1,133 @@
+#!/bin/sh
+test_description='the Python module'"'"'s collectives on torch tensors
+(tests/progs/torch_tensors.py): alone, what is refused and why (complex,
+bool, int16, a tensor that requires grad, an expanded one, a CUDA one);
+4 ranks on 2 nodes under srun --ddp=host: float32/float64/int32/int64
+all_reduce in place, a transposed tensor, broadcast, reduce, all_gather_into
+and gather_into; ranks that pass different dtypes or sizes all raise
+ddp.Error (EMISMATCH) naming both'
+. "$(dirname "$0")/test-lib.sh"
+
+ddp_python_require
+
+# torch_missing WHY: skip, saying why; DDP_REQUIRE_TORCH=1 fails (as t0730).
+torch_missing () {
+	if test "${DDP_REQUIRE_TORCH:-0}" = 1; then
+		echo "Bail out! PyTorch is required (DDP_REQUIRE_TORCH=1) but: $1"
+		EXIT_OK=t
+		exit 1
+	fi
+	skip_all="no PyTorch for the module: $1"
+	test_done
+}
+
+# The interpreter, as t0730 picks it: the module's (configure's python3) if
+# it has torch, else Debian's /usr/bin/python3 when it loads modules of the
+# same extension suffix; DDP_TORCH_PYTHON picks another.
+PYTHONPATH=$DDP_PYTHON_STAGE
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
+unset PYTHONHOME PYTHONSTARTUP
+mod=$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null | head -n 1)
+suffix=${mod##*/_ddp}
+why=
+TORCH_PY=
+for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
+	test -x "$py" || { why="$why; $py: not found"; continue; }
+	if ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
+		why="$why; $py: no torch (apt-get install python3-torch)"
+		continue
+	fi
+	s=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	if test "$s" != "$suffix"; then
+		why="$why; $py has torch but loads modules $s, not the module's $suffix: configure --with-python=$py"
+		continue
+	fi
+	TORCH_PY=$py
+	break
+done
+test -n "$TORCH_PY" || torch_missing "module $mod (for $DDP_PYTHON)${why}"
+
+unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
+unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
+unset DDP_CHECK SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
+
+# ./python: TORCH_PY, with the ASan runtime (and libstdc++) preloaded in a
+# sanitizer build, as in t0730.
+asan=$(ldd "$mod" 2>/dev/null |
+	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+if test -n "$asan"; then
+	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
+		sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+	asan=$asan${cxx:+:$cxx}
+fi
+{
+	echo "#!/bin/sh"
+	if test -n "$asan"; then
+		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+		echo "export LD_PRELOAD ASAN_OPTIONS"
+	fi
+	echo "exec \"$TORCH_PY\" \"\$@\""
+} >python &&
+chmod +x python
+PY=$PWD/python
+PROG=$DDP_SRC_DIR/tests/progs/torch_tensors.py
+say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $mod"
+
+# checked NAME RANKS: NAME.out has a "... 0 failed" summary from each of
+# RANKS ranks and no FAIL line.
+checked () {
+	ddp_show "$1.out" &&
+	! grep FAIL "$1.out" &&
+	test $(grep -c ": [0-9]* checks, 0 failed$" "$1.out") = "$2"
+}
+
+test_expect_success 'one process: every dtype in place; what is refused says why' '
+	DDP_BACKEND=host "$PY" "$PROG" local >local.out 2>local.err ||
+		{ cat local.err; false; } &&
+	checked local 1
+'
+
+ddp_cluster_require
+
+SRUN="--ddp=host -N2 -n4 --ntasks-per-node=2"
+
+test_expect_success '4 ranks on 2 nodes: sums, a transposed tensor, broadcast, reduce, gathers' '
+	ddp_srun $SRUN "$PY" "$PROG" job >job.out 2>job.err ||
+		{ cat job.err; false; } &&
+	checked job 4
+'
+
+# Each rank raises ddp.Error (EMISMATCH); the ranks that saw both calls
+# name them (libddp's message on the other node says which ranks disagree,
+# not how); with DDP_CHECK=1 every rank names both.
+for case in dtype bytes count; do
+	test_expect_success "ranks that pass different tensors ($case): ddp.Error on every rank" "
+		ddp_srun $SRUN \"\$PY\" \"\$PROG\" mismatch $case >mm.$case.out \
+			2>mm.$case.err || { cat mm.$case.err; false; } &&
+		checked mm.$case 4 &&
+		test \$(grep -c ': named: ' mm.$case.out) -ge 1
+	"
+done
+
+test_expect_success 'the same with DDP_CHECK=1: every rank names both calls' '
+	DDP_CHECK=1 ddp_srun $SRUN "$PY" "$PROG" mismatch dtype >ck.out \
+		2>ck.err || { cat ck.err; false; } &&
+	checked ck 4 &&
+	test $(grep -c ": named: 4 float32 and 4 int32$" ck.out) = 4
+'
+
+# The shape is not compared by default (same dtype and count: reduced
+# element by element, as torch.distributed does); DDP_CHECK=1 compares it.
+test_expect_success '(2, 3) against (6,): reduced; with DDP_CHECK=1 ddp.Error on every rank' '
+	ddp_srun $SRUN "$PY" "$PROG" mismatch shape >sh.out 2>sh.err ||
+		{ cat sh.err; false; } &&
+	checked sh 4 &&
+	DDP_CHECK=1 ddp_srun $SRUN "$PY" "$PROG" mismatch shape >shck.out \
+		2>shck.err || { cat shck.err; false; } &&
+	checked shck 4 &&
+	test $(grep -c ": named: " shck.out) = 4
+'
+
+test_done
