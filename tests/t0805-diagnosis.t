@@ -8,15 +8,19 @@ ddp_cluster_require
 # loop (until the others ended, at most 2 x DDP_TIMEOUT + 1 s); the others
 # time out in it.  Collectives are
 # numbered per rank from 1 (ddp_init's own barrier is #1), so every error
-# must say the late rank "never entered ddp_barrier #N", with one N on all
-# ranks, and name its node.
+# must say the late rank "never entered ddp_barrier #N" (its node-mates
+# see that in its flags), or, when it is alone on its node, "sent nothing
+# in ddp_barrier #N" (its node took the swap's connection and did not
+# answer: all a remote node can observe), with one N on all ranks, and name
+# its node.
 REL_BOUND=20
 
 # late_numbers FILE RANK: the numbers of "rank RANK (node K) never entered
-# ddp_barrier #N" in the libddp errors of FILE, one line per error.
+# (or sent nothing in) ddp_barrier #N" in the libddp errors of FILE, one
+# line per error.
 late_numbers () {
 	grep -F "error: " "$1" |
-		sed -n "s/.*rank $2 (node [0-9]*) never entered ddp_barrier #\([0-9]*\).*/\1/p"
+		sed -n "s/.*rank $2 (node [0-9]*) \(never entered\|sent nothing in\) ddp_barrier #\([0-9]*\).*/\2/p"
 }
 
 # late_run NAME LATE PRESENT [SRUN ARGS...]: every rank of PRESENT failed

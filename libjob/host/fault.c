@@ -277,12 +277,18 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
     if (st == 0)
         snprintf (buf, len, "%s", "");
     else if (FAULT_STATE_KIND (st) == FAULT_KIND_SILENT && FAULT_STATE_IN (st))
-        snprintf (buf, len, "sent nothing, and node %llu took a connection "
-                  "but did not answer the swap of fault lists: its ranks are "
-                  "stopped or stuck", c);
+        snprintf (buf, len, "sent nothing in %s #%llu, and node %d took a "
+                  "connection but did not answer the swap of fault lists: "
+                  "busy outside libddp (late), stopped or stuck",
+                  host_call_name (h->kind),
+                  (unsigned long long)FAULT_SILENT_OF (c),
+                  FAULT_SILENT_NODE (c));
     else if (FAULT_STATE_KIND (st) == FAULT_KIND_SILENT)
-        snprintf (buf, len, "sent nothing, and no connection to node %llu "
-                  "came up: the link to it is down or it is (network?)", c);
+        snprintf (buf, len, "sent nothing in %s #%llu, and no connection to "
+                  "node %d came up: its link is down or it is (network?)",
+                  host_call_name (h->kind),
+                  (unsigned long long)FAULT_SILENT_OF (c),
+                  FAULT_SILENT_NODE (c));
     else if (FAULT_STATE_IN (st))
         snprintf (buf, len, "%s in %s #%llu",
                   c == h->call ? "is still" : "is",
@@ -307,7 +313,7 @@ static void doing (struct host *h, uint64_t st, char *buf, size_t len)
  * named); the detail then points at DDP_CHECK, which tells. */
 static void describe (struct host *h, char *out, size_t len)
 {
-    char what[GROUPS_MAX][160], cur[160], ranks[96];
+    char what[GROUPS_MAX][224], cur[224], ranks[96];
     int grp[GROUPS_MAX][FAULT_LIST_MAX], ng[GROUPS_MAX] = { 0 }, ngroups = 0;
     int nlist = h->hdr->fault_nlist, more = h->hdr->fault_n, g;
     bool still = false;
@@ -517,7 +523,7 @@ static int cut_nodes (struct host *h, int *nodes)
         return 0;
     for (int i = 0; i < nlist; i++) {
         uint64_t st = h->hdr->fault_state[i];
-        int node = (int)FAULT_STATE_CALL (st), j;
+        int node = FAULT_SILENT_NODE (FAULT_STATE_CALL (st)), j;
         if (FAULT_STATE_KIND (st) != FAULT_KIND_SILENT || FAULT_STATE_IN (st))
             return 0;
         for (j = 0; j < n && nodes[j] != node; j++)

@@ -242,7 +242,8 @@ static void name_silent (struct host *h, struct swap *w)
         if (w->heard[p])
             continue;
         for (int i = 0; i < FAULT_LIST_MAX; i++)
-            st[i] = FAULT_STATE (n, FAULT_KIND_SILENT, w->reached[p]);
+            st[i] = FAULT_STATE (FAULT_SILENT_CALL (n, h->call),
+                                 FAULT_KIND_SILENT, w->reached[p]);
         host_fault_merge (h, h->node_ranks[n], st, h->node_size[n],
                           h->node_size[n]);
     }

@@ -35,10 +35,15 @@ struct host;
 #define FAULT_KIND_FINALIZE 0x3f
 /* The kind a fault record gives the ranks of a node that did not answer
  * the swap of fault lists (flood.c name_silent); the call field holds that
- * node's number, the `in` bit whether a TCP connection with that node came
- * up meanwhile (its kernel answers: the link works, its ranks do not).
- * Nothing was heard from the ranks: not whether they entered the call. */
+ * node's number and the call they sent nothing in (FAULT_SILENT_CALL), the
+ * `in` bit whether a TCP connection with that node came up meanwhile (its
+ * kernel answers: the link works, its ranks do not).  Nothing was heard
+ * from the ranks: not whether they entered the call. */
 #define FAULT_KIND_SILENT 0x3e
+#define FAULT_SILENT_CALL(node, call) \
+    ((uint64_t)(node) << 40 | ((uint64_t)(call) & ((UINT64_C(1) << 40) - 1)))
+#define FAULT_SILENT_NODE(c) ((int)((c) >> 40))
+#define FAULT_SILENT_OF(c) ((c) & ((UINT64_C(1) << 40) - 1))
 
 enum host_fault_kind {
     FAULT_DIED = 1,     /* the process is gone */
