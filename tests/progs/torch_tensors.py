@@ -214,8 +214,11 @@ def mode_mismatch(case):
         e = raises("float32 on rank 0, int32 on the others: ddp.Error",
                    ddp.Error, ["ranks passed different data"],
                    ddp.all_reduce, x)
-        check("... the tensor unchanged",
-              same(x, torch.ones(4, dtype=x.dtype)), f"{x}")
+        # Not checked: x after the error.  A node that reduced its own
+        # ranks' data before the other node's frame told it of the
+        # mismatch holds that partial sum (seen in CI: rank 2 [2, 2, 2,
+        # 2]); a failed collective leaves its buffer unspecified
+        # (ddp_allreduce(3), ddp-python(7)).
     elif case == "bytes":
         # 16 bytes everywhere: 4 float32 on rank 0, 2 float64 elsewhere.
         x = torch.ones(4) if r == 0 else torch.ones(2, dtype=torch.float64)
