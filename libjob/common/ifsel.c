@@ -19,7 +19,7 @@ static void quote (const char *s, char *buf, size_t len)
     size_t off = 0, i;
 
     buf[0] = '\0';
-    for (i = 0; s[i] && i < 40; i++) {
+    for (i = 0; i < 40 && s[i]; i++) {
         unsigned char c = (unsigned char)s[i];
         int w = c >= 0x20 && c < 0x7f && c != '\'' && c != '\\'
                 ? snprintf (buf + off, len - off, "%c", c)
