@@ -10,47 +10,8 @@ same program runs under ddp-run'
 # The Python module of this build tree (libjob/python/build.env, as t0720).
 ddp_python_require
 
-# torch_missing WHY: skip this file, saying why; DDP_REQUIRE_TORCH=1
-# (contrib/check.sh, which installs python3-torch) makes that a failure.
-torch_missing () {
-	if test "${DDP_REQUIRE_TORCH:-0}" = 1; then
-		echo "Bail out! PyTorch is required (DDP_REQUIRE_TORCH=1) but: $1"
-		EXIT_OK=t
-		exit 1
-	fi
-	skip_all="no PyTorch for the module: $1"
-	test_done
-}
-
-# The interpreter: the one the module was built for (configure's python3)
-# if it has torch; else Debian's /usr/bin/python3 (python3-torch), which
-# runs the same build of the module when its extension suffix is the
-# module's (the same Python minor version: the C API is stable within it,
-# e.g. pyenv's 3.11.7 and Debian's 3.11.2).  DDP_TORCH_PYTHON picks another.
-PYTHONPATH=$DDP_PYTHON_STAGE
-PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH PYTHONDONTWRITEBYTECODE
-unset PYTHONHOME PYTHONSTARTUP
-mod=$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null | head -n 1)
-suffix=${mod##*/_ddp}
-why=
-TORCH_PY=
-for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
-	test -x "$py" || { why="$why; $py: not found"; continue; }
-	# Found, not imported (seconds): a torch that fails to import fails.
-	if ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
-		why="$why; $py: no torch (apt-get install python3-torch)"
-		continue
-	fi
-	s=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-	if test "$s" != "$suffix"; then
-		why="$why; $py has torch but loads modules $s, not the module's $suffix: configure --with-python=$py"
-		continue
-	fi
-	TORCH_PY=$py
-	break
-done
-test -n "$TORCH_PY" || torch_missing "module $mod (for $DDP_PYTHON)${why}"
+# The interpreter with torch that runs this build's module (TORCH_PY).
+ddp_torch_require
 
 unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
 unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
@@ -63,7 +24,7 @@ ddp_cluster_require
 # ASan finds the C++ runtime's __cxa_throw when it starts, and without it
 # there the first exception torch throws (gloo's threads, when a peer
 # closes) is an ASan "CHECK failed: real___cxa_throw" and exit 86.
-asan=$(ldd "$mod" 2>/dev/null |
+asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
 	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
 if test -n "$asan"; then
 	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
@@ -81,7 +42,7 @@ fi
 } >python &&
 chmod +x python
 PY=$PWD/python
-say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $mod"
+say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 
 EX=$DDP_SRC_DIR/contrib/examples/train_torch.py
 RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run

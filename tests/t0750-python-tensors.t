@@ -10,43 +10,8 @@ ddp.Error (EMISMATCH) naming both'
 
 ddp_python_require
 
-# torch_missing WHY: skip, saying why; DDP_REQUIRE_TORCH=1 fails (as t0730).
-torch_missing () {
-	if test "${DDP_REQUIRE_TORCH:-0}" = 1; then
-		echo "Bail out! PyTorch is required (DDP_REQUIRE_TORCH=1) but: $1"
-		EXIT_OK=t
-		exit 1
-	fi
-	skip_all="no PyTorch for the module: $1"
-	test_done
-}
-
-# The interpreter, as t0730 picks it: the module's (configure's python3) if
-# it has torch, else Debian's /usr/bin/python3 when it loads modules of the
-# same extension suffix; DDP_TORCH_PYTHON picks another.
-PYTHONPATH=$DDP_PYTHON_STAGE
-PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH PYTHONDONTWRITEBYTECODE
-unset PYTHONHOME PYTHONSTARTUP
-mod=$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null | head -n 1)
-suffix=${mod##*/_ddp}
-why=
-TORCH_PY=
-for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
-	test -x "$py" || { why="$why; $py: not found"; continue; }
-	if ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
-		why="$why; $py: no torch (apt-get install python3-torch)"
-		continue
-	fi
-	s=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-	if test "$s" != "$suffix"; then
-		why="$why; $py has torch but loads modules $s, not the module's $suffix: configure --with-python=$py"
-		continue
-	fi
-	TORCH_PY=$py
-	break
-done
-test -n "$TORCH_PY" || torch_missing "module $mod (for $DDP_PYTHON)${why}"
+# The interpreter with torch that runs this build's module (TORCH_PY).
+ddp_torch_require
 
 unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
 unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
@@ -54,7 +19,7 @@ unset DDP_CHECK SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
 
 # ./python: TORCH_PY, with the ASan runtime (and libstdc++) preloaded in a
 # sanitizer build, as in t0730.
-asan=$(ldd "$mod" 2>/dev/null |
+asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
 	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
 if test -n "$asan"; then
 	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
@@ -73,7 +38,7 @@ fi
 chmod +x python
 PY=$PWD/python
 PROG=$DDP_SRC_DIR/tests/progs/torch_tensors.py
-say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $mod"
+say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 
 # checked NAME RANKS: NAME.out has a "... 0 failed" summary from each of
 # RANKS ranks and no FAIL line.

@@ -248,6 +248,56 @@ ddp_python_require () {
     fi
 }
 
+# ddp_torch_missing WHY: skip this file, saying why; DDP_REQUIRE_TORCH=1
+# (contrib/check.sh, which installs python3-torch) makes that a failure.
+ddp_torch_missing () {
+	if test "${DDP_REQUIRE_TORCH:-0}" = 1; then
+		echo "Bail out! PyTorch is required (DDP_REQUIRE_TORCH=1) but: $1"
+		EXIT_OK=t
+		exit 1
+	fi
+	skip_all="no PyTorch for the module: $1"
+	test_done
+}
+
+# ddp_torch_require: after ddp_python_require, set TORCH_PY to an
+# interpreter: the one the module was built for (configure's python3)
+# if it has torch; else Debian's /usr/bin/python3 (python3-torch), which
+# runs the same build of the module when its extension suffix is the
+# module's (the same Python minor version: the C API is stable within it,
+# e.g. pyenv's 3.11.7 and Debian's 3.11.2).  DDP_TORCH_PYTHON picks another.
+# Sets DDP_PYTHON_MOD (the module's .so), exports PYTHONPATH (the module's
+# stage) and PYTHONDONTWRITEBYTECODE; skips (ddp_torch_missing) when no
+# interpreter fits.
+ddp_torch_require () {
+	local mod suffix why= py s
+	PYTHONPATH=$DDP_PYTHON_STAGE
+	PYTHONDONTWRITEBYTECODE=1
+	export PYTHONPATH PYTHONDONTWRITEBYTECODE
+	unset PYTHONHOME PYTHONSTARTUP
+	mod=$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null | head -n 1)
+	suffix=${mod##*/_ddp}
+	why=
+	TORCH_PY=
+	for py in ${DDP_TORCH_PYTHON:-} "$DDP_PYTHON" /usr/bin/python3; do
+		test -x "$py" || { why="$why; $py: not found"; continue; }
+		# Found, not imported (seconds): a torch that fails to import fails.
+		if ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
+			why="$why; $py: no torch (apt-get install python3-torch)"
+			continue
+		fi
+		s=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+		if test "$s" != "$suffix"; then
+			why="$why; $py has torch but loads modules $s, not the module's $suffix: configure --with-python=$py"
+			continue
+		fi
+		TORCH_PY=$py
+		break
+	done
+	DDP_PYTHON_MOD=$mod
+	test -n "$TORCH_PY" || ddp_torch_missing "module $mod (for $DDP_PYTHON)${why}"
+}
+
 # ddp_wait_for_line FILE PATTERN SECS: wait until a line of FILE matches
 # PATTERN (grep); fail, saying so, after SECS seconds.
 ddp_wait_for_line () {
