@@ -254,6 +254,11 @@ rel_kill_tests () {
     done
 }
 
+# rel_worst_time: the longest failed call of the run (exit.R), for the log.
+rel_worst_time () {
+    cat "$REL_DIR"/exit.* 2>/dev/null | awk '$3 + 0 > m { m = $3 + 0 } END { print m + 0 }'
+}
+
 # rel_check_call_time RANKS MIN MAX: each rank of RANKS (comma-separated)
 # failed a call that took between MIN and MAX seconds (DIR/exit.RANK).
 rel_check_call_time () {

@@ -63,11 +63,6 @@ survivors () {
 	seq 0 $((REL_NTASKS - 1)) | grep -vx "$1" | paste -sd, -
 }
 
-# worst_time: the longest failed call of the run (exit.R), for the log.
-worst_time () {
-	cat "$REL_DIR"/exit.* 2>/dev/null | awk '$3 + 0 > m { m = $3 + 0 } END { print m + 0 }'
-}
-
 # stop_run NAME VICTIM [SRUN ARGS]: ddp_victim until; once every rank is
 # in its loop, stop VICTIM for good; when the others have ended (or 30 s
 # passed), kill it.
@@ -88,8 +83,8 @@ stop_run () {
 	kill -9 "$pid"
 	rel_wait &&
 	rel_show &&
-	say "worst failed call: $(worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
-	echo "$(worst_time)" >>"worst.$name" &&
+	say "worst failed call: $(rel_worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
+	echo "$(rel_worst_time)" >>"worst.$name" &&
 	rel_check_survivors "$v" ddp_allreduce &&
 	rel_check_call_time "$(survivors "$v")" 0 $((REL_TIMEOUT + 1)) &&
 	check_only "$v" &&
@@ -183,8 +178,8 @@ test_expect_success NFT 'traffic to n2 leader 2 dropped: every rank fails in tim
 	on_n1 nft delete table inet "$NFT_TABLE"
 	rel_wait &&
 	rel_show &&
-	say "worst failed call: $(worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
-	echo "$(worst_time)" >>"worst.drop.2" &&
+	say "worst failed call: $(rel_worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
+	echo "$(rel_worst_time)" >>"worst.drop.2" &&
 	rel_check_call_time 0,1,2,3 0 $((REL_TIMEOUT + 1)) &&
 	for r in 0 1 2 3; do
 		line=$(grep -F "[ddp rank $r/4]" "$REL_DIR.err" | head -n 1) &&

@@ -32,11 +32,6 @@ start_loop () {
 	sleep 0.5
 }
 
-# worst_time: the longest failed call of the run (exit.R), for the log.
-worst_time () {
-	cat "$REL_DIR"/exit.* 2>/dev/null | awk '$3 + 0 > m { m = $3 + 0 } END { print m + 0 }'
-}
-
 test_expect_success 'the cluster is networked: n1 and n2 have their own addresses' '
 	"$DDP_CLUSTER" exec "$DDP_CLUSTER_DIR" n1 ip -4 -o addr show dev eth0 >n1.addr &&
 	"$DDP_CLUSTER" exec "$DDP_CLUSTER_DIR" n2 ip -4 -o addr show dev eth0 >n2.addr &&
@@ -54,7 +49,7 @@ test_expect_success 'n2 link down for good: every rank fails in time with a netw
 	link n2 up
 	rel_wait &&
 	rel_show &&
-	say "worst failed call: $(worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
+	say "worst failed call: $(rel_worst_time) s (bound $((REL_TIMEOUT + 1)) s)" &&
 	rel_check_call_time 0,1,2,3 0 $((REL_TIMEOUT + 1)) &&
 	for r in 0 1 2 3; do
 		line=$(grep -F "[ddp rank $r/4]" "$REL_DIR.err" | head -n 1) &&
