@@ -55,8 +55,11 @@ DDP_STRAGGLERS and the others of ddp(3); see ddp-python(7).
 
 import atexit
 import functools
+import io
+import os
 import pickle
 import sys
+import traceback
 
 from . import _ddp
 from ._ddp import (
@@ -639,14 +642,39 @@ def _exception_name(exc_type):
     return f"{mod}.{name}"
 
 
+def _print_whole(exc_type, value, tb):
+    """The traceback in one write(2), not one per fragment as Python's own
+    hook writes it: the ranks of one job share a stderr (ddp-run, a
+    terminal, one file), and their tracebacks, printed at once when one
+    rank's failure ends them all, must not interleave mid-line.  A hook
+    the program installed itself is called as it is."""
+    if _previous_excepthook is not sys.__excepthook__:
+        _previous_excepthook(exc_type, value, tb)
+        return
+    try:
+        buf = io.StringIO()
+        traceback.print_exception(exc_type, value, tb, file=buf)
+        data = buf.getvalue().encode(sys.stderr.encoding or "utf-8",
+                                     "backslashreplace")
+        sys.stderr.flush()
+        fd = sys.stderr.fileno()
+        while data:
+            data = data[os.write(fd, data):]
+    except Exception:       # no usable fd 2: Python's own way
+        _previous_excepthook(exc_type, value, tb)
+
+
 def _excepthook(exc_type, value, tb):
     """The program's own hook first (the traceback), then, in a job, the
     launcher is told which exception ends this rank (ddp_exit_reason): its
     closing line says "rank 1 raised ValueError: bad batch 7" rather than
     only "exited with status 1".  The process then exits as it would have
     (status 1, the atexit handlers run)."""
-    _previous_excepthook(exc_type, value, tb)
-    if not _ddp._is_initialized() or issubclass(exc_type, KeyboardInterrupt):
+    if not _ddp._is_initialized():
+        _previous_excepthook(exc_type, value, tb)
+        return
+    _print_whole(exc_type, value, tb)
+    if issubclass(exc_type, KeyboardInterrupt):
         return
     try:
         text = str(value).strip().splitlines()
