@@ -146,6 +146,19 @@ const char *ddp_strerror (int err);
  * errors their own way (the Python module's exceptions). */
 const char *ddp_last_error (void);
 
+/* The IPv4 addresses this rank offers its peers, best first, as libddp's
+ * host backend picks them (DDP_HOST_ADDR alone when set; else those of the
+ * interfaces DDP_SOCKET_IFNAME or the default lets in: up, with a carrier,
+ * container bridges left out, loopback last; 127.0.0.1 when none), written
+ * to buf (len bytes) in dotted decimal separated by commas: for a program
+ * that serves something of its own to the other ranks.  As many whole
+ * addresses as fit (256 bytes hold 16).  Needs no ddp_init().  Returns how
+ * many it wrote (>= 1), DDP_EINVAL (buf NULL or shorter than 16 bytes, a
+ * malformed DDP_HOST_ADDR or DDP_SOCKET_IFNAME, both set) or
+ * DDP_ETRANSPORT (the interfaces could not be listed, or
+ * DDP_SOCKET_IFNAME lets none in), saying why in ddp_last_error(). */
+int ddp_host_addrs (char *buf, size_t len);
+
 /* The library version, "MAJOR.MINOR.PATCH"; never NULL. */
 const char *ddp_version (void);
 

@@ -121,6 +121,27 @@ static PyObject *py_exit_reason (PyObject *self, PyObject *args)
     return PyBool_FromLong (rc == 0);
 }
 
+/* host_addrs(): ddp_host_addrs as a list of strings, best first. */
+static PyObject *py_host_addrs (PyObject *self, PyObject *unused)
+{
+    char buf[256];
+    PyObject *text, *sep, *list = NULL;
+    int rc;
+
+    (void) self;
+    (void) unused;
+    rc = ddp_host_addrs (buf, sizeof (buf));
+    if (rc < 0)
+        return pyddp_fail (rc, "ddp.host_addrs", ddp_last_error ());
+    text = PyUnicode_FromString (buf);
+    sep = PyUnicode_FromString (",");
+    if (text && sep)
+        list = PyUnicode_Split (text, sep, -1);
+    Py_XDECREF (text);
+    Py_XDECREF (sep);
+    return list;
+}
+
 /* ---- Functions ---------------------------------------------------------- */
 
 PyMethodDef pyddp_init_methods[] = {
@@ -130,6 +151,12 @@ PyMethodDef pyddp_init_methods[] = {
       "True once libddp is initialized." },
     { "_exit_reason", py_exit_reason, METH_VARARGS,
       "Tell the launcher why this rank ends badly (ddp_exit_reason)." },
+    { "host_addrs", py_host_addrs, METH_NOARGS,
+      "host_addrs()\n--\n\nThe IPv4 addresses this rank offers its peers, "
+      "best first (DDP_HOST_ADDR, DDP_SOCKET_IFNAME or the default), as a "
+      "list of strings: where to serve something of the program's own to "
+      "the other ranks.  Needs no init.  Raises ddp.Error for a malformed "
+      "DDP_HOST_ADDR or DDP_SOCKET_IFNAME." },
     { NULL, NULL, 0, NULL }
 };
 

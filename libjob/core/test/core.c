@@ -69,6 +69,47 @@ static void misc (void)
     is_int ((int)ddp_dtype_size ((ddp_dtype_t)-1), 0, "negative dtype size 0");
 }
 
+/* ddp_host_addrs: arguments, DDP_HOST_ADDR alone, a selector, and what
+ * does not fit.  Loopback ("lo") is on every Linux machine. */
+static void host_addrs (void)
+{
+    char buf[256], small[20];
+    int n;
+
+    is_int (ddp_host_addrs (NULL, 64), DDP_EINVAL, "host_addrs: NULL buf");
+    is_int (ddp_host_addrs (buf, 8), DDP_EINVAL, "host_addrs: 8 bytes");
+    ok (strstr (ddp_last_error (), "at least 16 bytes") != NULL,
+        "host_addrs: says how long: %s", ddp_last_error ());
+    setenv ("DDP_HOST_ADDR", "10.1.2.3", 1);
+    n = ddp_host_addrs (buf, sizeof (buf));
+    ok (n == 1 && !strcmp (buf, "10.1.2.3"),
+        "host_addrs: DDP_HOST_ADDR alone (%d: %s)", n, buf);
+    setenv ("DDP_HOST_ADDR", "10.1.2", 1);
+    is_int (ddp_host_addrs (buf, sizeof (buf)), DDP_EINVAL,
+            "host_addrs: a malformed DDP_HOST_ADDR");
+    ok (strstr (ddp_last_error (), "DDP_HOST_ADDR='10.1.2'") != NULL,
+        "host_addrs: names it: %s", ddp_last_error ());
+    setenv ("DDP_HOST_ADDR", "10.1.2.3", 1);
+    setenv ("DDP_SOCKET_IFNAME", "lo", 1);
+    is_int (ddp_host_addrs (buf, sizeof (buf)), DDP_EINVAL,
+            "host_addrs: DDP_HOST_ADDR and DDP_SOCKET_IFNAME both set");
+    unsetenv ("DDP_HOST_ADDR");
+    n = ddp_host_addrs (buf, sizeof (buf));
+    ok (n == 1 && !strcmp (buf, "127.0.0.1"),
+        "host_addrs: DDP_SOCKET_IFNAME=lo (%d: %s)", n, buf);
+    setenv ("DDP_SOCKET_IFNAME", "=nosuchif0", 1);
+    is_int (ddp_host_addrs (buf, sizeof (buf)), DDP_ETRANSPORT,
+            "host_addrs: a selector that lets nothing in");
+    unsetenv ("DDP_SOCKET_IFNAME");
+    n = ddp_host_addrs (buf, sizeof (buf));
+    ok (n >= 1 && !strcmp (buf + strlen (buf) - 9, "127.0.0.1")
+        && (int)strlen (buf) < 16 * n, "host_addrs: default, loopback last "
+        "(%d: %s)", n, buf);
+    n = ddp_host_addrs (small, sizeof (small));
+    ok (n >= 1 && !strchr (small, ',') == (n == 1) && strlen (small) < 20,
+        "host_addrs: whole addresses that fit 20 bytes (%d: %s)", n, small);
+}
+
 static void env_case (const char *name, const char *val, const char *name2,
                       const char *val2, int want, const char *what)
 {
@@ -343,6 +384,7 @@ int main (void)
     setenv ("DDP_DEBUG", "0", 1);
     before_init ();
     misc ();
+    host_addrs ();
     environment ();
     timeout_messages ();
     single ();

@@ -68,7 +68,7 @@ from ._ddp import (
     node_rank, num_nodes, is_main, is_local_main, is_distributed, backend,
     version, barrier, all_reduce, broadcast, reduce, all_gather_into,
     gather_into, should_stop, stop_signals, stop_requested,
-    restart_count, log_prefix,
+    restart_count, log_prefix, host_addrs,
     OK, EINVAL, ENOINIT, ENOMEM, ENOLAUNCH, EPMIX, ETRANSPORT, ETIMEDOUT,
     EPEER, EREMOTE, EUSER, ENOTSUP, ENCCL, ECUDA, EMISMATCH,
 )
@@ -85,7 +85,7 @@ __all__ = [
     "run_on_main", "main_process_only", "main_only", "rank0_first",
     "local_rank0_first", "compute_and_broadcast", "reduce_and_broadcast",
     "should_stop", "stop_signals", "stop_requested", "restart_count",
-    "Sampler", "log", "log_main", "log_prefix",
+    "Sampler", "log", "log_main", "log_prefix", "host_addrs",
     "OPS",
 ]
 
