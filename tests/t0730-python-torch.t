@@ -1,7 +1,8 @@
 #!/bin/sh
 test_description='contrib/examples/train_torch.py with PyTorch (gloo on CPU):
 4 ranks on 2 nodes under srun --ddp=host give one process'"'"'s losses within
-float rounding and bit-identical parameters on every rank; scancel
+float rounding and bit-identical parameters on every rank, the same with
+ddp.torch.init_process_group and with env:// (MASTER_ADDR/MASTER_PORT); scancel
 --signal=USR1 stops every rank after the same step with a checkpoint of that
 step, and the resumed run ends bitwise identical to one never stopped; the
 same program runs under ddp-run'
@@ -19,28 +20,9 @@ unset SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
 
 ddp_cluster_require
 
-# ./python: TORCH_PY; in a sanitizer build (the module and libddp carry
-# ASan) with the ASan runtime preloaded, as in t0720, and libstdc++ with it:
-# ASan finds the C++ runtime's __cxa_throw when it starts, and without it
-# there the first exception torch throws (gloo's threads, when a peer
-# closes) is an ASan "CHECK failed: real___cxa_throw" and exit 86.
-asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
-	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-if test -n "$asan"; then
-	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
-		sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-	asan=$asan${cxx:+:$cxx}
-fi
-{
-	echo "#!/bin/sh"
-	if test -n "$asan"; then
-		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
-		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
-		echo "export LD_PRELOAD ASAN_OPTIONS"
-	fi
-	echo "exec \"$TORCH_PY\" \"\$@\""
-} >python &&
-chmod +x python
+# ./python: TORCH_PY, with the ASan runtime preloaded in a sanitizer
+# build (ddp_torch_python).
+ddp_torch_python
 PY=$PWD/python
 say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 
@@ -104,6 +86,15 @@ test_expect_success 'srun --ddp=host -N2 -n4: 4 ranks, 2 nodes, identical parame
 	one_hash ref >ref.hash &&
 	echo "parameters sha256 $(cat ref.hash) on every rank" &&
 	test $(wc -l <ref.loss) = $STEPS
+'
+
+test_expect_success 'torch.distributed from MASTER_ADDR/MASTER_PORT (--init env) instead of ddp.torch: bitwise the same parameters' '
+	ddp_srun $SRUN -o env.%t.out "$PY" "$EX" $ARGS --init env \
+		--data ref.data --checkpoint env.ckpt --loss-log env.loss &&
+	one_hash env >env.hash &&
+	echo "parameters sha256 $(cat env.hash) (env://), $(cat ref.hash) (ddp.torch)" &&
+	test_cmp ref.hash env.hash &&
+	test_cmp ref.loss env.loss
 '
 
 test_expect_success "the same loss curve as one process (every step, relative $LOSS_TOL)" '

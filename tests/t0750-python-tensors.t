@@ -17,25 +17,9 @@ unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
 unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
 unset DDP_CHECK SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
 
-# ./python: TORCH_PY, with the ASan runtime (and libstdc++) preloaded in a
-# sanitizer build, as in t0730.
-asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
-	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-if test -n "$asan"; then
-	cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
-		sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-	asan=$asan${cxx:+:$cxx}
-fi
-{
-	echo "#!/bin/sh"
-	if test -n "$asan"; then
-		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
-		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
-		echo "export LD_PRELOAD ASAN_OPTIONS"
-	fi
-	echo "exec \"$TORCH_PY\" \"\$@\""
-} >python &&
-chmod +x python
+# ./python: TORCH_PY, with the ASan runtime preloaded in a sanitizer
+# build (ddp_torch_python).
+ddp_torch_python
 PY=$PWD/python
 PROG=$DDP_SRC_DIR/tests/progs/torch_tensors.py
 say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"

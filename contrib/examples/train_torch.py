@@ -31,9 +31,12 @@ ddp (libddp) does the rest, as contrib/examples/train.c does in C:
 Exit status: 0 trained to the end, 75 stopped with a checkpoint, 1 an error,
 2 a bad command line.
 
-The process group is set up from what ddp knows: the plugin's MASTER_ADDR
-and MASTER_PORT when they are set (srun --ddp, ddp-run), else an address and
-port the main rank picks and broadcasts (any PMIx launcher).  gloo on CPU;
+The process group is set up by ddp.torch.init_process_group(): rank, world
+size and the store come from libddp, no port or environment is needed
+(srun --ddp, ddp-run, any PMIx launcher).  --init env sets it up the usual
+way instead, from the plugin's MASTER_ADDR and MASTER_PORT when they are
+set, else an address and port the main rank picks and broadcasts (the
+suite checks that both give the same parameters).  gloo on CPU;
 NCCL when DDP_BACKEND=nccl and a GPU is visible (srun --ddp=nccl binds one
 per task: cuda:0).  One CPU thread per rank (torch.set_num_threads(1)): the
 model is tiny, and ranks sharing a node must not fight over its cores.
@@ -69,6 +72,9 @@ def parse_args(argv):
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--lr", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init", choices=("ddp", "env"), default="ddp",
+                   help="how torch.distributed starts: ddp.torch (the "
+                   "default) or init_method tcp:// from MASTER_ADDR/PORT")
     p.add_argument("--data", default="train-torch-data.pt")
     p.add_argument("--checkpoint", default="train-torch-checkpoint.pt")
     p.add_argument("--resume", action="store_true",
@@ -91,14 +97,19 @@ def parse_args(argv):
     return a
 
 
-def setup_process_group(torch, dist):
-    """Join PyTorch's process group (gloo or NCCL); returns the device."""
+def setup_process_group(torch, dist, how):
+    """Join PyTorch's process group (gloo or NCCL) as how says ("ddp" or
+    "env"); returns the device."""
     use_gpu = os.environ.get("DDP_BACKEND") == "nccl" \
         and torch.cuda.is_available()
     device = torch.device("cuda:0" if use_gpu else "cpu")
     if use_gpu:
         torch.cuda.set_device(0)    # the one GPU srun --ddp=nccl bound here
     if not ddp.is_distributed():
+        return device
+    if how == "ddp":
+        import ddp.torch as ddp_torch
+        ddp_torch.init_process_group("nccl" if use_gpu else "gloo")
         return device
     addr = os.environ.get("MASTER_ADDR")
     port = os.environ.get("MASTER_PORT")
@@ -202,7 +213,7 @@ def train(args):
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)
-    device = setup_process_group(torch, dist)
+    device = setup_process_group(torch, dist, args.init)
     x, y = prepare_data(torch, args)
     world = ddp.world_size()
     per_rank = args.global_batch // world

@@ -298,6 +298,33 @@ ddp_torch_require () {
 	test -n "$TORCH_PY" || ddp_torch_missing "module $mod (for $DDP_PYTHON)${why}"
 }
 
+# ddp_torch_python: write ./python, which runs TORCH_PY (ddp_torch_require
+# first).  In a sanitizer build (the module and libddp carry ASan) the ASan
+# runtime is preloaded, as for t0720's interpreter, and libstdc++ with it:
+# ASan finds the C++ runtime's __cxa_throw when it starts, and without it
+# there the first exception torch throws (gloo's threads, when a peer
+# closes) is an ASan "CHECK failed: real___cxa_throw" and exit 86.
+ddp_torch_python () {
+	local asan cxx
+	asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
+		sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+	if test -n "$asan"; then
+		cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
+			sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+		asan=$asan${cxx:+:$cxx}
+	fi
+	{
+		echo "#!/bin/sh"
+		if test -n "$asan"; then
+			echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+			echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+			echo "export LD_PRELOAD ASAN_OPTIONS"
+		fi
+		echo "exec \"$TORCH_PY\" \"\$@\""
+	} >python &&
+	chmod +x python
+}
+
 # ddp_wait_for_line FILE PATTERN SECS: wait until a line of FILE matches
 # PATTERN (grep); fail, saying so, after SECS seconds.
 ddp_wait_for_line () {

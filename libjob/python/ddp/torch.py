@@ -1,0 +1,185 @@
+"""torch.distributed for a libddp job, without a port or a launcher's
+environment: ``ddp.torch.init_process_group()``.
+
+The ranks, the world size and the rendezvous come from libddp (under
+``srun --ddp``, ``ddp-run``, a PMIx launcher such as mpirun, or a single
+process); torch.distributed's store is served by rank 0 on a port the
+kernel picks, reached by the others with an address, a port and a secret
+that travel through libddp's own exchange (ddp._store).  So no
+MASTER_ADDR or MASTER_PORT is read or bound, another job on the node cannot
+hold the port or join the rendezvous, and a stranger's connection is
+refused.  A single process gets a HashStore.
+
+    import ddp.torch
+    ddp.torch.init_process_group()          # gloo, or nccl under --ddp=nccl
+    torch.distributed.all_reduce(t)
+"""
+
+import datetime
+import os
+import time
+
+import torch.distributed as dist
+
+import ddp
+from . import _store
+
+__all__ = ["init_process_group", "Store"]
+
+# torch.distributed's default timeout for a process group (and its store).
+_DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+_SECRET = 32
+
+
+def _fail(cls, code, where, msg):
+    e = cls(f"{where}: {msg}")
+    e.code = code
+    e.where = where
+    return e
+
+
+class Store(dist.Store):
+    """A torch.distributed.Store on rank 0's server (ddp._store), with
+    TCPStore's semantics.  Made by init_process_group(); usable as any
+    store (torch.distributed.PrefixStore, new_group, barriers)."""
+
+    def __init__(self, client, timeout):
+        super().__init__()
+        self._client = client
+        self._secs = timeout.total_seconds()
+
+    # torch calls these from its own threads too: the client serialises.
+    def _call(self, op, items, where, wait=None):
+        try:
+            status, fields = self._client.call(op, items, wait)
+        except _store.StoreError as e:
+            raise _fail(ddp.PeerError, ddp.EPEER, where, str(e)) from None
+        if status == _store.TIMEOUT:
+            missing = fields[0].decode("utf-8", "replace") if fields else ""
+            raise _fail(ddp.TimeoutError, ddp.ETIMEDOUT, where,
+                        f"no key {missing} after {wait:g} s (the store's "
+                        f"timeout): a rank did not set it")
+        if status != _store.OK:
+            why = fields[0].decode("utf-8", "replace") if fields else "?"
+            raise _fail(ddp.Error, ddp.EINVAL, where, why)
+        return fields
+
+    @staticmethod
+    def _bytes(value):
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return bytes(value)
+
+    @staticmethod
+    def _key(key):
+        return key.encode("utf-8", "surrogateescape")
+
+    def set(self, key, value):
+        self._call(_store.SET, [self._key(key), self._bytes(value)],
+                   "ddp.torch.Store.set")
+
+    def get(self, key):
+        return self._call(_store.GET, [self._key(key), self._ms(self._secs)],
+                          "ddp.torch.Store.get", self._secs)[0]
+
+    def add(self, key, amount):
+        out = self._call(_store.ADD, [self._key(key),
+                                      str(int(amount)).encode("ascii")],
+                         "ddp.torch.Store.add")
+        return int(out[0])
+
+    def compare_set(self, key, expected_value, desired_value):
+        return self._call(_store.CSET, [self._key(key),
+                                        self._bytes(expected_value),
+                                        self._bytes(desired_value)],
+                          "ddp.torch.Store.compare_set")[0]
+
+    def check(self, keys):
+        out = self._call(_store.CHECK, [self._key(k) for k in keys],
+                         "ddp.torch.Store.check")
+        return out[0] == b"1"
+
+    def wait(self, keys, timeout=None):
+        secs = self._secs if timeout is None else _seconds(timeout)
+        self._call(_store.WAIT, [self._ms(secs)] + [self._key(k)
+                                                     for k in keys],
+                   "ddp.torch.Store.wait", secs)
+
+    def delete_key(self, key):
+        out = self._call(_store.DELETE, [self._key(key)],
+                         "ddp.torch.Store.delete_key")
+        return out[0] == b"1"
+
+    def num_keys(self):
+        return int(self._call(_store.NKEYS, [], "ddp.torch.Store.num_keys")[0])
+
+    def set_timeout(self, timeout):
+        self._secs = _seconds(timeout)
+
+    @staticmethod
+    def _ms(secs):
+        return str(max(0, int(secs * 1000))).encode("ascii")
+
+
+def _seconds(t):
+    if isinstance(t, datetime.timedelta):
+        return t.total_seconds()
+    return float(t)
+
+
+def _job_store(timeout):
+    """Rank 0 serves; every rank gets a Store on it.  Collective."""
+    server = None
+    info = None
+    if ddp.rank() == 0:
+        server = _store.Server(os.urandom(_SECRET))
+        info = (ddp.host_addrs(), server.port, server.secret)
+    addrs, port, secret = ddp.broadcast_object(info, 0)
+    if server is not None or ddp.node_rank() == 0:
+        addrs = ["127.0.0.1"] + [a for a in addrs if a != "127.0.0.1"]
+    deadline = time.monotonic() + min(timeout.total_seconds(), 120.0)
+    client = _store.Client(addrs, port, secret, deadline)
+    store = Store(client, timeout)
+    store._server = server      # rank 0: the server lives as long as this
+    return store
+
+
+def init_process_group(backend=None, *, timeout=None, **kwargs):
+    """torch.distributed.init_process_group for this libddp job: rank and
+    world size from libddp (ddp.init() first if needed), the store served
+    by rank 0 through libddp (no MASTER_ADDR, MASTER_PORT or other
+    environment read; no fixed port bound).  backend: as torch's; None
+    takes "nccl" under libddp's NCCL backend, else "gloo".  timeout: as
+    torch's (a timedelta; default 30 minutes), also the store's.  Other
+    keyword arguments go to torch (pg_options ...); rank, world_size,
+    store and init_method are not taken.  Collective: every rank calls it.
+    Returns the store (a ddp.torch.Store, or a HashStore for one
+    process)."""
+    where = "ddp.torch.init_process_group"
+    for k in ("rank", "world_size", "store", "init_method"):
+        if k in kwargs:
+            raise TypeError(f"{where}: {k}= is libddp's to give: leave it "
+                            f"out (the job's is {_given(k)})")
+    if timeout is None:
+        timeout = _DEFAULT_TIMEOUT
+    elif not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"{where}: timeout must be a datetime.timedelta, "
+                        f"not {type(timeout).__name__}")
+    if backend is None:
+        backend = "nccl" if ddp.backend() == "nccl" else "gloo"
+    if ddp.world_size() == 1:
+        store = dist.HashStore()
+    else:
+        store = _job_store(timeout)
+    dist.init_process_group(backend, store=store, rank=ddp.rank(),
+                            world_size=ddp.world_size(), timeout=timeout,
+                            **kwargs)
+    return store
+
+
+def _given(k):
+    if k == "rank":
+        return f"rank {ddp.rank()}"
+    if k == "world_size":
+        return f"world size {ddp.world_size()}"
+    return "libddp's own"
