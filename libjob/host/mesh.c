@@ -623,24 +623,3 @@ void host_tcp_close (struct host *h)
     free (h->lk);
     h->lk = NULL;
 }
-
-int host_tcp_link (struct host *h, int node)
-{
-    int lo = 0, hi = h->npart - 1;
-
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (h->part[mid].node == node)
-            return mid;
-        if (h->part[mid].node < node)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
-}
-
-int host_tcp_peer (struct host *h, int i)
-{
-    return h->lk->l[i].peer;
-}

@@ -128,6 +128,29 @@ static void fault_take (struct host *h, int fd, struct link *l, int peer,
         host_fault_claim (h, &fallback, 0, 0, kind, reporter, call);
 }
 
+/* ------------------------------------------------------------ lookups */
+
+int host_tcp_link (struct host *h, int node)
+{
+    int lo = 0, hi = h->npart - 1;
+
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (h->part[mid].node == node)
+            return mid;
+        if (h->part[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+int host_tcp_peer (struct host *h, int i)
+{
+    return h->lk->l[i].peer;
+}
+
 /* A FAULT frame arrived on link i (its header in l->in). */
 static void fault_in (struct host *h, int i)
 {

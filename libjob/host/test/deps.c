@@ -128,13 +128,14 @@ int main (int argc, char **argv)
 {
     char self[PATH_MAX], cmd[PATH_MAX + 64];
     int state[MAXOBJ] = { 0 }, cycle = 0, fault = -1, up = 0;
+    int tcp = -1, mesh = -1;
     FILE *f;
 
     (void)argc;
     snprintf (self, sizeof (self), "%s", argv[0]);
     snprintf (cmd, sizeof (cmd), "nm %s/../.libs/libddphost.a 2>/dev/null",
               dirname (self));
-    plan (3);
+    plan (4);
     if (!(f = popen (cmd, "r"))) {
         ok (0, "run %s", cmd);
         return 1;
@@ -150,6 +151,10 @@ int main (int argc, char **argv)
                 diag ("%s calls %s", objs[i], objs[j]);
         if (strcmp (objs[i], "fault.o") == 0)
             fault = i;
+        if (strcmp (objs[i], "tcp.o") == 0)
+            tcp = i;
+        if (strcmp (objs[i], "mesh.o") == 0)
+            mesh = i;
     }
     for (int i = 0; i < nobj; i++) {
         int li = layer_of (objs[i]);
@@ -170,5 +175,9 @@ int main (int argc, char **argv)
         if (state[i] == 0)
             cycle = cyclic (i, state);
     ok (!cycle, "the calls between the files form a DAG");
+    /* mesh.c makes the links and tcp.c uses them (and keeps the table's
+     * lookups): the user never reaches back into the maker. */
+    ok (tcp >= 0 && mesh >= 0 && !edge[tcp][mesh],
+        "tcp.o (the links in use) calls nothing of mesh.o (making them)");
     done_testing ();
 }
