@@ -162,6 +162,37 @@ test_expect_success 'routed eth0: the dead address costs milliseconds, docker0 i
 	netinit short --export=ALL,DDP_TIMEOUT=3 "$NETINIT"
 '
 
+# The NCCL backend's watch (on the stand-in NCCL, tests/progs/nccl_mock.c)
+# asks a failed peer on every address it offered at once.  With docker0
+# offered (DDP_SOCKET_IFNAME=^lo lets it in, last), a survivor asked
+# 198.19.255.1, which is its own node: a refusal there, or a stranger's
+# silence, was taken for the peer's.  It now tries no address of its own
+# for a peer on another node, as the host backend's links do (net.h).
+# One rank a node: rank 0 on n1 asks rank 1 (killed) on n2 (a peer on its
+# own node may be asked at any of its addresses: they all reach it).  The
+# refusal on eth0 names rank 1 gone, though dead0's SYN leads nowhere (it
+# was "cannot be reached" after the whole window).  Per-task files: srun
+# drops a task's last lines when the step ends on a killed task.
+mock=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock.so
+test -f "$mock" && test_set_prereq NCCL_MOCK
+test_expect_success NCCL_MOCK 'the NCCL watch never asks a peer at an address of its own node (docker0)' '
+	rm -rf watch.peers && mkdir watch.peers &&
+	syns_count &&
+	{ ddp_srun --mpi=pmix -N2 -n2 -o watch.%t.out -e watch.%t.err \
+		env LD_PRELOAD="$mock" \
+		MOCK_NCCL_PEERS=fake MOCK_GPU_ID=rank \
+		MOCK_NCCL_PEER_DIR="$PWD/watch.peers" DDP_BACKEND=nccl \
+		DDP_SOCKET_IFNAME=^lo DDP_TIMEOUT=10 \
+		"$DDP_PROGS/ddp_fault" kill 1
+	  echo $? >watch.rc; } &&
+	cat watch.0.out watch.0.err &&
+	echo "n1 SYNs to docker0, dead0: $(syns n1); n2: $(syns n2)" &&
+	test "$(cat watch.rc)" != 0 &&
+	grep "rank 0/2\] error: .*rank 1 (host n2) is gone: its process exited (connection refused)" watch.0.err &&
+	test "$(syns n1 | cut -d" " -f1)" = 0 &&
+	test "$(syns n2 | cut -d" " -f1)" = 0
+'
+
 # Debian maps a machine's own name to 127.0.1.1 in /etc/hosts: n1 sees
 # itself there (its own /etc/hosts, bound in its mount namespace), n2 sees
 # n1 at 198.18.0.1.

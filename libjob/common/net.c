@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "ddp_internal.h"
 #include "ifsel.h"
@@ -140,4 +141,60 @@ int ddpi_local_ipv4 (uint32_t *ip, int max)
         return n;
     ip[0] = htonl (INADDR_LOOPBACK);
     return 1;
+}
+
+uint64_t ddpi_machine_id (void)
+{
+    char buf[64] = "";
+    FILE *f = fopen ("/proc/sys/kernel/random/boot_id", "r");
+
+    if (f) {
+        if (!fgets (buf, sizeof (buf), f))
+            buf[0] = '\0';
+        fclose (f);
+    }
+    if (!buf[0])
+        gethostname (buf, sizeof (buf) - 1);
+    return ddpi_hash_str (buf);
+}
+
+uint64_t ddpi_net_id (uint64_t machine)
+{
+    char ns[64] = "", buf[96];
+    ssize_t n = readlink ("/proc/self/ns/net", ns, sizeof (ns) - 1);
+
+    ns[n > 0 ? n : 0] = '\0';
+    snprintf (buf, sizeof (buf), "%016llx %s", (unsigned long long)machine,
+              ns);
+    return ddpi_hash_str (buf);
+}
+
+/* The most of this node's addresses a peer's are judged against. */
+#define MINE_MAX 64
+
+int ddpi_peer_addrs_order (uint32_t *ip, int n, bool same_net)
+{
+    struct ddpi_ifnet mine[MINE_MAX];
+    struct ifaddrs *ifs = NULL;
+    uint32_t out[PEER_ADDRS_MAX];
+    int nm = 0, k = 0;
+
+    if (n > PEER_ADDRS_MAX)
+        n = PEER_ADDRS_MAX;
+    if (getifaddrs (&ifs) < 0)
+        ifs = NULL;
+    for (struct ifaddrs *i = ifs; i && nm < MINE_MAX; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_netmask
+            && i->ifa_addr->sa_family == AF_INET)
+            mine[nm++] = (struct ddpi_ifnet){
+                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
+                ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr };
+    if (ifs)
+        freeifaddrs (ifs);
+    for (int want = 0; want <= 2; want++)
+        for (int i = 0; i < n; i++)
+            if (ddpi_peer_addr_rank (ip[i], same_net, mine, nm) == want)
+                out[k++] = ip[i];
+    memcpy (ip, out, (size_t)k * sizeof (*ip));
+    return k;
 }

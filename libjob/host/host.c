@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
+#include "net.h"
 #include "host.h"
 #include "schedule.h"
 #include "wait.h"
@@ -35,37 +36,6 @@ struct host_blob {
 static void host_destroy (void *ctx);
 
 /* ------------------------------------------------------------- set-up */
-
-/* A value identifying this machine (its boot id), so that "nodes" that
- * share one machine (containers, test clusters) are counted together. */
-static uint64_t machine_id (void)
-{
-    char buf[64] = "";
-    FILE *f = fopen ("/proc/sys/kernel/random/boot_id", "r");
-
-    if (f) {
-        if (!fgets (buf, sizeof (buf), f))
-            buf[0] = '\0';
-        fclose (f);
-    }
-    if (!buf[0])
-        gethostname (buf, sizeof (buf) - 1);
-    return ddpi_hash_str (buf);
-}
-
-/* A value identifying this machine's network namespace where this rank
- * runs: the nodes of a test cluster with a network (or containers) share
- * a boot id but not their loopback and addresses (mesh.c). */
-static uint64_t net_id (uint64_t machine)
-{
-    char ns[64] = "", buf[96];
-    ssize_t n = readlink ("/proc/self/ns/net", ns, sizeof (ns) - 1);
-
-    ns[n > 0 ? n : 0] = '\0';
-    snprintf (buf, sizeof (buf), "%016llx %s", (unsigned long long)machine,
-              ns);
-    return ddpi_hash_str (buf);
-}
 
 /* How long a waiter spins before it yields: long (2 ms, like MPI's busy
  * polling, so a rank keeps its core across a peer's memcpy) when every rank
@@ -452,8 +422,8 @@ static int make_blob (struct host *h, struct host_blob *blob)
     blob->lrank = h->lrank;
     blob->lsize = h->lsize;
     blob->memfd = -1;
-    blob->host = h->machine = machine_id ();
-    blob->net = h->net = net_id (h->machine);
+    blob->host = h->machine = ddpi_machine_id ();
+    blob->net = h->net = ddpi_net_id (h->machine);
     if ((rc = read_tune (&blob->tune)) < 0 || (rc = read_cma_var (h)) < 0
         || (rc = read_wait_vars (h)) < 0)
         return rc;

@@ -7,7 +7,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -19,7 +18,6 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
-#include "ifsel.h"
 #include "net.h"
 #include "schedule.h"
 #include "tcp.h"
@@ -165,33 +163,11 @@ static void tune_socket (int fd, int sndbuf)
         setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof (sndbuf));
 }
 
-/* The most of this node's addresses a peer's are judged against. */
-#define MINE_MAX 64
-
 void host_tcp_order_addrs (struct host_addr *a, bool same_net)
 {
-    struct ddpi_ifnet mine[MINE_MAX];
-    struct ifaddrs *ifs = NULL;
-    struct host_addr out = *a;
-    uint32_t n = 0;
-    int nm = 0;
+    int n = a->n < HOST_MAX_ADDRS ? (int)a->n : HOST_MAX_ADDRS;
 
-    if (getifaddrs (&ifs) < 0)
-        ifs = NULL;
-    for (struct ifaddrs *i = ifs; i && nm < MINE_MAX; i = i->ifa_next)
-        if (i->ifa_addr && i->ifa_netmask
-            && i->ifa_addr->sa_family == AF_INET)
-            mine[nm++] = (struct ddpi_ifnet){
-                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
-                ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr };
-    if (ifs)
-        freeifaddrs (ifs);
-    for (int want = 0; want <= 2; want++)
-        for (uint32_t i = 0; i < a->n && i < HOST_MAX_ADDRS; i++)
-            if (ddpi_peer_addr_rank (a->ip[i], same_net, mine, nm) == want)
-                out.ip[n++] = a->ip[i];
-    out.n = n;
-    *a = out;
+    a->n = (uint32_t)ddpi_peer_addrs_order (a->ip, n, same_net);
 }
 
 struct host_addr host_tcp_partner_addrs (struct host *h, int i, int lane)

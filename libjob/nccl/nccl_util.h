@@ -149,9 +149,11 @@ char *nccl_state_name (uint64_t st, char *buf, size_t len);
 enum nccl_seen {
     NCCL_SEEN_NONE = 0,   /* not asked (no address, or no time left) */
     NCCL_SEEN_ANSWERED,   /* it answered: state is what it is doing */
-    NCCL_SEEN_GONE,       /* every address refused or closed the connection
-                             unanswered (or another process answered): no
-                             process of this job listens there now */
+    NCCL_SEEN_GONE,       /* an address refused or closed the connection
+                             unanswered (or another process answered), and
+                             none took the question: no process of this job
+                             listens there now (its other addresses may
+                             lead nowhere) */
     NCCL_SEEN_UNREACHABLE,/* no connection within the window */
     NCCL_SEEN_SILENT,     /* connected, no answer within the window */
 };
@@ -189,11 +191,13 @@ struct nccl_watch_addr {
     uint16_t port;               /* network byte order */
     uint16_t pad;
     uint64_t cookie;             /* random: what a peer must quote */
+    uint64_t net;                /* ddpi_net_id: which addresses of it a
+                                  * peer may try (net.h) */
 };
 
 /* What each rank publishes in the one bootstrap fence.  Fixed layout; every
  * rank runs the same library build, checked through magic and version. */
-#define NCCL_BLOB_MAGIC 0x64647032u /* "ddp2" */
+#define NCCL_BLOB_MAGIC 0x64647033u /* "ddp3" */
 struct nccl_blob {
     uint32_t magic;
     int32_t nccl_version;   /* ncclGetVersion() of this rank */

@@ -73,6 +73,7 @@ struct nccl_watch {
     int rank, size;
     const _Atomic uint64_t *state;
     uint64_t cookie;
+    uint64_t net;             /* ddpi_net_id of this rank */
     int lfd;                  /* the listening socket */
     int wake[2];              /* a pipe: stop the thread */
     pthread_t thread;
@@ -285,6 +286,7 @@ static int watch_listen (struct nccl_watch *w, struct nccl_watch_addr *addr,
     addr->nip = (uint32_t)n;
     addr->port = sin.sin_port;
     addr->cookie = w->cookie;
+    addr->net = w->net = ddpi_net_id (ddpi_machine_id ());
     return 0;
 }
 
@@ -372,13 +374,20 @@ int nccl_watch_peers (struct nccl_watch *w, const struct nccl_blob *all)
     for (int r = 0; r < w->size; r++) {
         const struct nccl_watch_addr *a = &all[r].watch;
         struct host_entry *last = w->nhosts ? &w->hosts[w->nhosts - 1] : NULL;
+        uint32_t ip[NCCL_WATCH_IPS] = { 0 };
         uint32_t nip = a->nip < NCCL_WATCH_IPS ? a->nip : NCCL_WATCH_IPS;
         w->peers[r] = (struct peer_addr){a->cookie, a->port, -1};
+        /* The addresses worth trying, nearest first: never one of ours
+         * for a rank elsewhere (it would reach this node: net.h). */
+        memcpy (ip, a->ip, nip * sizeof (uint32_t));
+        if (r != w->rank && nip > 0)
+            nip = (uint32_t)ddpi_peer_addrs_order (ip, (int)nip,
+                                                   a->net == w->net);
         if (!last || strcmp (last->name, all[r].host) != 0 || last->nip != nip
-            || memcmp (last->ip, a->ip, nip * sizeof (uint32_t)) != 0) {
+            || memcmp (last->ip, ip, nip * sizeof (uint32_t)) != 0) {
             last = &w->hosts[w->nhosts++];
             snprintf (last->name, sizeof (last->name), "%s", all[r].host);
-            memcpy (last->ip, a->ip, sizeof (last->ip));
+            memcpy (last->ip, ip, sizeof (last->ip));
             last->nip = nip;
         }
         if (nip > 0)
@@ -525,14 +534,18 @@ static void att_event (struct nccl_watch *w, struct asking *k,
     }
 }
 
-/* What asking k found, if it is over (or over is set: the window ended):
- * answered on one address, gone when every one refused, else silent when
- * one connected, else unreachable.  Returns 1 with *out set (and *holds:
- * whether the answer said it holds a verdict), else 0. */
+/* What asking k found, if it is over (or over is set: the window ended;
+ * or one address refused and none is awaiting an answer):
+ * answered on one address, else silent when one connected, else gone when
+ * one refused (the peer's machine said nothing listens there: its other
+ * addresses may lead nowhere, as an interface that is up without a link;
+ * none of ours is tried for a peer elsewhere, nccl_watch_peers), else
+ * unreachable.  Returns 1 with *out set (and *holds: whether the answer
+ * said it holds a verdict), else 0. */
 static int ask_result (const struct asking *k, bool over,
                        struct nccl_peer *out, bool *holds)
 {
-    bool pending = false, silent = false, unreach = false;
+    bool pending = false, silent = false, refused = false;
 
     *holds = false;
     for (int i = 0; i < k->na; i++) {
@@ -545,13 +558,15 @@ static int ask_result (const struct asking *k, bool over,
         }
         pending = pending || t->st == A_CONNECTING || t->st == A_SENT;
         silent = silent || t->st == A_SENT;
-        unreach = unreach || t->st == A_CONNECTING || t->st == A_UNREACH;
+        refused = refused || t->st == A_REFUSED;
     }
-    if (pending && !over)
+    /* A refusal is the peer's listener gone (it listens on every address
+     * at once): no need to wait for connections that lead nowhere. */
+    if (pending && !over && (silent || !refused))
         return 0;
     out->seen = silent    ? NCCL_SEEN_SILENT
-                : unreach ? NCCL_SEEN_UNREACHABLE
-                          : NCCL_SEEN_GONE;
+                : refused ? NCCL_SEEN_GONE
+                          : NCCL_SEEN_UNREACHABLE;
     return 1;
 }
 
