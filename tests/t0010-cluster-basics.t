@@ -35,4 +35,22 @@ test_expect_success 'srun --mpi=pmix -N2 -n4 reaches a real PMIx server' '
 		grep -q "^pmix ok rank=$r size=4 procid=$r nspace=slurm.pmix." pmix.out || return 1
 	done
 '
+# A run killed before its stop leaves its daemons behind, marked with a
+# DIR that is gone.  reap kills those and nothing of a live cluster.
+test_expect_success 'reap: kills what a cluster whose DIR is gone left, nothing of a live one' '
+	gone=/var/tmp/ddp-cluster.gone-t0010-$$ &&
+	{ DDP_CLUSTER_MARK=$gone sleep 300 & } &&
+	stray=$! &&
+	{ DDP_CLUSTER_MARK=$DDP_CLUSTER_DIR sleep 300 & } &&
+	live=$! &&
+	test_when_finished "kill $stray $live 2>/dev/null; true" &&
+	"$DDP_CLUSTER" reap 2>reap.err &&
+	cat reap.err &&
+	grep "reaping $stray (sleep) of $gone\$" reap.err &&
+	! grep "reaping $live " reap.err &&
+	{ wait $stray; test $? = 143; } &&
+	kill -0 $live &&
+	"$DDP_CLUSTER" status "$DDP_CLUSTER_DIR"
+'
+
 test_done
