@@ -95,6 +95,19 @@ test_expect_success 'bad arguments: TypeError / ValueError with the reason' '
 	! grep -q FAIL args.out
 '
 
+# CUDA tensors on the NCCL backend, on the stand-in CUDA and NCCL
+# (tests/progs/nccl_mock.c, preloaded; built where NCCL's headers are):
+# one process, a DLPack producer of its "device" memory.
+mock=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock.so
+test -f "$mock" && test_set_prereq NCCL_MOCK
+test_expect_success NCCL_MOCK 'CUDA tensors on the (stand-in) NCCL backend: in place, ordered on libddp'"'"'s stream; refused where they cannot be' '
+	env -u CUDA_VISIBLE_DEVICES DDP_BOOTSTRAP=single DDP_BACKEND=nccl \
+		LD_PRELOAD="$mock" "$PY" "$CHECK" cuda >cuda.out 2>cuda.err ||
+		{ cat cuda.out cuda.err; false; } &&
+	ddp_show cuda.out &&
+	grep -q "^rank 0: cuda: 9 checks, 0 failed$" cuda.out
+'
+
 test_expect_success 'every function on 4 ranks over 2 simulated nodes' '
 	run coll -n 4 -N 2 -- "$PY" "$CHECK" collectives &&
 	test "$(cat coll.rc)" = 0 &&

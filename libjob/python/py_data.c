@@ -10,8 +10,12 @@
  * view with steps) is copied into a contiguous block for the call and the
  * result written back through the same strides; one whose elements
  * overlap (torch's expand(), numpy's broadcast_to) is refused, since a
- * result cannot be written back to it.  Memory only a GPU can reach (a
- * CUDA tensor) is refused with what to do.
+ * result cannot be written back to it.  A CUDA tensor is taken under the
+ * NCCL backend, on the GPU libddp uses, contiguous: exported again with
+ * libddp's stream (DLPack's __dlpack__(stream=)), so that the producer
+ * orders its pending work on the tensor before the collective; the
+ * collective returns once done on the GPU.  Elsewhere it is refused with
+ * what to do.
  *
  * The DLPack declarations below are written from the public specification
  * of its C ABI (DLPack 0.x, the version __dlpack__() returns in a capsule
@@ -217,23 +221,45 @@ static int dlpack_dtype (struct dl_dtype t, const char *where,
     return -1;
 }
 
-/* Raise for a device whose memory this process cannot use from the CPU;
- * returns -1. */
+/* Raise for memory of a device this process cannot use from the CPU
+ * (not a CUDA tensor libddp can take: cuda_usable); returns -1. */
 static int refuse_device (int type, int id, const char *where,
                           const char *what)
 {
-    if (type == DL_CUDA || type == DL_CUDA_MANAGED)
-        PyErr_Format (PyExc_ValueError, "%s: %s is a CUDA tensor (device "
-                      "cuda:%d): CUDA tensors need the NCCL backend's "
-                      "stream-ordered collectives, which the Python module "
-                      "does not use yet: pass x.cpu() (and copy the result "
-                      "back), or use torch.distributed with NCCL for GPU "
-                      "tensors", where, what, id);
-    else
-        PyErr_Format (PyExc_ValueError, "%s: %s is on a device the CPU "
-                      "cannot read (DLPack device type %d, id %d): pass a "
-                      "CPU copy", where, what, type, id);
+    PyErr_Format (PyExc_ValueError, "%s: %s is on a device the CPU cannot "
+                  "read (DLPack device type %d, id %d): pass a CPU copy",
+                  where, what, type, id);
     return -1;
+}
+
+static bool cuda_device (int type)
+{
+    return type == DL_CUDA || type == DL_CUDA_MANAGED;
+}
+
+/* Can libddp's collectives take a CUDA tensor on device id (in this
+ * process's view)?  Under the NCCL backend, on its device.  0, or -1 with
+ * a ValueError that says what to do. */
+static int cuda_usable (int id, const char *where, const char *what)
+{
+    int mine = ddp_cuda_device ();
+
+    if (mine < 0) {
+        PyErr_Format (PyExc_ValueError, "%s: %s is a CUDA tensor (cuda:%d), "
+                      "but this job uses libddp's %s backend, which moves "
+                      "host memory: run with the NCCL backend (srun "
+                      "--ddp=nccl, DDP_BACKEND=nccl), or pass x.cpu() (and "
+                      "copy the result back)", where, what, id,
+                      ddp_backend_name ());
+        return -1;
+    }
+    if (id != mine) {
+        PyErr_Format (PyExc_ValueError, "%s: %s is on cuda:%d, but libddp's "
+                      "NCCL communicator is on cuda:%d: move it there "
+                      "(x.to(\"cuda:%d\"))", where, what, id, mine, mine);
+        return -1;
+    }
+    return 0;
 }
 
 static bool cpu_device (int type)
@@ -271,28 +297,77 @@ static PyObject *call_export (PyObject *x, PyObject *export, const char *name,
     return NULL;
 }
 
+/* The tensor in d's capsule, or NULL with a ValueError set. */
+static const struct dl_tensor *capsule_tensor (struct pyddp_data *d,
+                                               const char *where,
+                                               const char *what)
+{
+    struct dl_managed_tensor *m;
+
+    if (!PyCapsule_IsValid (d->capsule, "dltensor")) {
+        PyErr_Format (PyExc_ValueError, "%s: %s.__dlpack__() returned a %s, "
+                      "not a \"dltensor\" capsule", where, what,
+                      Py_TYPE (d->capsule)->tp_name);
+        return NULL;
+    }
+    m = PyCapsule_GetPointer (d->capsule, "dltensor");
+    return &m->dl_tensor;
+}
+
+/* Export a CUDA tensor again, with libddp's stream as the consumer's
+ * (__dlpack__(stream=S)): the producer makes S wait for the work it has
+ * queued on the tensor (torch: its current stream).  d->capsule is
+ * replaced.  0, or -1 with an exception set. */
+static int cuda_export (PyObject *export, struct pyddp_data *d,
+                        const char *where, const char *what)
+{
+    PyObject *args, *kw, *r;
+    /* DLPack: 1 is CUDA's legacy default stream (NULL). */
+    uintptr_t s = (uintptr_t) ddp_cuda_stream ();
+
+    Py_CLEAR (d->capsule);
+    args = PyTuple_New (0);
+    kw = Py_BuildValue ("{s:K}", "stream",
+                        (unsigned long long) (s ? s : 1));
+    r = args && kw ? PyObject_Call (export, args, kw) : NULL;
+    Py_XDECREF (args);
+    Py_XDECREF (kw);
+    if (!r) {
+        PyObject *cause = pyddp_fetch_exception ();
+        PyErr_Format (PyExc_ValueError, "%s: %s (a CUDA tensor) cannot be "
+                      "ordered on libddp's stream: __dlpack__(stream=) "
+                      "raised %s: %S", where, what,
+                      cause ? Py_TYPE (cause)->tp_name : "?",
+                      cause ? cause : Py_None);
+        Py_XDECREF (cause);
+        return -1;
+    }
+    d->capsule = r;
+    return 0;
+}
+
 /* d from export(), x.__dlpack__; 0, or -1 with an exception set. */
 static int from_dlpack (PyObject *x, PyObject *export, struct pyddp_data *d,
                         const char *where, const char *what)
 {
-    struct dl_managed_tensor *m;
     const struct dl_tensor *t;
     int dt;
 
     /* No __dlpack_device__() first (4 us a call in torch 1.13, more than
      * the rest of a small all_reduce): the export says where the memory
-     * is, and __dlpack__() without a stream orders nothing on a GPU. */
-    if (!(d->capsule = call_export (x, export, "__dlpack__", where, what)))
+     * is, and __dlpack__() without a stream orders nothing on a GPU: a
+     * CUDA tensor is exported again, with libddp's stream. */
+    if (!(d->capsule = call_export (x, export, "__dlpack__", where, what))
+        || !(t = capsule_tensor (d, where, what)))
         return -1;
-    if (!PyCapsule_IsValid (d->capsule, "dltensor")) {
-        PyErr_Format (PyExc_ValueError, "%s: %s.__dlpack__() returned a %s, "
-                      "not a \"dltensor\" capsule", where, what,
-                      Py_TYPE (d->capsule)->tp_name);
-        return -1;
+    if (cuda_device (t->device.device_type)) {
+        if (cuda_usable (t->device.device_id, where, what) < 0
+            || cuda_export (export, d, where, what) < 0
+            || !(t = capsule_tensor (d, where, what)))
+            return -1;
+        d->cuda = true;
     }
-    m = PyCapsule_GetPointer (d->capsule, "dltensor");
-    t = &m->dl_tensor;
-    if (!cpu_device (t->device.device_type))
+    else if (!cpu_device (t->device.device_type))
         return refuse_device (t->device.device_type, t->device.device_id,
                               where, what);
     if ((dt = dlpack_dtype (t->dtype, where, what)) < 0)
@@ -439,6 +514,13 @@ int pyddp_data_get (PyObject *x, struct pyddp_data *d, unsigned flags,
     }
     d->count = count;
     d->contiguous = contiguous (d);
+    if (d->cuda && !d->contiguous) {
+        PyErr_Format (PyExc_ValueError, "%s: %s is a CUDA tensor that is "
+                      "not contiguous (a transposed or sliced view): pass "
+                      "x.contiguous() (and copy the result back)", where,
+                      what);
+        goto fail;
+    }
     if ((flags & PYDDP_DATA_WRITE) && !d->writable) {
         PyErr_Format (PyExc_ValueError, "%s: %s (a %s) is read-only: the "
                       "result is written into it, pass a writable one",

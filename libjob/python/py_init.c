@@ -6,6 +6,7 @@
  */
 #include "pyddp.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* ---- State ------------------------------------------------------------- */
@@ -142,6 +143,19 @@ static PyObject *py_host_addrs (PyObject *self, PyObject *unused)
     return list;
 }
 
+/* _cuda_stream(): ddp_cuda_stream() as an int (the cudaStream_t a CUDA
+ * tensor is ordered on), None without the NCCL backend.  For tests. */
+static PyObject *py_cuda_stream (PyObject *self, PyObject *unused)
+{
+    void *s = ddp_cuda_stream ();
+
+    (void) self;
+    (void) unused;
+    if (ddp_cuda_device () < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong ((unsigned long long) (uintptr_t) s);
+}
+
 /* ---- Functions ---------------------------------------------------------- */
 
 PyMethodDef pyddp_init_methods[] = {
@@ -151,6 +165,9 @@ PyMethodDef pyddp_init_methods[] = {
       "True once libddp is initialized." },
     { "_exit_reason", py_exit_reason, METH_VARARGS,
       "Tell the launcher why this rank ends badly (ddp_exit_reason)." },
+    { "_cuda_stream", py_cuda_stream, METH_NOARGS,
+      "The cudaStream_t libddp's collectives run on, as an int; None "
+      "without the NCCL backend." },
     { "host_addrs", py_host_addrs, METH_NOARGS,
       "host_addrs()\n--\n\nThe IPv4 addresses this rank offers its peers, "
       "best first (DDP_HOST_ADDR, DDP_SOCKET_IFNAME or the default), as a "

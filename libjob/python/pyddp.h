@@ -173,6 +173,8 @@ struct pyddp_data {
     Py_ssize_t strides[PYDDP_MAX_DIMS];     /* in bytes */
     bool writable;
     bool contiguous;            /* one C-contiguous block at base */
+    bool cuda;                  /* GPU memory (a CUDA tensor): the NCCL
+                                 * backend's device, ordered on its stream */
     void *tmp;                  /* a strided object's contiguous copy */
 };
 

@@ -108,6 +108,70 @@ class DLPackDoubles:
         return _capsule_new(ctypes.addressof(self._m), b"dltensor", None)
 
 
+class DLPackCudaDoubles(DLPackDoubles):
+    """DLPackDoubles in "device" memory of the stand-in CUDA
+    (tests/progs/nccl_mock.c, preloaded: its cudaMalloc hands out host
+    memory it remembers as a device's), exported as kDLCUDA; remembers the
+    stream= of each __dlpack__ call."""
+
+    def __init__(self, values, shape, strides, device_id=0):
+        super().__init__(values, shape, strides, device_type=2)
+        cuda = ctypes.CDLL(None)
+        ptr = ctypes.c_void_p()
+        size = len(values) * 8
+        if cuda.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(size)) != 0:
+            raise RuntimeError("cudaMalloc of the stand-in failed")
+        ctypes.memmove(ptr, self.mem, size)
+        self.dev = ptr
+        self._m.t.data = ptr.value
+        self._m.t.device_id = device_id
+        self.streams = []
+
+    def values(self):
+        out = (ctypes.c_double * len(self.mem))()
+        ctypes.memmove(out, self.dev, ctypes.sizeof(out))
+        return list(out)
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return super().__dlpack__(stream)
+
+
+def mode_cuda():
+    """On the stand-in CUDA and NCCL (one process, DDP_BACKEND=nccl): CUDA
+    tensors in place, exported again with libddp's stream; what is
+    refused and why."""
+    check("backend nccl", ddp.backend() == "nccl", ddp.backend())
+    stream = ddp._ddp._cuda_stream()
+    check("libddp's stream", stream is not None, repr(stream))
+    x = DLPackCudaDoubles([1.0, 2.0, 3.0], (3,), (1,))
+    ddp.all_reduce(x, "sum")
+    check("all_reduce of a CUDA tensor", x.values() == [1.0, 2.0, 3.0],
+          repr(x.values()))
+    check("exported without, then with libddp's stream",
+          x.streams == [None, stream or 1], repr(x.streams))
+    ddp.broadcast(x, 0)
+    out = DLPackCudaDoubles([0.0] * 3, (1, 3), (3, 1))
+    ddp.all_gather_into(out, x)
+    check("all_gather_into CUDA to CUDA", out.values() == [1.0, 2.0, 3.0],
+          repr(out.values()))
+    host = DLPackDoubles([0.0] * 3, (1, 3), (3, 1))
+    ddp.all_gather_into(host, x)
+    check("all_gather_into CUDA to host", list(host.mem) == [1.0, 2.0, 3.0],
+          repr(list(host.mem)))
+    cpu = DLPackDoubles([4.0, 5.0], (2,), (1,))
+    ddp.all_reduce(cpu, "max")
+    check("a CPU tensor still works (staged)", list(cpu.mem) == [4.0, 5.0])
+    raises("a CUDA tensor that is not contiguous", ValueError,
+           "x is a CUDA tensor that is not contiguous (a transposed or "
+           "sliced view): pass x.contiguous()", ddp.all_reduce,
+           DLPackCudaDoubles([1.0] * 6, (3,), (2,)))
+    raises("a CUDA tensor on another GPU", ValueError,
+           "x is on cuda:1, but libddp's NCCL communicator is on cuda:0",
+           ddp.all_reduce, DLPackCudaDoubles([1.0], (1,), (1,), device_id=1))
+    return summary("cuda")
+
+
 # ---- One process -----------------------------------------------------------
 
 def mode_api():
@@ -183,9 +247,13 @@ def mode_args():
     ar(memoryview(strided)[::2], "max")
     check("all_reduce: a writable strided buffer, through a copy written "
           "back", strided == bytearray(range(8)), repr(strided))
-    raises("all_reduce: a DLPack producer on a CUDA device", ValueError,
-           "x is a CUDA tensor (device cuda:0)", ar,
-           DLPackDoubles([0.0], (1,), (1,), device_type=2))
+    raises("all_reduce: a DLPack producer on a CUDA device, host backend",
+           ValueError, "x is a CUDA tensor (cuda:0), but this job uses "
+           "libddp's host backend, which moves host memory: run with the "
+           "NCCL backend", ar, DLPackDoubles([0.0], (1,), (1,), device_type=2))
+    raises("all_reduce: a DLPack producer on another device", ValueError,
+           "x is on a device the CPU cannot read (DLPack device type 4", ar,
+           DLPackDoubles([0.0], (1,), (1,), device_type=4))
     raises("broadcast: a list", TypeError, "x is a list: pass a tensor",
            ddp.broadcast, [1.0])
     raises("broadcast: src out of range", ValueError,
@@ -775,6 +843,8 @@ def main(argv):
         return mode_uncaught(int(args[0]))
     if mode == "raise":
         return mode_raise(int(args[0]))
+    if mode == "cuda":
+        return mode_cuda()
     print(f"py_check.py: unknown mode {mode}", file=sys.stderr)
     return 2
 
