@@ -12,6 +12,7 @@
 
 #include "bootstrap.h"
 #include "ddp_internal.h"
+#include "layout.h"
 #include "method.h"
 
 /* The chain, in the order the methods are tried.  local comes first: its
@@ -164,9 +165,15 @@ int bootstrap_create (struct bootstrap **bp, double timeout_s, char *err,
     }
     b->info.method = m->name;
     b->info.job_id = b->job_id;
-    ddpi_debug ("bootstrap: %s: rank %d of %d, node %d of %d, job %s",
-                m->name, b->info.rank, b->info.size, b->info.node_rank,
-                b->info.num_nodes, b->job_id);
+    if (b->ids_pending)
+        ddpi_debug ("bootstrap: %s: rank %d of %d, on the launcher's node "
+                    "id %u (the node layout comes with the first exchange), "
+                    "job %s", m->name, b->info.rank, b->info.size,
+                    (unsigned)b->node_id, b->job_id);
+    else
+        ddpi_debug ("bootstrap: %s: rank %d of %d, node %d of %d, job %s",
+                    m->name, b->info.rank, b->info.size, b->info.node_rank,
+                    b->info.num_nodes, b->job_id);
     warn_env (b, env_rank, env_size);
     *bp = b;
     return 0;
@@ -191,8 +198,10 @@ static void round_key (char *key, size_t len, unsigned long r,
     snprintf (key, len, "ddp.%lu.%c", r, scope == BOOTSTRAP_LOCAL ? 'l' : 'g');
 }
 
-int bootstrap_put (struct bootstrap *b, enum bootstrap_scope scope,
-                   const void *blob, size_t len, char *err, size_t errlen)
+/* Put blob (len bytes, at most max) for the open round. */
+static int put_blob (struct bootstrap *b, enum bootstrap_scope scope,
+                     const void *blob, size_t len, size_t max, char *err,
+                     size_t errlen)
 {
     char key[48];
     int rc;
@@ -200,7 +209,7 @@ int bootstrap_put (struct bootstrap *b, enum bootstrap_scope scope,
     if (scope != BOOTSTRAP_GLOBAL && scope != BOOTSTRAP_LOCAL)
         return bootstrap_err (err, errlen, DDP_EINVAL, "bootstrap_put: "
                               "unknown scope %d", (int)scope);
-    if (len > BOOTSTRAP_MAX_BLOB || (len && !blob))
+    if (len > max || (len && !blob))
         return bootstrap_err (err, errlen, DDP_EINVAL, "bootstrap_put: a "
                               "blob of %zu bytes (at most %d)", len,
                               BOOTSTRAP_MAX_BLOB);
@@ -214,6 +223,12 @@ int bootstrap_put (struct bootstrap *b, enum bootstrap_scope scope,
         return rc;
     b->put_done[scope - 1] = true;
     return 0;
+}
+
+int bootstrap_put (struct bootstrap *b, enum bootstrap_scope scope,
+                   const void *blob, size_t len, char *err, size_t errlen)
+{
+    return put_blob (b, scope, blob, len, BOOTSTRAP_MAX_BLOB, err, errlen);
 }
 
 /* Close the open round with a fence (collecting its blobs or not). */
@@ -285,27 +300,99 @@ int bootstrap_get (struct bootstrap *b, int rank, enum bootstrap_scope scope,
     return get_blob (b, rank, scope, blob, len, err, errlen);
 }
 
-/* Pack the size blobs of parts into one block for bootstrap_exchange. */
-static int pack_all (int size, void **parts, const size_t *lens, void **all,
-                     size_t *all_off, size_t *all_len)
+/* Pack the size blobs of parts into one block for bootstrap_exchange,
+ * each without its first skip bytes (lens[r] >= skip). */
+static int pack_all (int size, void **parts, const size_t *lens, size_t skip,
+                     void **all, size_t *all_off, size_t *all_len)
 {
     size_t total = 0, off = 0;
     char *buf;
     int r;
 
     for (r = 0; r < size; r++)
-        total += lens[r];
+        total += lens[r] - skip;
     if (!(buf = malloc (total ? total : 1)))
         return -1;
     for (r = 0; r < size; r++) {
-        if (lens[r])
-            memcpy (buf + off, parts[r], lens[r]);
+        if (lens[r] > skip)
+            memcpy (buf + off, (char *)parts[r] + skip, lens[r] - skip);
         all_off[r] = off;
-        all_len[r] = lens[r];
-        off += lens[r];
+        all_len[r] = lens[r] - skip;
+        off += lens[r] - skip;
     }
     *all = buf;
     return 0;
+}
+
+/* The first exchange of a method with ids_pending: every rank's blob
+ * (parts, lens) starts with its node id (layout.h).  Number the nodes,
+ * check that the ranks sharing this rank's id are the ones the launcher
+ * says share its node (info.local_ranks), and settle info.node_rank,
+ * info.num_nodes and b->rank_node.  The same blobs reach every rank, so
+ * every rank numbers the nodes alike, and fails alike on a short blob.
+ * Returns 0, or DDP_EPMIX / DDP_ENOMEM with err. */
+static int settle_layout (struct bootstrap *b, void **parts,
+                          const size_t *lens, char *err, size_t errlen)
+{
+    int size = b->info.size, nnodes, node, rc = 0;
+    uint32_t *ids = malloc ((size_t)size * sizeof (*ids));
+    int *rank_node = malloc ((size_t)size * sizeof (*rank_node));
+    char mine[128], theirs[128];
+
+    if (!ids || !rank_node) {
+        rc = bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < size; r++) {
+        if (lens[r] < BOOTSTRAP_NODE_ID_BYTES) {
+            rc = bootstrap_err (err, errlen, DDP_EPMIX, "bootstrap: rank %d's "
+                                "first blob (%zu bytes) carries no node id: "
+                                "is it a libddp of another version?", r,
+                                lens[r]);
+            goto out;
+        }
+        ids[r] = bootstrap_node_id_take (parts[r]);
+    }
+    if ((nnodes = bootstrap_number_nodes (ids, size, rank_node)) < 1) {
+        rc = bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
+        goto out;
+    }
+    node = rank_node[b->info.rank];
+    if (!bootstrap_node_is (rank_node, size, node, b->info.local_ranks,
+                            b->info.local_size)) {
+        int n = 0, *same = malloc ((size_t)size * sizeof (*same));
+
+        for (int r = 0; same && r < size; r++)
+            if (rank_node[r] == node)
+                same[n++] = r;
+        rc = bootstrap_err (err, errlen, DDP_EPMIX, "%s: the ranks that "
+                            "give node id %u in the first exchange (%s) are "
+                            "not the ones the launcher says share this node "
+                            "(%s)", b->info.method, (unsigned)b->node_id,
+                            same ? ddpi_format_ranks (theirs, sizeof (theirs),
+                                                      same, n) : "?",
+                            ddpi_format_ranks (mine, sizeof (mine),
+                                               b->info.local_ranks,
+                                               b->info.local_size));
+        free (same);
+        goto out;
+    }
+    if (b->info.num_nodes > 0 && b->info.num_nodes != nnodes)
+        ddpi_debug ("bootstrap: %s: the ranks are on %d nodes, the launcher "
+                    "counts %d", b->info.method, nnodes, b->info.num_nodes);
+    if (b->info.node_rank != node)
+        ddpi_debug ("bootstrap: %s: node id %u is node %d of %d (the "
+                    "launcher's numbering is not dense)", b->info.method,
+                    (unsigned)b->node_id, node, nnodes);
+    b->info.node_rank = node;
+    b->info.num_nodes = nnodes;
+    b->rank_node = rank_node;
+    rank_node = NULL;
+    b->ids_pending = false;
+out:
+    free (ids);
+    free (rank_node);
+    return rc;
 }
 
 int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
@@ -315,13 +402,34 @@ int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
     int size = b->info.size, r, rc;
     void **parts = calloc ((size_t)size, sizeof (void *));
     size_t *lens = calloc ((size_t)size, sizeof (size_t));
+    size_t skip = b->ids_pending ? BOOTSTRAP_NODE_ID_BYTES : 0;
+    unsigned char *wire = NULL;
 
     *all = NULL;
     if (!parts || !lens) {
         rc = bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = bootstrap_put (b, BOOTSTRAP_GLOBAL, blob, len, err, errlen)) < 0
+    if (len > BOOTSTRAP_MAX_BLOB || (len && !blob)) {
+        rc = bootstrap_err (err, errlen, DDP_EINVAL, "bootstrap_exchange: a "
+                            "blob of %zu bytes (at most %d)", len,
+                            BOOTSTRAP_MAX_BLOB);
+        goto out;
+    }
+    /* The first exchange of a method with ids_pending: this rank's node
+     * id ahead of the caller's blob. */
+    if (skip) {
+        if (!(wire = malloc (skip + len))) {
+            rc = bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
+            goto out;
+        }
+        bootstrap_node_id_put (wire, b->node_id);
+        if (len)
+            memcpy (wire + skip, blob, len);
+        blob = wire;
+    }
+    if ((rc = put_blob (b, BOOTSTRAP_GLOBAL, blob, skip + len,
+                        BOOTSTRAP_MAX_BLOB + skip, err, errlen)) < 0
         || (rc = bootstrap_sync (b, err, errlen)) < 0)
         goto out;
     for (r = 0; r < size; r++) {
@@ -341,14 +449,25 @@ int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
         if (rc < 0)
             goto out;
     }
-    if (pack_all (size, parts, lens, all, all_off, all_len) < 0)
+    if (skip && (rc = settle_layout (b, parts, lens, err, errlen)) < 0)
+        goto out;
+    if (pack_all (size, parts, lens, skip, all, all_off, all_len) < 0)
         rc = bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
 out:
     for (r = 0; parts && r < size; r++)
         free (parts[r]);
     free (parts);
     free (lens);
+    free (wire);
     return rc;
+}
+
+/* The node layout is not known yet (ids_pending): say so. */
+static int layout_pending (struct bootstrap *b, char *err, size_t errlen)
+{
+    return bootstrap_err (err, errlen, DDP_EINVAL, "bootstrap: the node "
+                          "layout is known after the first exchange (%s "
+                          "numbers the nodes only locally)", b->info.method);
 }
 
 int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
@@ -358,12 +477,19 @@ int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
 
     *ranks = NULL;
     *n = 0;
+    if (b->ids_pending)
+        return layout_pending (b, err, errlen);
     if (node < 0 || node >= b->info.num_nodes)
         return bootstrap_err (err, errlen, DDP_EINVAL, "bootstrap: node %d "
                               "is not in 0..%d", node, b->info.num_nodes - 1);
     if (!(out = calloc ((size_t)b->info.size, sizeof (int))))
         return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
-    if ((rc = b->m->node_ranks (b, node, out, n, err, errlen)) < 0) {
+    if (b->rank_node) {
+        for (int r = 0; r < b->info.size; r++)
+            if (b->rank_node[r] == node)
+                out[(*n)++] = r;
+    }
+    else if ((rc = b->m->node_ranks (b, node, out, n, err, errlen)) < 0) {
         free (out);
         *n = 0;
         return rc;
@@ -391,6 +517,12 @@ int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
 {
     int size = b->info.size, *ranks, n = 0, node, placed = 0, rc = 0;
 
+    if (b->ids_pending)
+        return layout_pending (b, err, errlen);
+    if (b->rank_node) {
+        memcpy (rank_node, b->rank_node, (size_t)size * sizeof (int));
+        return 0;
+    }
     if (!(ranks = calloc ((size_t)size, sizeof (int))))
         return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
     for (int r = 0; r < size; r++)
@@ -435,6 +567,7 @@ void bootstrap_destroy (struct bootstrap *b)
     if (!b)
         return;
     b->m->destroy (b);
+    free (b->rank_node);
     free (b->info.local_ranks);
     free (b);
 }

@@ -8,6 +8,9 @@
  *            layout of simulated nodes and serves the exchanges;
  *   pmix   - PMIX_NAMESPACE or PMIX_SERVER_URI* in the environment: PMIx_Init,
  *            identity from the PMIx server, exchanges through PMIx fences;
+ *            the node layout from the node ids the ranks' first
+ *            bootstrap_exchange() carries (layout.h: Open MPI's mpirun
+ *            numbers nodes in a way only each node understands);
  *   single - no launcher: rank 0 of 1, exchanges are local copies.
  * The first method whose probe accepts is the one used: if it then fails,
  * bootstrap_create() fails (no silent fall back to a world of one).  If the
@@ -27,6 +30,13 @@
  * reads only the blobs it needs (its node's, a few partners'), so that a
  * rank's work does not grow with the world.  bootstrap_fence() is a round
  * with no data.
+ *
+ * The node layout (node_rank, num_nodes, bootstrap_node_ranks(),
+ * bootstrap_layout()) is known when bootstrap_create() returns under the
+ * local and single methods, and under pmix once the first
+ * bootstrap_exchange() returned (libddp's first exchange, the backend
+ * vote, is one): that exchange also carries each rank's node id, 4 bytes,
+ * so it stays the one round it was.
  */
 #ifndef DDP_BOOTSTRAP_H
 #define DDP_BOOTSTRAP_H
@@ -42,8 +52,11 @@ struct bootstrap_info {
     int size;            /* >= 1 */
     int local_rank;      /* index of this rank among local_ranks[] */
     int local_size;      /* ranks on this node, >= 1 */
-    int node_rank;       /* this node's index, 0 .. num_nodes-1 */
-    int num_nodes;       /* >= 1 */
+    int node_rank;       /* this node's index, 0 .. num_nodes-1 (pmix:
+                            until the first exchange, the launcher's
+                            numbering where it is one here, else -1) */
+    int num_nodes;       /* >= 1 (pmix: until the first exchange, the
+                            launcher's count, or 0 with node_rank -1) */
     int *local_ranks;    /* local_size global ranks on this node, ascending */
     const char *method;  /* "local", "pmix" or "single" */
     const char *job_id;  /* a string unique to the job (PMIx nspace,
@@ -83,10 +96,14 @@ const struct bootstrap_info *bootstrap_info (struct bootstrap *b);
  * with length all_len[r] (all_off and all_len are arrays of size entries
  * owned by the caller), and 0 is returned.  Every rank must call it the
  * same number of times in the same order: each round uses keys no earlier
- * round used, so a stale value can never be read.  On failure returns
- * DDP_EINVAL (blob too large), DDP_EPMIX, DDP_ETRANSPORT, DDP_ETIMEDOUT,
- * DDP_EPEER (a rank known to have died or put nothing) or DDP_ENOMEM with
- * a reason in err; *all is NULL. */
+ * round used, so a stale value can never be read.  Under pmix the first
+ * exchange of a handle also settles the node layout (above): bootstrap_info
+ * then has node_rank and num_nodes, the same on every rank for a node.
+ * On failure returns DDP_EINVAL (blob too large), DDP_EPMIX (also: the
+ * ranks that share this rank's node id are not the ones its PMIx server
+ * says share its node), DDP_ETRANSPORT, DDP_ETIMEDOUT, DDP_EPEER (a rank
+ * known to have died or put nothing) or DDP_ENOMEM with a reason in err;
+ * *all is NULL. */
 int bootstrap_exchange (struct bootstrap *b, const void *blob, size_t len,
                         void **all, size_t *all_off, size_t *all_len,
                         char *err, size_t errlen);
@@ -129,18 +146,20 @@ int bootstrap_get (struct bootstrap *b, int rank, enum bootstrap_scope scope,
                    void **blob, size_t *len, char *err, size_t errlen);
 
 /* The global ranks of node (0 .. num_nodes-1), ascending, as a malloc'd
- * *ranks (free() it) of *n entries; read from the launcher's layout
- * without any exchange (PMIx: one get of job data).  Returns 0, or
- * DDP_EINVAL (node out of range), DDP_EPMIX, DDP_ENOMEM with a reason in
+ * *ranks (free() it) of *n entries, from the node layout (above) without
+ * any exchange: the launcher's (local), or the table the first exchange
+ * made (pmix: O(size) work, no get).  Returns 0, or DDP_EINVAL (node out
+ * of range; pmix: before the first exchange), DDP_ENOMEM with a reason in
  * err; *ranks is then NULL. */
 int bootstrap_node_ranks (struct bootstrap *b, int node, int **ranks, int *n,
                           char *err, size_t errlen);
 
 /* The node of every rank (the launcher's layout, as bootstrap_node_ranks
  * gives it node by node) into rank_node (room for size entries), without
- * any exchange: num_nodes reads of job data under PMIx, O(size) work.
- * Returns 0, or DDP_EPMIX (a node with no ranks, a rank on two nodes or on
- * none), DDP_ENOMEM with a reason in err. */
+ * any exchange, O(size) work.  Returns 0, or DDP_EINVAL (pmix: before the
+ * first exchange), DDP_EPMIX (the local launcher's layout: a node with no
+ * ranks, a rank on two nodes or on none), DDP_ENOMEM with a reason in
+ * err. */
 int bootstrap_layout (struct bootstrap *b, int *rank_node, char *err,
                       size_t errlen);
 

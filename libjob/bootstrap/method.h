@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bootstrap.h"
 
@@ -31,6 +32,15 @@ struct bootstrap {
     bool synced;                /* some round completed: gets allowed */
     unsigned long read_round;   /* the round gets read */
     void *priv;                 /* the method's own state */
+    /* Set by a method's create() whose launcher's node numbering cannot
+     * be trusted across nodes (layout.h): node_id is this rank's node as
+     * the launcher names it; the first bootstrap_exchange() carries every
+     * rank's, then sets info.node_rank and info.num_nodes from them and
+     * keeps every rank's node in rank_node (malloc'd, size entries), from
+     * which bootstrap_node_ranks() and bootstrap_layout() answer. */
+    bool ids_pending;
+    uint32_t node_id;
+    int *rank_node;
 };
 
 struct bootstrap_method {
@@ -74,7 +84,8 @@ struct bootstrap_method {
 
     /* The global ranks of node (0 <= node < num_nodes), ascending, into
      * ranks (room for size entries); *n their count.  Returns 0 or a
-     * negative DDP_E* code with err. */
+     * negative DDP_E* code with err.  Not called once b->rank_node is
+     * set, nor while b->ids_pending. */
     int (*node_ranks) (struct bootstrap *b, int node, int *ranks, int *n,
                        char *err, size_t errlen);
 

@@ -16,6 +16,7 @@
 #include <pmix.h>
 
 #include "ddp_internal.h"
+#include "layout.h"
 #include "method.h"
 #include "pmix_method.h"
 
@@ -324,7 +325,8 @@ static int pmix_get (struct bootstrap *b, int rank, const char *key,
                             "the direct modex", key, rank, b->timeout_s,
                             b->timeout_name);
     else if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT
-             || v->data.bo.size > BOOTSTRAP_MAX_BLOB)
+             || v->data.bo.size
+                    > BOOTSTRAP_MAX_BLOB + BOOTSTRAP_NODE_ID_BYTES)
         rc = bootstrap_err (err, errlen, DDP_EPMIX, "PMIx_Get(%s) of rank "
                             "%d: %s", key, rank, rc != PMIX_SUCCESS
                             ? PMIx_Error_string (rc) : "not a blob");
@@ -341,19 +343,17 @@ static int pmix_get (struct bootstrap *b, int rank, const char *key,
     return rc;
 }
 
+/* Never called: this method leaves the node layout to the first exchange
+ * (b->ids_pending, read_sizes in pmix_job.c), which bootstrap.c answers
+ * from afterwards. */
 static int pmix_node_ranks (struct bootstrap *b, int node, int *ranks,
                             int *n, char *err, size_t errlen)
 {
-    if (node == b->info.node_rank) {
-        memcpy (ranks, b->info.local_ranks,
-                (size_t)b->info.local_size * sizeof (int));
-        *n = b->info.local_size;
-        return 0;
-    }
-    if ((*n = ddpi_pmix_node_peers (b, node, ranks)) < 1)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
-                              "PMIX_LOCAL_PEERS for node %d", node);
-    return 0;
+    (void)b;
+    (void)ranks;
+    *n = 0;
+    return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: node %d's ranks "
+                          "are known from the first exchange only", node);
 }
 
 static int pmix_abort (struct bootstrap *b, int code, const char *msg)

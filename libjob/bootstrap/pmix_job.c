@@ -1,5 +1,9 @@
 /* pmix_job.c - what the PMIx server says of the job (pmix_method.h): its
- * size, its nodes, and which ranks each node holds.
+ * size, this rank's node, and which ranks that node holds.
+ *
+ * Other nodes' data is not read: under Open MPI's mpirun it is numbered
+ * differently on each node, so the node layout comes from the node ids
+ * the ranks exchange first (read_sizes, layout.h).
  *
  * PMIx servers store this data differently, and a client finds a key only
  * where its store put it.  What tests/progs/pmix_ref shows (t0125):
@@ -10,7 +14,7 @@
  *     rank with PMIx 4.2 (every store) and PMIx 5's default store
  *     (shmem2); PMIx 5 with the hash or ds12/ds21 store (Slurm 24.11)
  *     holds them only as node data: asked for with PMIX_NODE_INFO and
- *     PMIX_NODEID of the node.  Another node's are node data everywhere.
+ *     PMIX_NODEID of the node.
  * So each is asked for the way that is cheapest first, then the others.
  * Every get is PMIX_IMMEDIATE (job data the local server holds: a request
  * to another node would not help, and Slurm 22.05 answers some of them
@@ -134,16 +138,24 @@ static int get_peers (const struct bootstrap *b, int node, int *out)
     return n;
 }
 
-int ddpi_pmix_node_peers (const struct bootstrap *b, int node, int *ranks)
+/* This node's ranks (PMIX_LOCAL_PEERS of the wildcard rank, plainly or
+ * as the node data of our own PMIX_NODEID) into ranks (room for
+ * b->info.size).  Returns their count, or -1. */
+static int own_peers (const struct bootstrap *b, int *ranks)
 {
-    int n = -1;
+    int n = get_peers (b, -1, ranks);
 
-    if (node == b->info.node_rank)
-        n = get_peers (b, -1, ranks);
-    return n > 0 ? n : get_peers (b, node, ranks);
+    return n > 0 ? n : get_peers (b, (int)b->node_id, ranks);
 }
 
-/* Size, node and node count. */
+/* Size, this rank's node id, and (where it is one) the launcher's node
+ * numbering.  Open MPI's mpirun numbers its own node 0 whether or not it
+ * runs ranks, so PMIX_NODEID need not be below PMIX_NUM_NODES, and other
+ * nodes' data is numbered differently on each node (layout.h): the node
+ * layout comes from the ids the ranks exchange first (b->ids_pending).
+ * Until then node_rank and num_nodes are the launcher's where they make
+ * sense on this rank (the roll call after a failed first fence uses them),
+ * else -1 and 0. */
 static int read_sizes (struct bootstrap *b, char *err, size_t errlen)
 {
     unsigned long size, nodeid, nnodes;
@@ -156,14 +168,23 @@ static int read_sizes (struct bootstrap *b, char *err, size_t errlen)
         && get_uint (b, true, PMIX_NODEID, THIS_NODE, &nodeid) < 0)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no PMIX_NODEID "
                               "for rank %u", ddpi_pmix_me.rank);
-    if (get_uint (b, true, PMIX_NUM_NODES, -1, &nnodes) < 0 || nnodes < 1
-        || nodeid >= nnodes || nnodes > size)
-        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
-                              "PMIX_NUM_NODES (node id %lu)", nodeid);
+    if (nodeid > INT_MAX)
+        return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: PMIX_NODEID %lu "
+                              "of rank %u is out of range", nodeid,
+                              ddpi_pmix_me.rank);
     b->info.rank = (int)ddpi_pmix_me.rank;
     b->info.size = (int)size;
-    b->info.node_rank = (int)nodeid;
-    b->info.num_nodes = (int)nnodes;
+    b->node_id = (uint32_t)nodeid;
+    b->ids_pending = true;
+    if (get_uint (b, true, PMIX_NUM_NODES, -1, &nnodes) == 0 && nnodes >= 1
+        && nodeid < nnodes && nnodes <= size) {
+        b->info.node_rank = (int)nodeid;
+        b->info.num_nodes = (int)nnodes;
+    }
+    else {
+        b->info.node_rank = -1;
+        b->info.num_nodes = 0;
+    }
     return 0;
 }
 
@@ -176,13 +197,12 @@ static int read_local (struct bootstrap *b, char *err, size_t errlen)
 
     if (!(b->info.local_ranks = calloc ((size_t)b->info.size, sizeof (int))))
         return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
-    if ((n = ddpi_pmix_node_peers (b, b->info.node_rank,
-                                   b->info.local_ranks)) < 1)
+    if ((n = own_peers (b, b->info.local_ranks)) < 1)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: no valid "
-                              "PMIX_LOCAL_PEERS for node %d, neither as job "
-                              "nor as node data", b->info.node_rank);
+                              "PMIX_LOCAL_PEERS for node id %u, neither as "
+                              "job nor as node data", (unsigned)b->node_id);
     if ((get_uint (b, true, PMIX_LOCAL_SIZE, -1, &lsize) == 0
-         || get_uint (b, true, PMIX_LOCAL_SIZE, b->info.node_rank,
+         || get_uint (b, true, PMIX_LOCAL_SIZE, (int)b->node_id,
                       &lsize) == 0)
         && lsize != (unsigned long)n)
         return bootstrap_err (err, errlen, DDP_EPMIX, "PMIx: PMIX_LOCAL_SIZE "

@@ -34,16 +34,13 @@ pmix_status_t ddpi_pmix_get_by (const pmix_proc_t *proc, const char *key,
                                 bool immediate, double deadline,
                                 pmix_value_t **v);
 
-/* Fill b->info's rank, size, node_rank, num_nodes, local_size,
- * local_ranks (malloc'd) and local_rank from the server's job data, each
- * get bounded by b->timeout_s (pmix_job.c).  Returns 0, or DDP_EPMIX /
- * DDP_ENOMEM with err. */
+/* Fill b->info's rank, size, local_size, local_ranks (malloc'd) and
+ * local_rank, and b->node_id, from the server's job data, each get
+ * bounded by b->timeout_s (pmix_job.c).  Sets b->ids_pending: the node
+ * layout comes from the first exchange; until then b->info's node_rank
+ * and num_nodes are the server's where they make sense on this rank,
+ * else -1 and 0.  Returns 0, or DDP_EPMIX / DDP_ENOMEM with err. */
 int ddpi_pmix_read_job (struct bootstrap *b, char *err, size_t errlen);
-
-/* The ranks of node (0 <= node < num_nodes) into ranks (room for
- * b->info.size), ascending, from the server's PMIX_LOCAL_PEERS.  Returns
- * their count, or -1 when the server has no valid list. */
-int ddpi_pmix_node_peers (const struct bootstrap *b, int node, int *ranks);
 
 /* This process, once PMIx_Init succeeded (defined in pmix_get.c). */
 extern pmix_proc_t ddpi_pmix_me;

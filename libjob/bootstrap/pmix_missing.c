@@ -206,7 +206,9 @@ int ddpi_pmix_missing_error (struct bootstrap *b, const char *mark, char *err,
     int *ranks = calloc ((size_t)b->info.size, sizeof (int));
     int n = ranks ? probe_local (b, mark, ranks) : -1;
 
-    if (n < 0 || b->info.num_nodes == 1
+    /* node_rank < 0: the launcher's node numbering makes no sense here
+     * (pmix_job.c), so there is no node 0 to pool at. */
+    if (n < 0 || b->info.num_nodes == 1 || b->info.node_rank < 0
         || pooled_error (b, ranks, n, err, errlen) < 0)
         local_error (b, ranks, n, err, errlen);
     ddpi_debug ("bootstrap fence timeout: %s", err ? err : "");

@@ -96,7 +96,8 @@ struct ddp_backend {
 
     /* Connect this rank to its peers.  b is the bootstrap handle (its
      * exchange is the only way to publish setup data; it stays valid until
-     * destroy).  On success sets *ctxp and returns 0; on failure returns a
+     * destroy; the core's backend vote was its first exchange, so its node
+     * layout is known: bootstrap.h).  On success sets *ctxp and returns 0; on failure returns a
      * negative DDP_E* code after ddpi_error(), leaving nothing behind (no
      * segment, socket or thread). */
     int (*create) (struct bootstrap *b, const struct ddp_config *cfg,

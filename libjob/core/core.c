@@ -201,12 +201,13 @@ int ddp_init (void)
     g.size = in->size;
     g.lrank = in->local_rank;
     g.lsize = in->local_size;
-    g.node = in->node_rank;
-    g.nnodes = in->num_nodes;
     ddpi_log_set_identity (g.rank, g.size);
     t1 = ddpi_now ();
     if ((rc = agree_backend (&vote, &g.be)) < 0)
         goto error;
+    /* Known after the first exchange (bootstrap.h). */
+    g.node = in->node_rank;
+    g.nnodes = in->num_nodes;
     tc = ddpi_now ();
     if ((rc = g.be->create (g.boot, &g.cfg, &g.ctx)) < 0)
         goto error;

@@ -118,15 +118,15 @@ static int read_tune (struct host_tune *t)
  * tuning every rank follows), also put it for every rank (GLOBAL).  After
  * the one fence a rank reads its node's blobs, rank 0's, and the lanes of
  * its partner nodes; the layout (which rank is on which node) is the
- * launcher's, read without an exchange.  Per rank, with W ranks, N nodes,
+ * bootstrap's, known without another exchange.  Per rank, with W ranks, N nodes,
  * P ranks on this node, L lanes and q <= 3 ceil(log2 N) + 3 partner nodes
  * (sched_partners_max):
  *   fences  1 (PMIx: collecting, of the GLOBAL blobs only: at most
  *           min(P, 16) per node, so N min(P, 16) + 1 blobs reach each node)
  *   gets    (P - 1) + 1 + L q blobs of sizeof (struct host_blob) bytes
  *           (rank 0's from its node's copy when it is local)
- *   layout  N reads of the launcher's job data (bootstrap_layout), O(W)
- *           work for the W-entry tables the collectives use
+ *   layout  O(W) work (bootstrap_layout: PMIx's came with the backend
+ *           vote) for the W-entry tables the collectives use
  * so a rank's set-up grows with P + L log N, not with W, and nothing is
  * read from another node after the fence. */
 
