@@ -388,6 +388,27 @@ static size_t ring_from (struct host *h, size_t base)
     return base * (size_t)(extra > 1 ? extra : 1);
 }
 
+/* Extra ring steps that DDP_RING_MIN's bytes pay for, against recursive
+ * halving (allreduce). */
+#define HALVING_STEPS_PER_BASE 8
+
+/* The bytes from which allreduce takes the ring rather than recursive
+ * halving: base x max(1, extra / 8), extra = N - 1 - ceil(log2 N).  Both
+ * move the same bytes, so only the ring's extra latencies count against
+ * it, and far less than against a tree (ring_from): measured (doc/
+ * scaling.md), on links shaped to 200 Mbit/s halving reached 0.60-0.77 of
+ * the link at 4 and 16 MiB on 8 and 16 nodes (a node's link takes the
+ * last partner's tail and the next one's burst at once) and the ring
+ * 0.96; on loopback the two were even at 4 MiB on 8 and 16 nodes.  So 4
+ * MiB up to 16 nodes, 12 MiB on 32, 506 MiB on 1024. */
+static size_t ring_from_halving (struct host *h, size_t base)
+{
+    long extra = (long)h->nnodes - 1 - sched_log2_ceil (h->nnodes);
+    long k = extra / HALVING_STEPS_PER_BASE;
+
+    return base * (size_t)(k > 1 ? k : 1);
+}
+
 int algo_allreduce (struct host *h, void *w, void *out, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op)
 {
@@ -395,7 +416,8 @@ int algo_allreduce (struct host *h, void *w, void *out, size_t count,
 
     if (small (h, count, ddp_dtype_size (dtype)))
         return doubling (h, w, out, count, dtype, op);
-    if (count * ddp_dtype_size (dtype) < ring_from (h, h->tune.ring_min))
+    if (count * ddp_dtype_size (dtype)
+        < ring_from_halving (h, h->tune.ring_min))
         return halving (h, w, out, count, dtype, op);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;

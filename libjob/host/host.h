@@ -128,10 +128,12 @@
  *
  * Cross-node algorithms (algo.c), by bytes B per lane and node count N,
  * with the thresholds DDP_SMALL_MAX and DDP_RING_MIN; a threshold that
- * selects a ring (RING_MIN, and SMALL_MAX for reduce, bcast, allgather) is
- * multiplied by max(1, N - 1 - ceil(log2 N)) (from 6 nodes on), the
- * ring's extra steps, so no ring runs where its N - 1 latencies cost more
- * than it saves (doc/scaling.md):
+ * selects a ring instead of a tree (SMALL_MAX for reduce, bcast,
+ * allgather) is multiplied by max(1, N - 1 - ceil(log2 N)) (from 6 nodes
+ * on), the ring's extra steps, so no ring runs where its N - 1 latencies
+ * cost more than it saves; RING_MIN (the ring instead of halving, which
+ * moves the same bytes) by max(1, that / 8) (from 32 nodes on)
+ * (doc/scaling.md):
  *   barrier    dissemination: ceil(log2 N) rounds of one empty message
  *   allreduce  B < SMALL_MAX: recursive doubling (fold for N not a power
  *              of two); B < RING_MIN: recursive halving reduce-scatter +
