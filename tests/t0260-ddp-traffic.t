@@ -14,7 +14,8 @@ ddp_cluster_require 16
 # recursive halving + doubling allreduce; smaller: recursive doubling,
 # binomial trees, Bruck; bcast: one message on 2 nodes, else from 64 KiB
 # a scatter + ring allgather.  The thresholds that
-# select a ring grow with N - 1 - ceil(log2 N) from 8 nodes up, so the
+# select a ring grow with N - 1 - ceil(log2 N) from 8 nodes up (the
+# allreduce's with an eighth of it, from 32 nodes), so the
 # large runs set DDP_RING_MIN=0 to have the ring allreduce at every node
 # count (TRAFFIC_ENV); the last test checks the default's choice.  With B = 4 MiB of
 # float32 (1048576 elements) and 256 KiB, every block is the same size at
@@ -166,15 +167,21 @@ test_expect_success '4 nodes, 2 ranks each: two lanes split the ring' '
 		ms == 2 * 2 * 3 && bs == 2 * 3 * $BIG / 4 && br == bs" &&
 	test "$(grep -c " lane=1 .* allreduce=1,6,3145728,6,3145728 " lanes.stats)" = 4
 '
-# The default thresholds on 16 nodes: a ring has 11 steps more than
-# recursive halving there, so the ring allreduce starts at 11 x 4 MiB and
-# 4 MiB goes by recursive halving (2 log2 N messages), while a 4 MiB bcast
-# (above 11 x 32 KiB) is still a scatter and a ring allgather.
-test_expect_success '16 nodes, default thresholds: halving for 4 MiB, a ring from 44 MiB' '
+# The default thresholds on 16 nodes: the ring allreduce starts at
+# DDP_RING_MIN x max(1, (N - 1 - ceil(log2 N)) / 8) = 4 MiB there (the
+# ring has 11 steps more than recursive halving, which moves the same
+# bytes: host.h), so 4 MiB goes by the ring (2 (N - 1) messages) and 2
+# MiB by recursive halving (2 log2 N), while a 4 MiB bcast (above 11 x 32
+# KiB, against a tree) is a scatter and a ring allgather.
+HALF=2097152
+test_expect_success '16 nodes, default thresholds: halving below 4 MiB, the ring from 4 MiB' '
 	TRAFFIC_ENV= &&
 	traffic dflt16 -N16 -n16 -- allreduce:$BIG bcast:$BIG:0 &&
 	expect dflt16 allreduce 16 "
-		ms == 2 * lg(N) && mr == ms && bs == 2 * (N - 1) * $BIG / N" &&
-	expect dflt16 bcast 16 "$BCAST_BIG"
+		ms == 2 * (N - 1) && mr == ms && bs == 2 * (N - 1) * $BIG / N" &&
+	expect dflt16 bcast 16 "$BCAST_BIG" &&
+	traffic dflt16h -N16 -n16 -- allreduce:$HALF &&
+	expect dflt16h allreduce 16 "
+		ms == 2 * lg(N) && mr == ms && bs == 2 * (N - 1) * $HALF / N"
 '
 test_done
