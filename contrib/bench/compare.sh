@@ -617,6 +617,13 @@ write_report () {
 }
 
 write_report "$plot" || die "report.awk failed"
+# The picture draws 1 MiB and the largest size: without 1 MiB in the
+# sweep there is nothing to draw.
+if [ -n "$plot" ] && [[ ,$SWEEP_SIZES, != *,1048576,* ]]; then
+    say "no picture of the sweep: its sizes ($SWEEP_SIZES) do not include 1 MiB (1048576)"
+    plot=
+    write_report "" || die "report.awk failed"
+fi
 if [ -n "$plot" ] && [ -s "$out/scale.dat" ]; then
     gp_ppn=${ppn//,/ }
     gp_big=${SWEEP_SIZES##*,}

@@ -31,7 +31,7 @@ set xlabel "nodes"
 set grid
 set key top left
 lastbig = (big + 0 == 1048576) ? 3 : 5
-bigname = (big + 0 >= 1048576) ? sprintf("%d MiB", big / 1048576) : sprintf("%d B", big)
+bigname = (big + 0 >= 1048576) ? sprintf("%d MiB", (big + 0) / 1048576) : sprintf("%d B", big + 0)
 do for [i = 1:nppn] {
     p = word(ppn, i)
     per = (p eq "1") ? "1 rank per node" : p . " ranks per node"
