@@ -53,4 +53,26 @@ test_expect_success 'reap: kills what a cluster whose DIR is gone left, nothing 
 	"$DDP_CLUSTER" status "$DDP_CLUSTER_DIR"
 '
 
+# A cluster inside a chroot (the Debian 13 stage's) has its DIR there: the
+# first reap took its daemons for strays (DIR looked up in this file
+# system) and killed that stage's slurmctld.
+test_expect_success 'reap: a cluster whose DIR is inside a chroot is not a stray' '
+	root=$PWD/chroot &&
+	mkdir -p "$root/usr" "$root/var/tmp/ddp-cluster.inroot-t0010/etc" &&
+	: >"$root/var/tmp/ddp-cluster.inroot-t0010/etc/slurm.conf" &&
+	for l in bin lib lib64; do ln -sfn usr/$l "$root/$l" || return 1; done &&
+	mount --bind /usr "$root/usr" &&
+	test_when_finished "umount \"$root/usr\"" &&
+	{ DDP_CLUSTER_MARK=/var/tmp/ddp-cluster.inroot-t0010 chroot "$root" /usr/bin/sleep 300 & } &&
+	inroot=$! &&
+	test_when_finished "kill $inroot 2>/dev/null; wait $inroot 2>/dev/null; true" &&
+	sleep 0.5 &&
+	test -f /proc/$inroot/root/var/tmp/ddp-cluster.inroot-t0010/etc/slurm.conf &&
+	! test -e /var/tmp/ddp-cluster.inroot-t0010 &&
+	"$DDP_CLUSTER" reap 2>reap2.err &&
+	cat reap2.err &&
+	! grep "reaping $inroot " reap2.err &&
+	kill -0 $inroot
+'
+
 test_done
