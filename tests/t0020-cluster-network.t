@@ -44,6 +44,29 @@ test_expect_success 'the machine'"'"'s own network has none of it' '
 	! ip -4 -o addr | grep -E " 198\.1[89]\." &&
 	! ip -o link | grep -E ": (br0|br1|docker0|dead0|data0)[@:]"
 '
+# An srun whose step must wait for CPUs another step holds is woken by
+# slurmctld when that step ends, at the address of the host name srun
+# gave.  An srun in a batch script runs on its node (the wrappers leave a
+# command in one of the cluster's namespaces there): moved to namespace
+# head with its host name still n1, it was never woken, and its job held
+# its nodes for good (Slurm 24.11: t0100's batch job, then t0160's wait
+# for an idle cluster, failed).
+test_expect_success 'a batch script'"'"'s srun waiting for the CPUs of the step before it is woken when they are free' '
+	rm -f wake.started.* &&
+	cat >wake.sh <<-\EOF &&
+	#!/bin/sh
+	srun -n2 sh -c "touch wake.started.\$SLURM_PROCID; sleep 3" &
+	i=0; while [ ! -f wake.started.0 ] || [ ! -f wake.started.1 ]; do
+		[ $i -lt 300 ] || exit 1; sleep 0.1; i=$((i + 1)); done
+	srun -v -n2 hostname >wake.out 2>wake.err
+	wait
+	EOF
+	timeout 45 sbatch --wait -N1 -n2 -w n1 -o wake.log wake.sh &&
+	cat wake.log wake.out &&
+	grep -E "retrying|Step created" wake.err &&
+	printf "n1\nn1\n" >wake.expected &&
+	test_cmp wake.expected wake.out
+'
 
 # A cluster of its own for what follows: the shared one stays as it is.
 start_own () {

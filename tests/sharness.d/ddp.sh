@@ -139,6 +139,9 @@ ddp_wait_idle () {
         sleep 0.2
     done
     echo "the cluster is not idle after $1 s:" $busy >&2
+    # What holds it, by name (a job an earlier test left is named after
+    # its script) and with its steps, pending ones too.
+    { squeue -o "%.8i %.9T %.10M %.16j %N"; squeue -s; } 2>&1 | sed 's/^/  /' >&2
     return 1
 }
 
