@@ -12,8 +12,15 @@ DDP_SRUN_TIMEOUT=60
 run_fault () {
 	name=$1 max=$2; shift 2
 	start=$(date +%s)
-	ddp_srun --mpi=pmix "$@" >"$name.out" 2>"$name.err"
+	# Each task's output in a file of its own, written on its node: when a
+	# killed task ends the step, srun may drop what another task wrote
+	# last (a survivor's "error: rank 2 died" went missing once in CI).
+	rm -f "$name".*.task.out "$name".*.task.err &&
+	ddp_srun --mpi=pmix -o "$name.%t.task.out" -e "$name.%t.task.err" "$@" \
+		>"$name.srun" 2>&1
 	echo $? >"$name.rc"
+	cat "$name".*.task.out >"$name.out" 2>/dev/null
+	cat "$name".*.task.err "$name.srun" >"$name.err" 2>/dev/null
 	took=$(($(date +%s) - start))
 	cat "$name.out" "$name.err"
 	echo "exit $(cat $name.rc) after $took s"
