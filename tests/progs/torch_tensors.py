@@ -280,14 +280,15 @@ def mode_local():
            ["require gradient"], ar, torch.ones(2, requires_grad=True))
     raises("an expanded tensor (shared elements): refused", ValueError,
            ["share memory"], ar, torch.ones(1).expand(4))
-    raises("a CUDA tensor: refused, saying what to do",
-           ValueError, ["CUDA tensor (device cuda:0)", "NCCL backend",
-                        "x.cpu()"], ar, FakeCuda())
-    raises("broadcast of a CUDA tensor: refused", ValueError,
-           ["CUDA tensor"], ddp.broadcast, FakeCuda())
+    raises("a CUDA tensor under the host backend: refused, saying what to do",
+           ValueError, ["CUDA tensor (cuda:0), but this job uses libddp's "
+                        "host backend", "NCCL backend", "x.cpu()"], ar,
+           FakeCuda())
+    raises("broadcast of a CUDA tensor under the host backend: refused",
+           ValueError, ["CUDA tensor"], ddp.broadcast, FakeCuda())
     if torch.cuda.is_available():
-        raises("a real CUDA tensor: refused", ValueError, ["CUDA tensor"],
-               ar, torch.ones(2, device="cuda"))
+        raises("a real CUDA tensor under the host backend: refused",
+               ValueError, ["CUDA tensor"], ar, torch.ones(2, device="cuda"))
     raises("all_gather_into: out of another dtype", ValueError,
            ["out holds float64 elements and x float32"], ddp.all_gather_into,
            torch.zeros(2, dtype=torch.float64), torch.ones(2))
