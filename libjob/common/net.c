@@ -198,3 +198,28 @@ int ddpi_peer_addrs_order (uint32_t *ip, int n, bool same_net)
     memcpy (ip, out, (size_t)k * sizeof (*ip));
     return k;
 }
+
+int ddpi_ipv4_join (const uint32_t *ip, int n, char sep, char *buf,
+                    size_t len)
+{
+    size_t off = 0;
+    int i;
+
+    if (len)
+        buf[0] = '\0';
+    for (i = 0; i < n; i++) {
+        char one[INET_ADDRSTRLEN];
+        struct in_addr in = { .s_addr = ip[i] };
+        size_t w;
+
+        inet_ntop (AF_INET, &in, one, sizeof (one));
+        w = strlen (one);
+        if (off + (i ? 1 : 0) + w + 1 > len)
+            break;
+        if (i)
+            buf[off++] = sep;
+        memcpy (buf + off, one, w + 1);
+        off += w;
+    }
+    return i;
+}

@@ -52,4 +52,10 @@ uint64_t ddpi_net_id (uint64_t machine);
  * Returns how many are left (0 when none is worth trying). */
 int ddpi_peer_addrs_order (uint32_t *ip, int n, bool same_net);
 
+/* Write the n IPv4 addresses ip[] (network byte order) to buf (len bytes)
+ * in dotted decimal, sep between them: as many whole addresses as fit
+ * (INET_ADDRSTRLEN bytes each hold one).  Returns how many it wrote. */
+int ddpi_ipv4_join (const uint32_t *ip, int n, char sep, char *buf,
+                    size_t len);
+
 #endif /* DDP_NET_H */

@@ -5,8 +5,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "ddp.h"
 #include "ddp_internal.h"
@@ -18,8 +16,7 @@
 int ddp_host_addrs (char *buf, size_t len)
 {
     uint32_t ip[ADDRS_MAX];
-    size_t off = 0;
-    int n, i;
+    int n;
 
     if (!buf || len < INET_ADDRSTRLEN)
         return ddpi_error (DDP_EINVAL, "ddp_host_addrs: buf is %s: pass at "
@@ -27,18 +24,5 @@ int ddp_host_addrs (char *buf, size_t len)
                            INET_ADDRSTRLEN);
     if ((n = ddpi_local_ipv4 (ip, ADDRS_MAX)) < 0)
         return n;
-    buf[0] = '\0';
-    for (i = 0; i < n; i++) {
-        char one[INET_ADDRSTRLEN];
-        struct in_addr in = { .s_addr = ip[i] };
-        size_t w;
-
-        inet_ntop (AF_INET, &in, one, sizeof (one));
-        w = strlen (one) + (i ? 1 : 0);
-        if (off + w + 1 > len)
-            break;
-        snprintf (buf + off, len - off, "%s%s", i ? "," : "", one);
-        off += w;
-    }
-    return i;
+    return ddpi_ipv4_join (ip, n, ',', buf, len);
 }

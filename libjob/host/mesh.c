@@ -5,7 +5,6 @@
  * set-up failures (DDP_E* after ddpi_error()). */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -30,20 +29,12 @@
 static int local_addrs (struct host_addr *a)
 {
     int n = ddpi_local_ipv4 (a->ip, HOST_MAX_ADDRS);
-    char list[HOST_MAX_ADDRS * (INET_ADDRSTRLEN + 1)] = "";
-    size_t off = 0;
+    char list[HOST_MAX_ADDRS * (INET_ADDRSTRLEN + 1)];
 
     if (n < 0)
         return n;
     a->n = (uint32_t)n;
-    for (int i = 0; i < n; i++) {
-        struct in_addr in = { a->ip[i] };
-        if (i)
-            list[off++] = ' ';
-        if (inet_ntop (AF_INET, &in, list + off, (socklen_t)(sizeof (list)
-                                                             - off)))
-            off += strlen (list + off);
-    }
+    ddpi_ipv4_join (a->ip, n, ' ', list, sizeof (list));
     ddpi_debug ("host: this lane offers %s", list);
     return 0;
 }
