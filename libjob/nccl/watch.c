@@ -357,6 +357,15 @@ void nccl_watch_stop (struct nccl_watch *w)
     free (w);
 }
 
+/* Do blobs a and b publish the same host, watch addresses and network
+ * (one host entry serves both)? */
+static bool same_host (const struct nccl_blob *a, const struct nccl_blob *b)
+{
+    return strcmp (a->host, b->host) == 0 && a->watch.nip == b->watch.nip
+           && a->watch.net == b->watch.net
+           && memcmp (a->watch.ip, b->watch.ip, sizeof (a->watch.ip)) == 0;
+}
+
 int nccl_watch_peers (struct nccl_watch *w, const struct nccl_blob *all)
 {
     free (w->peers);
@@ -373,24 +382,21 @@ int nccl_watch_peers (struct nccl_watch *w, const struct nccl_blob *all)
     }
     for (int r = 0; r < w->size; r++) {
         const struct nccl_watch_addr *a = &all[r].watch;
-        struct host_entry *last = w->nhosts ? &w->hosts[w->nhosts - 1] : NULL;
-        uint32_t ip[NCCL_WATCH_IPS] = { 0 };
-        uint32_t nip = a->nip < NCCL_WATCH_IPS ? a->nip : NCCL_WATCH_IPS;
         w->peers[r] = (struct peer_addr){a->cookie, a->port, -1};
-        /* The addresses worth trying, nearest first: never one of ours
-         * for a rank elsewhere (it would reach this node: net.h). */
-        memcpy (ip, a->ip, nip * sizeof (uint32_t));
-        if (r != w->rank && nip > 0)
-            nip = (uint32_t)ddpi_peer_addrs_order (ip, (int)nip,
-                                                   a->net == w->net);
-        if (!last || strcmp (last->name, all[r].host) != 0 || last->nip != nip
-            || memcmp (last->ip, ip, nip * sizeof (uint32_t)) != 0) {
-            last = &w->hosts[w->nhosts++];
-            snprintf (last->name, sizeof (last->name), "%s", all[r].host);
-            memcpy (last->ip, ip, sizeof (last->ip));
-            last->nip = nip;
+        if (r == 0 || !same_host (&all[r - 1], &all[r])) {
+            struct host_entry *h = &w->hosts[w->nhosts++];
+            int nip = a->nip < NCCL_WATCH_IPS ? (int)a->nip : NCCL_WATCH_IPS;
+            snprintf (h->name, sizeof (h->name), "%s", all[r].host);
+            memcpy (h->ip, a->ip, sizeof (h->ip));
+            /* The addresses worth trying, nearest first: never one of
+             * ours for a rank elsewhere (it would reach this node:
+             * net.h).  Once a host, not once a rank (it lists this
+             * node's interfaces). */
+            h->nip = nip > 0 ? (uint32_t)ddpi_peer_addrs_order (
+                                   h->ip, nip, a->net == w->net)
+                             : 0;
         }
-        if (nip > 0)
+        if (w->hosts[w->nhosts - 1].nip > 0)
             w->peers[r].host = w->nhosts - 1;
     }
     return 0;
