@@ -97,7 +97,6 @@ class _Conn:
         self.rbuf = bytearray()
         self.wbuf = bytearray()
         self.nonce = nonce
-        self.proven = False
         self.since = time.monotonic()
 
 
@@ -110,8 +109,10 @@ class Server:
         and serve from a daemon thread until close()."""
         self.secret = secret
         self.data = {}
-        self.waits = []     # (conn, keys, deadline, op, key)
+        self.waits = []     # (conn, keys, deadline, op)
         self.conns = {}     # socket -> _Conn
+        # The connections yet to prove the secret, oldest first.
+        self.unproven = {}  # socket -> _Conn
         self.sel = selectors.DefaultSelector()
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.bind((host, port))
@@ -163,8 +164,9 @@ class Server:
     def _next_deadline(self):
         now = time.monotonic()
         ends = [w[2] for w in self.waits]
-        ends += [c.since + HANDSHAKE_SECS for c in self.conns.values()
-                 if not c.proven]
+        if self.unproven:
+            ends.append(next(iter(self.unproven.values())).since
+                        + HANDSHAKE_SECS)
         return max(0.0, min(ends) - now) if ends else None
 
     def _accept(self):
@@ -178,19 +180,15 @@ class Server:
             s.setblocking(False)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             c = _Conn(s, os.urandom(NONCE))
-            self.conns[s] = c
+            self.conns[s] = self.unproven[s] = c
             self.sel.register(s, selectors.EVENT_READ)
             self._send(c, MAGIC + c.nonce)
-            self._trim_unproven()
-
-    def _trim_unproven(self):
-        unproven = [c for c in self.conns.values() if not c.proven]
-        unproven.sort(key=lambda c: c.since)
-        for c in unproven[:max(0, len(unproven) - PENDING_MAX)]:
-            self._close(c)
+            while len(self.unproven) > PENDING_MAX:
+                self._close(next(iter(self.unproven.values())))
 
     def _close(self, c):
         self.conns.pop(c.sock, None)
+        self.unproven.pop(c.sock, None)
         self.waits = [w for w in self.waits if w[0] is not c]
         try:
             self.sel.unregister(c.sock)
@@ -210,15 +208,16 @@ class Server:
             return
         c.rbuf += data
         while c.sock in self.conns and len(c.rbuf) >= 4:
+            proven = c.sock not in self.unproven
             (n,) = struct.unpack_from(">I", c.rbuf, 0)
-            if n > (FRAME_MAX if c.proven else HELLO_MAX):
+            if n > (FRAME_MAX if proven else HELLO_MAX):
                 self._close(c)
                 return
             if len(c.rbuf) < 4 + n:
                 return
             body = bytes(c.rbuf[4:4 + n])
             del c.rbuf[:4 + n]
-            if c.proven:
+            if proven:
                 self._request(c, body)
             else:
                 self._hello(c, body)
@@ -230,7 +229,7 @@ class Server:
                 body[:DIGEST], _mac(self.secret, b"client", c.nonce)):
             self._close(c)
             return
-        c.proven = True
+        del self.unproven[c.sock]
         self._send(c, _frame(_mac(self.secret, b"server", body[DIGEST:])))
 
     def _send(self, c, data):
@@ -318,8 +317,7 @@ class Server:
                                b"expected and the desired value")
         key = self._key(f[0])
         have = self.data.get(key)
-        if (have is None and f[1] == b"") or (have is not None
-                                               and have == f[1]):
+        if have == f[1] or (have is None and f[1] == b""):
             self.data[key] = f[2]
             self._wake()
         elif have is None:
@@ -366,17 +364,15 @@ class Server:
             self._reply(w[0], TIMEOUT, ", ".join(missing).encode(
                 "utf-8", "surrogateescape"))
         self.waits = left
-        for c in list(self.conns.values()):
-            if not c.proven and now - c.since >= HANDSHAKE_SECS:
-                self._close(c)
+        while self.unproven:
+            c = next(iter(self.unproven.values()))
+            if now - c.since < HANDSHAKE_SECS:
+                break
+            self._close(c)
 
 
 class StoreError(Exception):
     """What the client raises; ddp.torch maps it to ddp's exceptions."""
-
-    def __init__(self, msg, timeout=False):
-        super().__init__(msg)
-        self.timeout = timeout
 
 
 def _recv_exact(sock, n):
@@ -415,7 +411,7 @@ class Client:
                     tried = "; ".join(f"{k}: {v}" for k, v in seen.items())
                     raise StoreError(
                         f"could not reach rank 0's store on port {port} "
-                        f"({tried})", timeout=True)
+                        f"({tried})")
                 try:
                     self.sock = self._prove(a, port, secret, min(wait, left))
                     self.addr = a

@@ -135,7 +135,7 @@ def _job_store(timeout):
         server = _store.Server(os.urandom(_SECRET))
         info = (ddp.host_addrs(), server.port, server.secret)
     addrs, port, secret = ddp.broadcast_object(info, 0)
-    if server is not None or ddp.node_rank() == 0:
+    if ddp.node_rank() == 0:        # rank 0's node: its loopback first
         addrs = ["127.0.0.1"] + [a for a in addrs if a != "127.0.0.1"]
     deadline = time.monotonic() + min(timeout.total_seconds(), 120.0)
     client = _store.Client(addrs, port, secret, deadline)
