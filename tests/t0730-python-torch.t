@@ -8,23 +8,9 @@ step, and the resumed run ends bitwise identical to one never stopped; the
 same program runs under ddp-run'
 . "$(dirname "$0")/test-lib.sh"
 
-# The Python module of this build tree (libjob/python/build.env, as t0720).
-ddp_python_require
-
-# The interpreter with torch that runs this build's module (TORCH_PY).
-ddp_torch_require
-
-unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
-unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
-unset SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
-
+# The module, torch, a clean environment, ./python as PY.
+ddp_torch_setup
 ddp_cluster_require
-
-# ./python: TORCH_PY, with the ASan runtime preloaded in a sanitizer
-# build (ddp_torch_python).
-ddp_torch_python
-PY=$PWD/python
-say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 
 EX=$DDP_SRC_DIR/contrib/examples/train_torch.py
 RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run

@@ -8,21 +8,9 @@ and gather_into; ranks that pass different dtypes or sizes all raise
 ddp.Error (EMISMATCH) naming both'
 . "$(dirname "$0")/test-lib.sh"
 
-ddp_python_require
-
-# The interpreter with torch that runs this build's module (TORCH_PY).
-ddp_torch_require
-
-unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
-unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
-unset DDP_CHECK SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
-
-# ./python: TORCH_PY, with the ASan runtime preloaded in a sanitizer
-# build (ddp_torch_python).
-ddp_torch_python
-PY=$PWD/python
+# The module, torch, a clean environment, ./python as PY.
+ddp_torch_setup
 PROG=$DDP_SRC_DIR/tests/progs/torch_tensors.py
-say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 
 # checked NAME RANKS: NAME.out has a "... 0 failed" summary from each of
 # RANKS ranks and no FAIL line.

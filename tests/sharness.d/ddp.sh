@@ -301,6 +301,22 @@ ddp_torch_require () {
 	test -n "$TORCH_PY" || ddp_torch_missing "module $mod (for $DDP_PYTHON)${why}"
 }
 
+# ddp_torch_setup: what a test of the module with torch needs first: the
+# module of this build (ddp_python_require), an interpreter with torch for
+# it (ddp_torch_require), the launchers' and libddp's variables of the
+# caller unset, ./python (ddp_torch_python) as PY, and a line saying which
+# torch runs.
+ddp_torch_setup () {
+	ddp_python_require
+	ddp_torch_require
+	unset PMIX_NAMESPACE SLURM_STEP_NUM_TASKS WORLD_SIZE RANK DDP_BOOTSTRAP
+	unset DDP_TIMEOUT DDP_INIT_TIMEOUT DDP_DEBUG DDP_BACKEND DDP_STOP_SIGNALS
+	unset DDP_CHECK SLURM_RESTART_COUNT MASTER_ADDR MASTER_PORT
+	ddp_torch_python
+	PY=$PWD/python
+	say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
+}
+
 # ddp_torch_python: write ./python, which runs TORCH_PY (ddp_torch_require
 # first).  In a sanitizer build (the module and libddp carry ASan) the ASan
 # runtime is preloaded, as for t0720's interpreter, and libstdc++ with it:
