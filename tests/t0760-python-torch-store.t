@@ -52,6 +52,19 @@ test_expect_success 'ddp-run -n 4 -N 2 without MASTER_ADDR/MASTER_PORT: every ra
 	ok_ranks dr 4
 '
 
+test_expect_success 'a store no rank reaches: ddp.PeerError on every rank within the timeout, naming what each address did' '
+	timeout 60 "$RUN" -n 2 -b host -t 30 "$PY" "$PROG" unreachable \
+		>un.out 2>un.err || { cat un.out un.err; false; } &&
+	cat un.out &&
+	! grep FAIL un.out &&
+	for r in 0 1; do
+		grep "^rank $r: PeerError after [0-9.]* s: ddp.torch.init_process_group: could not reach rank 0.s store on port [0-9]* (127.0.0.1: .*refused" un.out ||
+			return 1
+	done &&
+	awk "/PeerError after/ { n++; s = \$5 + 0; if (s < 1.5 || s > 8) { print \"took \" s \" s\"; bad = 1 } }
+		END { exit bad || n != 2 }" un.out
+'
+
 command -v mpirun >/dev/null 2>&1 && mpirun --version 2>/dev/null | grep -q "Open MPI" \
 	&& test_set_prereq MPIRUN
 test_expect_success MPIRUN 'Open MPI mpirun -n 3 (PMIx, no MASTER_*): every rank joins' '

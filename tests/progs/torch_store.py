@@ -18,6 +18,11 @@ job         in a job (srun --ddp, ddp-run, mpirun): init_process_group()
             "rank R/N node K on HOST: job ok, store at ADDR, init S s"
             (ADDR: where its client reached rank 0's store; none for
             one process, whose store is a HashStore).
+unreachable in a job: rank 0's store stops listening before anyone
+            connects (a server closed at once); init_process_group with a
+            2 s timeout raises ddp.PeerError on every rank, saying it could
+            not reach rank 0's store and what each address did.  Each rank
+            prints "rank R: PeerError after S s: MESSAGE".
 """
 import datetime
 import os
@@ -259,9 +264,39 @@ def mode_job():
     return 1 if _checks[1] else 0
 
 
+# ---- unreachable --------------------------------------------------------------
+
+class _GoneServer(_store.Server):
+    """A store that closes as soon as it is made: its port refuses."""
+
+    def __init__(self, secret):
+        super().__init__(secret)
+        self.close()
+
+
+def mode_unreachable():
+    _store.Server = _GoneServer
+    t0 = time.monotonic()
+    try:
+        ddp.torch.init_process_group(timeout=datetime.timedelta(seconds=2))
+        print(f"rank {ddp.rank()}: FAIL: init_process_group returned",
+              flush=True)
+        return 1
+    except ddp.PeerError as e:
+        # One write: the ranks share this stdout, and print() writes the
+        # line and its newline apart (unbuffered, as here).
+        sys.stdout.write(f"rank {ddp.rank()}: PeerError after "
+                         f"{time.monotonic() - t0:.1f} s: {e}\n")
+        sys.stdout.flush()
+    # The ranks leave together: the first to finish must not end the
+    # others' wait for the store as a lost rank.
+    ddp.barrier()
+    return 0
+
+
 def main(argv):
     modes = {"semantics": mode_semantics, "strangers": mode_strangers,
-             "job": mode_job}
+             "job": mode_job, "unreachable": mode_unreachable}
     if len(argv) != 2 or argv[1] not in modes:
         print(f"usage: torch_store.py {'|'.join(modes)}", file=sys.stderr)
         return 2

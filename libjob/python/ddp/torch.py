@@ -138,7 +138,13 @@ def _job_store(timeout):
     if ddp.node_rank() == 0:        # rank 0's node: its loopback first
         addrs = ["127.0.0.1"] + [a for a in addrs if a != "127.0.0.1"]
     deadline = time.monotonic() + min(timeout.total_seconds(), 120.0)
-    client = _store.Client(addrs, port, secret, deadline)
+    try:
+        client = _store.Client(addrs, port, secret, deadline)
+    except _store.StoreError as e:
+        if server is not None:
+            server.close()
+        raise _fail(ddp.PeerError, ddp.EPEER, "ddp.torch.init_process_group",
+                    str(e)) from None
     store = Store(client, timeout)
     store._server = server      # rank 0: the server lives as long as this
     return store
