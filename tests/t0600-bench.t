@@ -206,6 +206,30 @@ test_expect_success MPI 'with mpi-bench built, the sweep has MPI times, ratios a
 	test $(wc -l <summary) = 1 &&
 	tr "|" "\n" <summary | sed "s/ //g" | grep . | numbers
 '
+# --best-of: report.awk gives each row behind its median over the rounds
+# (rounds.tsv) beside its best.  From this run's rows, ddp's times made 3x
+# as long (the best round: nearly every row behind) and three rounds of
+# them, 3x, half and half: each row's median ratio is a sixth of its best.
+test_expect_success 'with rounds the rows behind show the median over them, counted' '
+	awk -F"\t" -v OFS="\t" "NR == 1 { print >\"best.tsv\"; print; next }
+		\$2 == \"ddp\" && \$9 + 0 > 0 { t = \$9; \$9 = 3 * t; print >\"best.tsv\"; print
+			\$9 = t / 2; r2[NR] = \$0; next }
+		{ print >\"best.tsv\"; print; r2[NR] = \$0 }
+		END { for (k = 1; k <= 2; k++) for (i = 2; i <= NR; i++) print r2[i] }" \
+		res/results.tsv >rounds.tsv &&
+	test $(wc -l <rounds.tsv) = $(( 3 * $(wc -l <res/results.tsv) - 2 )) &&
+	awk -f "$DDP_SRC_DIR/contrib/bench/report.awk" -v nodes=1,2 -v ppn=1 \
+		-v sizes=8,65536,1048576 -v maxnodes=2 -v gloo=0 -v best_of=3 \
+		kind=results best.tsv kind=rounds rounds.tsv >rounds.md &&
+	sed -n "/^## Rows behind a peer/,/^## Result/p" rounds.md >behind.md &&
+	grep -q "^| nodes x ranks | .* | ddp / MPI, median of rounds | behind |\$" behind.md &&
+	awk -F"|" "/^\| [0-9]+ x [0-9]+ \|/ { n++; x = \$(NF-2) + 0; w = \$5 / 6 / \$6
+			if (x < w * 0.95 - 0.006 || x > w * 1.05 + 0.006) { print \"want \" w \": \" \$0; bad = 1 }
+			if (x > 1) late++ }
+		END { print late + 0 > \"late\"; exit bad || n == 0 }" behind.md &&
+	n=$(sed -n "s/^- By the median over the 3 rounds .*: behind Open MPI in \([0-9]*\) of [0-9]* rows.*/\1/p" behind.md) &&
+	test -n "$n" && test "$n" = "$(cat late)"
+'
 # With a link rate (a networked cluster: compare.sh --net measures one),
 # report.awk sets each allreduce's bus bandwidth against it, here against
 # 8 Gbit/s = 1 GB/s, so that the ratio is the bandwidth itself; without one

@@ -425,8 +425,30 @@ static void setup (struct ctx *c)
         c->rep.text = false;
 }
 
+/* Sleep --settle milliseconds, then a barrier: the calls after init are
+ * timed once the launch is done with the machine.  Measured on 4 x 1 (2
+ * CPUs, networked cluster): barriers right after ddp_init took 95-136 us
+ * for their first 1000-1500 (slurmstepd and the PMIx server still at work
+ * on the same CPUs) and 50 us after; after 0.3 s of sleep none was slow
+ * in 6 runs.  Without it the peer whose init is faster (ddp_init 53 ms,
+ * MPI_Init 85) timed its first op in the launch's tail. */
+static void settle (struct ctx *c)
+{
+    struct timespec ts = { c->o.settle_ms / 1000,
+                           c->o.settle_ms % 1000 * 1000000L };
+    int rc;
+
+    if (c->o.settle_ms == 0)
+        return;
+    while (nanosleep (&ts, &ts) != 0 && errno == EINTR)
+        ;
+    if ((rc = bench_impl_barrier ()) != 0)
+        fail_call (c, "barrier (after --settle)", 0, rc);
+}
+
 static void run_all (struct ctx *c, long rss[2])
 {
+    settle (c);
     if (c->o.mem > 0)
         run_mem (c, rss[0], rss[1]);
     if (alloc_buffers (c) < 0)

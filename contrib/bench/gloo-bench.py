@@ -81,6 +81,7 @@ def parse_args(argv):
     p.add_argument("-c", "--check-every", type=int)
     p.add_argument("-o", "--ops", type=parse_ops)
     p.add_argument("-M", "--mem", type=int, help="accepted; not measured")
+    p.add_argument("-W", "--settle", type=int)
     p.add_argument("-i", "--init-only", action="store_true")
     p.add_argument("-S", "--short", action="store_true")
     p.add_argument("-t", "--tsv")
@@ -90,15 +91,15 @@ def parse_args(argv):
     # bench.c's defaults, then --short's, then what was given.
     o = dict(sizes=[8 << k for k in range(24)], iters=1000, min_iters=10,
              warmup=100, budget=256 << 20, time=0, check_every=1,
-             ops=["barrier"] + list(OPS))
+             ops=["barrier"] + list(OPS), settle=500)
     if a.short:
         o.update(sizes=[8, 64 << 10, 1 << 20], iters=100, min_iters=5,
-                 warmup=10, budget=16 << 20)
+                 warmup=10, budget=16 << 20, settle=100)
     for k in o:
         if getattr(a, k) is not None:
             o[k] = getattr(a, k)
     if o["iters"] < 1 or o["min_iters"] < 1 or o["warmup"] < 0 \
-            or o["check_every"] < 0 or o["time"] < 0:
+            or o["check_every"] < 0 or o["time"] < 0 or o["settle"] < 0:
         p.error("iterations must be at least 1, the others at least 0")
     o["min_iters"] = min(o["min_iters"], o["iters"])
     o.update(init_only=a.init_only, tsv=a.tsv, quiet=a.quiet,
@@ -438,6 +439,10 @@ def main(argv):
     b.header()
     b.init_stats(init_us)
     if not o["init_only"]:
+        # bench.c's --settle: the launch's own work is over by the first call
+        if o["settle"] > 0:
+            time.sleep(o["settle"] / 1e3)
+            dist.barrier()
         b.run_all()
     if b.tsv and b.tsv is not sys.stdout:
         b.tsv.close()

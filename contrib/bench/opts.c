@@ -51,6 +51,7 @@ static const struct optdef defs[] = {
     { "check-every", 'c', ARG_LONG, OFF (check_every), 0 },
     { "ops", 'o', ARG_OPS, OFF (ops), 0 },
     { "mem", 'M', ARG_LONG, OFF (mem), 0 },
+    { "settle", 'W', ARG_LONG, OFF (settle_ms), 0 },
     { "init-only", 'i', ARG_FLAG, OFF (init_only), 0 },
     { "short", 'S', ARG_SHORT, OFF (sizes), 0 },
     { "tsv", 't', ARG_STR, OFF (tsv), 0 },
@@ -185,6 +186,7 @@ static void opts_default (struct bench_opts *o)
         o->ops[i] = true;
     o->barrier = true;
     o->mem = 100000;
+    o->settle_ms = 500;
 }
 
 static void opts_short (struct bench_opts *o)
@@ -195,6 +197,7 @@ static void opts_short (struct bench_opts *o)
     o->warmup = 10;
     o->budget = 16u << 20;
     o->mem = 10000;
+    o->settle_ms = 100;
 }
 
 static void usage (const char *prog)
@@ -215,9 +218,12 @@ static void usage (const char *prog)
 "  -c, --check-every N     check every Nth call (default 1; 0 = no checks)\n"
 "  -o, --ops LIST          of barrier,bcast,allreduce,allgather,gather (default all)\n"
 "  -M, --mem N             RSS check over N 8-byte allreduces (default 100000; 0 off)\n"
+"  -W, --settle MS         every rank sleeps MS milliseconds after init, then a\n"
+"                          barrier, before the first call (default 500, --short\n"
+"                          100; 0 none): the launch's own work is over by then\n"
 "  -i, --init-only         only time init\n"
 "  -S, --short             few sizes and iterations (CI): -s 8,64K,1M -n 100\n"
-"                          -m 5 -w 10 -B 16M -M 10000\n"
+"                          -m 5 -w 10 -B 16M -M 10000 -W 100\n"
 "  -t, --tsv FILE          also write the table as TSV to FILE (rank 0)\n"
 "  -q, --quiet             no human-readable table\n"
 "  -X, --inject-error      corrupt one result element of every checked call\n"

@@ -38,6 +38,7 @@ struct bench_opts {
     bool ops[BENCH_NOPS];
     bool barrier;
     long mem;           /* collectives for the memory check; 0: none */
+    long settle_ms;     /* sleep after init before the first call; 0: none */
     bool init_only;
     bool quiet;
     bool inject;        /* corrupt results on purpose (tests the checks) */

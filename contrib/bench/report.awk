@@ -50,6 +50,10 @@ kind == "debug" { debug[++ndebug] = $0 }
 kind == "failures" && $0 != "" { failed[++nfailed] = $0 }
 kind == "retried" && $0 != "" { retried[++nretried] = $0 }
 kind == "baseline" && FNR > 1 { base[$1, $3, $6] = $9; baseline_read = 1 }
+# --best-of: every round's time of a row, its wrong results left out.
+kind == "rounds" && FNR > 1 && $14 !~ /^FAIL/ && $9 + 0 > 0 {
+    rtime[$1, $3, $6, ++nround[$1, $3, $6]] = $9
+}
 
 # A results row: by run, op and bytes; by configuration for the sweep.
 function add_row(   run, k, cfg) {
@@ -86,6 +90,14 @@ function median(a, n,   i, j, v, s) {
     }
     if (n % 2) return s[(n + 1) / 2]
     return (s[n / 2] + s[n / 2 + 1]) / 2
+}
+
+# round_median(run, op, b): the median over the rounds of --best-of of a
+# row's time ("" without them).
+function round_median(run, op, b,   i, n, a) {
+    n = nround[run, op, b] + 0
+    for (i = 1; i <= n; i++) a[i] = rtime[run, op, b, i]
+    return median(a, n)
 }
 
 # ratio(a, b[, fmt]): a / b, by default to two decimals, or two significant
@@ -717,7 +729,11 @@ function scale_targets(   j, p, r, i, n, label) {
 # Every row of the tables above (a configuration's first run, as in
 # where[]) that has ddp's time and a peer's, ddp's behind when its median
 # is above the peer's: the counts, then those rows, in reading order.
-function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x) {
+# With --best-of, also each row's ratio of the medians over the rounds
+# (rm, rg: the peer's run) and how many rows are behind by that.
+function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x,
+                           R, rm, rg, mm, mg, bmm, bgm, nmm, ngm) {
+    R = best_of > 1
     for (i = 1; i <= nruns; i++) {
         run = runs[i]
         if (run !~ /^ddp-/ || !(run in runcfg)) continue
@@ -727,15 +743,23 @@ function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, l
             if (op ~ /_sent$/ || where["ddp" SUBSEP cfg, op, b] != run) continue
             d = t[run, op, b]
             if (d + 0 <= 0) continue
-            m = (("mpi" SUBSEP cfg, op, b) in where) ? t[where["mpi" SUBSEP cfg, op, b], op, b] : ""
-            g = (("gloo" SUBSEP cfg, op, b) in where) ? t[where["gloo" SUBSEP cfg, op, b], op, b] : ""
+            rm = where["mpi" SUBSEP cfg, op, b]; rg = where["gloo" SUBSEP cfg, op, b]
+            m = rm != "" ? t[rm, op, b] : ""
+            g = rg != "" ? t[rg, op, b] : ""
             w = ""
             if (m + 0 > 0) { nm++; if (d + 0 > m + 0) { bm++; w = "MPI" } }
             if (G && g + 0 > 0) { ng++; if (d + 0 > g + 0) { bg++; w = w (w == "" ? "" : ", ") "gloo" } }
+            if (R) {
+                mm = rm != "" ? ratio(round_median(run, op, b), round_median(rm, op, b), "") : "n/a"
+                mg = rg != "" ? ratio(round_median(run, op, b), round_median(rg, op, b), "") : "n/a"
+                if (mm != "n/a") { nmm++; if (mm + 0 > 1) bmm++ }
+                if (G && mg != "n/a") { ngm++; if (mg + 0 > 1) bgm++ }
+            }
             if (w == "") continue
             split(cfg, x, SUBSEP)
             line[++nl] = "| " x[1] " x " x[2] / x[1] " | " op " | " b " | " d " | " na(m) " | " ratio(d, m, "") \
-                (G ? " | " na(g) " | " ratio(d, g, "") : "") " | " w " |"
+                (G ? " | " na(g) " | " ratio(d, g, "") : "") \
+                (R ? " | " mm (G ? " | " mg : "") : "") " | " w " |"
         }
     }
     print "## Rows behind a peer"
@@ -745,11 +769,18 @@ function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, l
     print ""
     print "- Behind Open MPI: " bm + 0 " of " nm + 0 " rows."
     if (G) print "- Behind gloo: " bg + 0 " of " ng + 0 " rows."
+    if (R) {
+        print "- By the median over the " best_of " rounds (each row's best is above): behind Open MPI in " \
+            bmm + 0 " of " nmm + 0 " rows" (G ? ", behind gloo in " bgm + 0 " of " ngm + 0 : "") "."
+        print "  A row behind only in its best round is behind by the spread of the"
+        print "  rounds, not by the median."
+    }
     print ""
     if (nl == 0) return
     print "| nodes x ranks | op | bytes | ddp us | MPI us | ddp / MPI" \
-        (G ? " | gloo us | ddp / gloo" : "") " | behind |"
-    print align(2, G ? 6 : 4, 1)
+        (G ? " | gloo us | ddp / gloo" : "") \
+        (R ? " | ddp / MPI, median of rounds" (G ? " | ddp / gloo, median of rounds" : "") : "") " | behind |"
+    print align(2, (G ? 6 : 4) + (R ? (G ? 2 : 1) : 0), 1)
     for (i = 1; i <= nl; i++) print line[i]
     print ""
 }
