@@ -9,6 +9,9 @@
  *  - memory: VmRSS before and after init, after 1000 warm-up 8-byte
  *    allreduces, and after --mem more (default 100000); the largest value
  *    over the ranks is reported.
+ *  - settle: after init every rank sleeps --settle ms (default 500), then a
+ *    barrier, so that the timed calls start once the launch is done with
+ *    the CPUs (settle() below says what it cost without).
  *  - barrier and bcast / allreduce / allgather / gather over sizes: each call
  *    is timed on its own (clock_gettime, ~25 ns here) after warm-up calls;
  *    calls follow each other with nothing in between but the (untimed)
