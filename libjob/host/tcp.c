@@ -605,6 +605,20 @@ static void op_take (struct link *l, struct host_op *o)
     }
 }
 
+/* How much of receive op o's payload the read of its header may take:
+ * all of a small one (at most half the read-ahead buffer), so that a
+ * small message on a link that only receives in the round costs one
+ * recv() instead of two, and never a byte beyond the message (ahead()
+ * says why).  Measured on the networked cluster (2 CPUs, AMD, 3000
+ * calls, 12 rounds alternated, median of the rounds' medians, us):
+ * gather of 1 KiB at 2, 3, 4 x 1 2.4 -> 1.5, 4.3 -> 2.5, 4.4 -> 3.0
+ * (Open MPI 1.4, 1.6, 4.3); allgather of 1 KiB at 3 and 4 x 1 50.8 ->
+ * 48.5, 69.1 -> 66.3 (MPI 59.2, 62.3); 8 B within the rounds' spread. */
+static size_t with_header (const struct host *h, const struct host_op *o)
+{
+    return o->len <= h->tune.tcp_ahead / 2 ? o->len : 0;
+}
+
 /* Receive more of op o: what its link read ahead, then from the socket
  * into o's buffers and, behind them, the link's read-ahead buffer.
  * Returns 1 on progress, 0 when blocked, <0. */
@@ -621,7 +635,7 @@ static int pump_recv (struct host *h, struct host_op *o)
         if (l->fd < 0
             || (l->closed && l->in_hdr + rb_have (l) < sizeof (l->in)))
             return link_lost (h, o->link, "closed");
-        if ((rc = read_header (h, l, ahead ? ahead : o->with_hdr)) < 0)
+        if ((rc = read_header (h, l, ahead ? ahead : with_header (h, o))) < 0)
             return link_lost (h, o->link, "closed");
         if (rc == 0)
             return 0;
@@ -785,20 +799,6 @@ static size_t ahead (const struct host *h, const struct host_op *ops,
  * that copy. */
 #define YIELD_MAX_BYTES (64u << 10)
 
-/* How much of receive op o's payload the read of its header may take:
- * all of a small one (at most half the read-ahead buffer), so that a
- * small message on a link that only receives in the round costs one
- * recv() instead of two, and never a byte beyond the message (ahead()
- * says why).  Measured on the networked cluster (2 CPUs, AMD, 3000
- * calls, 12 rounds alternated, median of the rounds' medians, us):
- * gather of 1 KiB at 2, 3, 4 x 1 2.4 -> 1.5, 4.3 -> 2.5, 4.4 -> 3.0
- * (Open MPI 1.4, 1.6, 4.3); allgather of 1 KiB at 3 and 4 x 1 50.8 ->
- * 48.5, 69.1 -> 66.3 (MPI 59.2, 62.3); 8 B within the rounds' spread. */
-static size_t with_header (const struct host *h, const struct host_op *o)
-{
-    return o->len <= h->tune.tcp_ahead / 2 ? o->len : 0;
-}
-
 int host_tcp_run (struct host *h, struct host_op *ops, int nops)
 {
     /* DDP_TIMEOUT, no grace: the nodes' swap of lists (fault.c) finds who
@@ -816,7 +816,6 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
         op_advance (&ops[i], 0);    /* past empty iovecs */
         ops[i].piece = ops[i].send ? piece (h, ops[i].len) : SIZE_MAX;
         ops[i].ahead = ops[i].send ? 0 : ahead (h, ops, nops, i);
-        ops[i].with_hdr = ops[i].send ? 0 : with_header (h, &ops[i]);
     }
     for (;;) {
         if ((rc = pump_all (h, ops, nops, &pending)) < 0 || pending == 0)

@@ -127,7 +127,6 @@ struct host_op {
     size_t hdone;       /* send: frame header bytes sent */
     size_t piece;       /* send: most payload bytes per sendmsg() */
     size_t ahead;       /* receive: most bytes a read takes beyond it */
-    size_t with_hdr;    /* receive: payload bytes the header's read takes */
     bool hdr;           /* receive: frame header received and checked */
     bool fin;
 };
