@@ -732,7 +732,7 @@ function scale_targets(   j, p, r, i, n, label) {
 # With --best-of, also each row's ratio of the medians over the rounds
 # (rm, rg: the peer's run) and how many rows are behind by that.
 function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, line, w, x,
-                           R, rm, rg, mm, mg, bmm, bgm, nmm, ngm) {
+                           R, rm, rg, dm, mm, mg, bmm, bgm, nmm, ngm) {
     R = best_of > 1
     for (i = 1; i <= nruns; i++) {
         run = runs[i]
@@ -750,8 +750,9 @@ function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, l
             if (m + 0 > 0) { nm++; if (d + 0 > m + 0) { bm++; w = "MPI" } }
             if (G && g + 0 > 0) { ng++; if (d + 0 > g + 0) { bg++; w = w (w == "" ? "" : ", ") "gloo" } }
             if (R) {
-                mm = rm != "" ? ratio(round_median(run, op, b), round_median(rm, op, b), "") : "n/a"
-                mg = rg != "" ? ratio(round_median(run, op, b), round_median(rg, op, b), "") : "n/a"
+                dm = round_median(run, op, b)
+                mm = rm != "" ? ratio(dm, round_median(rm, op, b), "") : "n/a"
+                mg = rg != "" ? ratio(dm, round_median(rg, op, b), "") : "n/a"
                 if (mm != "n/a") { nmm++; if (mm + 0 > 1) bmm++ }
                 if (G && mg != "n/a") { ngm++; if (mg + 0 > 1) bgm++ }
             }
