@@ -162,6 +162,17 @@ int ddp_host_addrs (char *buf, size_t len);
 /* The library version, "MAJOR.MINOR.PATCH"; never NULL. */
 const char *ddp_version (void);
 
+/* How this build finds CUDA and NCCL, as one line written to buf (len
+ * bytes, truncated to fit): "not built (host backend only)"; or that they
+ * are loaded at run time by the steps that use them, from where, and the
+ * versions the build was made with; or, once a step loaded them, the
+ * files they came from ("loaded at run time: NCCL 22803 from
+ * /usr/lib/...").  libddp links neither: a build made with them starts
+ * where they are absent (doc/nccl.md, "Finding CUDA and NCCL").  Loads
+ * nothing; needs no ddp_init().  Returns buf (an empty string when len
+ * is 0 or buf NULL: then NULL). */
+const char *ddp_nccl_info (char *buf, size_t len);
+
 /* End the whole job: every other rank's pending and next collective fails
  * with DDP_EPEER naming this rank, then the step ends.  errcode is the exit
  * status the launcher reports; msg (may be NULL) is logged, and the call

@@ -235,8 +235,10 @@ error:
     bootstrap_destroy (g.boot);
     g.boot = NULL;
     g.be = NULL;
+    /* Logged while the prefix still names this rank ("[ddp rank 3/4]"). */
+    init_failed (rc);
     reset_identity ();
-    return init_failed (rc);
+    return rc;
 }
 
 /* Run k on the backend, its arguments valid (backend.h). */
@@ -637,6 +639,18 @@ int ddp_stream_synchronize (void *stream)
     int rc = check_gpu ("ddp_stream_synchronize");
 
     return rc < 0 ? rc : done (g.be->gpu->synchronize (g.ctx, stream));
+}
+
+const char *ddp_nccl_info (char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return NULL;
+#ifdef HAVE_NCCL
+    return nccl_backend_describe (buf, len);
+#else
+    snprintf (buf, len, "not built (host backend only)");
+    return buf;
+#endif
 }
 
 int ddp_gpu_mem_info (size_t *used, size_t *total)

@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static void ctx_free (struct nccl_ctx *c)
     if (!c)
         return;
     if (c->device >= 0)
-        cudaSetDevice (c->device);
+        DL (cudaSetDevice) (c->device);
     c->call = NCCL_CALL_FINALIZE;
     nccl_show (c, true);
     if (c->comm) {
@@ -63,19 +64,19 @@ static void ctx_free (struct nccl_ctx *c)
          * every rank finalizes at about the same time, so a short bound
          * keeps a dead peer from holding ddp_finalize() for DDP_TIMEOUT. */
         c->cap_s = FINALIZE_TIMEOUT;
-        if (nccl_settle (c, ncclCommFinalize (c->comm), "ncclCommFinalize")
+        if (nccl_settle (c, DL (ncclCommFinalize) (c->comm), "ncclCommFinalize")
                 == 0
             && c->comm) {
-            ncclCommDestroy (c->comm);
+            DL (ncclCommDestroy) (c->comm);
             c->comm = NULL;
         }
     }
     if (c->stream)
-        cudaStreamDestroy (c->stream);
+        DL (cudaStreamDestroy) (c->stream);
     if (c->flag)
-        cudaFree (c->flag);
+        DL (cudaFree) (c->flag);
     if (c->scratch)
-        cudaFree (c->scratch);
+        DL (cudaFree) (c->scratch);
     nccl_watch_stop (c->watch);
     free (c);
 }
@@ -107,20 +108,19 @@ static int blob_fail (struct nccl_blob *b, int code, const char *fmt, ...)
 static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
                          int nroots, struct nccl_blob *me)
 {
-    char why[128];
+    char why[128], cause[160];
     const char *cvd = getenv ("CUDA_VISIBLE_DEVICES");
     struct cudaDeviceProp prop;
     cudaError_t e;
     int ndev = 0;
     ncclResult_t r;
 
-    if (gethostname (me->host, sizeof (me->host) - 1) < 0)
-        snprintf (me->host, sizeof (me->host), "unknown");
     me->device = -1;
-    if ((e = cudaGetDeviceCount (&ndev)) != cudaSuccess) {
-        (void)cudaGetLastError ();
-        blob_fail (me, DDP_ECUDA, "cudaGetDeviceCount: %s",
-                   cudaGetErrorString (e));
+    if ((e = DL (cudaGetDeviceCount) (&ndev)) != cudaSuccess) {
+        (void)DL (cudaGetLastError) ();
+        blob_fail (me, DDP_ECUDA, "%s: %s",
+                   nccl_dl_cuda_cause (e, cause, sizeof (cause)),
+                   nccl_dl_cuda_hint (e));
         return;
     }
     if ((c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
@@ -129,22 +129,22 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
         return;
     }
     me->device = c->device;
-    if ((e = cudaSetDevice (c->device)) != cudaSuccess
-        || (e = cudaFree (NULL)) != cudaSuccess) { /* creates the context */
+    if ((e = DL (cudaSetDevice) (c->device)) != cudaSuccess
+        || (e = DL (cudaFree) (NULL)) != cudaSuccess) { /* creates the context */
         blob_fail (me, DDP_ECUDA, "cudaSetDevice (%d): %s", c->device,
-                   cudaGetErrorString (e));
+                   DL (cudaGetErrorString) (e));
         return;
     }
-    if (cudaDeviceGetPCIBusId (me->busid, sizeof (me->busid), c->device)
+    if (DL (cudaDeviceGetPCIBusId) (me->busid, sizeof (me->busid), c->device)
         != cudaSuccess)
         me->busid[0] = '\0';
-    if (cudaGetDeviceProperties (&prop, c->device) == cudaSuccess)
+    if (DL (cudaGetDeviceProperties) (&prop, c->device) == cudaSuccess)
         memcpy (me->uuid, prop.uuid.bytes, sizeof (me->uuid));
-    (void)cudaGetLastError ();
+    (void)DL (cudaGetLastError) ();
     if (nroots > 0 && nccl_root_index (bi->rank, bi->size, nroots) >= 0) {
-        if ((r = ncclGetUniqueId (&me->id)) != ncclSuccess) {
+        if ((r = DL (ncclGetUniqueId) (&me->id)) != ncclSuccess) {
             blob_fail (me, DDP_ENCCL, "ncclGetUniqueId: %s",
-                       ncclGetErrorString (r));
+                       DL (ncclGetErrorString) (r));
             return;
         }
         me->has_id = 1;
@@ -186,11 +186,13 @@ static int check_blobs (struct nccl_ctx *c, const struct nccl_blob *all,
 {
     char msg[512];
 
-    for (int r = 0; r < c->size; r++)
-        if (all[r].status != 0)
-            return ddpi_error (r == c->rank ? all[r].status : DDP_EREMOTE,
-                              "nccl: rank %d (host %s) cannot use NCCL: %s",
-                              r, all[r].host, all[r].reason);
+    int failed = nccl_blob_failed (all, c->size, c->rank);
+
+    if (failed >= 0)
+        return ddpi_error (failed == c->rank ? all[failed].status
+                                             : DDP_EREMOTE,
+                          "nccl: rank %d (host %s) cannot use NCCL: %s",
+                          failed, all[failed].host, all[failed].reason);
     for (int r = 1; r < c->size; r++) {
         if (all[r].ranks_per_root != all[0].ranks_per_root)
             return ddpi_error (DDP_EMISMATCH, "nccl: DDP_NCCL_RANKS_PER_ROOT"
@@ -258,29 +260,35 @@ out:
     return done;
 }
 
+/* Does the loaded NCCL create a communicator from several roots' ids? */
+static bool scalable (void)
+{
+#ifdef HAVE_NCCL_SCALABLE_INIT
+    return DL (ncclCommInitRankScalable) != NULL;
+#else
+    return false;
+#endif
+}
+
 /* Create the communicator without blocking and poll it to the deadline. */
 static int comm_init (struct nccl_ctx *c, int nroots, ncclUniqueId *ids)
 {
     ncclResult_t r;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 
     config.blocking = 0;
-#endif
 #ifdef HAVE_NCCL_SCALABLE_INIT
-    r = ncclCommInitRankScalable (&c->comm, c->size, c->rank, nroots, ids,
-                                  &config);
-#elif NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
-    (void)nroots;
-    r = ncclCommInitRankConfig (&c->comm, c->size, ids[0], c->rank, &config);
-#else
-    (void)nroots;
-    r = ncclCommInitRank (&c->comm, c->size, ids[0], c->rank);
+    if (DL (ncclCommInitRankScalable))
+        r = DL (ncclCommInitRankScalable) (&c->comm, c->size, c->rank, nroots,
+                                           ids, &config);
+    else
 #endif
+        r = DL (ncclCommInitRankConfig) (&c->comm, c->size, ids[0], c->rank,
+                                         &config);
     if (r != ncclSuccess && r != ncclInProgress)
         return nccl_fail (c, r, "communicator init");
     if (r == ncclSuccess && c->comm
-        && ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
+        && DL (ncclCommGetAsyncError) (c->comm, &r) != ncclSuccess)
         r = ncclInternalError;
     return nccl_settle (c, r, "communicator init");
 }
@@ -291,10 +299,10 @@ static int comm_ready (struct nccl_ctx *c)
 {
     cudaError_t e;
 
-    if ((e = cudaStreamCreate (&c->stream)) != cudaSuccess)
+    if ((e = DL (cudaStreamCreate) (&c->stream)) != cudaSuccess)
         return nccl_cuda_error (e, "cudaStreamCreate");
-    if ((e = cudaMalloc ((void **)&c->flag, sizeof (int))) != cudaSuccess
-        || (e = cudaMemset (c->flag, 0, sizeof (int))) != cudaSuccess)
+    if ((e = DL (cudaMalloc) ((void **)&c->flag, sizeof (int))) != cudaSuccess
+        || (e = DL (cudaMemset) (c->flag, 0, sizeof (int))) != cudaSuccess)
         return nccl_cuda_error (e, "cudaMalloc");
     return 0;
 }
@@ -308,8 +316,9 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     struct nccl_blob *all = NULL;
     ncclUniqueId *ids = NULL;
     double t0 = ddpi_now (), t1, t2, t3, t4;
-    int rpr, nroots = 0, version = 0, rc;
-    bool cache = true;
+    int rpr = 0, nroots = 0, version = 0, rc;
+    bool cache = true, loaded = false;
+    char why[sizeof (me.reason)];
 
     if (!c)
         return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
@@ -320,24 +329,30 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
     c->cap_s = DDPI_TIMEOUT_MAX;
     memset (&me, 0, sizeof (me));
     me.magic = NCCL_BLOB_MAGIC;
+    me.device = -1;
+    if (gethostname (me.host, sizeof (me.host) - 1) < 0)
+        snprintf (me.host, sizeof (me.host), "unknown");
     /* A bad value fails every rank alike, through the blobs. */
     if (ddpi_env_flag ("DDP_NCCL_BUFFER_CACHE", &cache) < 0)
         blob_fail (&me, DDP_EINVAL, "%s", ddpi_last_error ());
     c->no_cache = !cache;
-    ncclGetVersion (&version);
+    /* A rank without CUDA or NCCL still joins the exchange, so that every
+     * rank learns why (check_blobs). */
+    if (nccl_dl_load (why, sizeof (why)) == 0)
+        loaded = true;
+    else
+        blob_fail (&me, DDP_ECUDA, "%s", why);
+    if (loaded)
+        DL (ncclGetVersion) (&version);
     me.nccl_version = version;
-    if ((rpr = ranks_per_root (&me)) > 0) {
-#ifdef HAVE_NCCL_SCALABLE_INIT
-        nroots = nccl_num_roots (c->size, rpr);
-#else
-        nroots = 1;
-#endif
-    }
+    if (loaded && (rpr = ranks_per_root (&me)) > 0)
+        nroots = scalable () ? nccl_num_roots (c->size, rpr) : 1;
     me.ranks_per_root = rpr;
     c->call = NCCL_CALL_INIT;
     nccl_show (c, true);
     watch_start (c, &me);
-    local_setup (c, bi, nroots, &me);
+    if (loaded)
+        local_setup (c, bi, nroots, &me);
     t1 = ddpi_now ();
     if (!(all = exchange (c, b, &me, &rc)))
         goto error;
@@ -428,13 +443,16 @@ const struct ddp_backend ddpi_backend_nccl = {
 
 int nccl_backend_probe (char *why, size_t whylen)
 {
+    char cause[160];
     int n = 0;
-    cudaError_t e = cudaGetDeviceCount (&n);
+    cudaError_t e;
 
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError ();
-        snprintf (why, whylen, "no usable CUDA device: cudaGetDeviceCount: %s",
-                  cudaGetErrorString (e));
+    if (nccl_dl_load (why, whylen) < 0)
+        return DDP_ECUDA;
+    if ((e = DL (cudaGetDeviceCount) (&n)) != cudaSuccess) {
+        (void)DL (cudaGetLastError) ();
+        snprintf (why, whylen, "no usable CUDA device: %s",
+                  nccl_dl_cuda_cause (e, cause, sizeof (cause)));
         return DDP_ECUDA;
     }
     if (n < 1) {
@@ -446,19 +464,27 @@ int nccl_backend_probe (char *why, size_t whylen)
 
 int nccl_backend_mem_info (size_t *used, size_t *total)
 {
+    char why[256];
     size_t f = 0, t = 0;
     int n = 0;
     cudaError_t e;
 
-    if (cudaGetDeviceCount (&n) != cudaSuccess || n < 1) {
-        (void)cudaGetLastError ();
+    if (nccl_dl_load (why, sizeof (why)) < 0)
+        return ddpi_error (DDP_ENOTSUP, "ddp_gpu_mem_info: %s", why);
+    if (DL (cudaGetDeviceCount) (&n) != cudaSuccess || n < 1) {
+        (void)DL (cudaGetLastError) ();
         return ddpi_error (DDP_ENOTSUP, "ddp_gpu_mem_info: no CUDA device");
     }
-    if ((e = cudaMemGetInfo (&f, &t)) != cudaSuccess)
+    if ((e = DL (cudaMemGetInfo) (&f, &t)) != cudaSuccess)
         return nccl_cuda_error (e, "cudaMemGetInfo");
     if (used)
         *used = t - f;
     if (total)
         *total = t;
     return 0;
+}
+
+const char *nccl_backend_describe (char *buf, size_t len)
+{
+    return nccl_dl_describe (buf, len);
 }

@@ -61,9 +61,9 @@ static int classify (struct nccl_ctx *c, const void *p, size_t len, bool *dev)
         *dev = true;
         return 0;
     }
-    e = cudaPointerGetAttributes (&a, p);
+    e = DL (cudaPointerGetAttributes) (&a, p);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError (); /* unknown to CUDA: plain host memory */
+        (void)DL (cudaGetLastError) (); /* unknown to CUDA: plain host memory */
         return 0;
     }
     if (a.type == cudaMemoryTypeManaged)
@@ -94,11 +94,11 @@ static int scratch_reserve (struct nccl_ctx *c, size_t bytes)
     if (bytes <= c->scratch_size)
         return 0;
     if (c->scratch) {
-        cudaFree (c->scratch); /* synchronizes: nothing may still use it */
+        DL (cudaFree) (c->scratch); /* synchronizes: nothing may still use it */
         c->scratch = NULL;
         c->scratch_size = 0;
     }
-    if ((e = cudaMalloc (&p, bytes)) != cudaSuccess)
+    if ((e = DL (cudaMalloc) (&p, bytes)) != cudaSuccess)
         return nccl_cuda_error (e, "cudaMalloc (staging buffer)");
     c->scratch = p;
     c->scratch_size = bytes;
@@ -175,7 +175,7 @@ static const void *avg_send (const struct coll *k, const void *ds, void *dr,
 {
     if (!nccl_avg_in_place (k->op, ds, dr, k->send_bytes))
         return ds;
-    if (cudaMemcpyAsync (dr, ds, k->send_bytes, cudaMemcpyDeviceToDevice, s)
+    if (DL (cudaMemcpyAsync) (dr, ds, k->send_bytes, cudaMemcpyDeviceToDevice, s)
         != cudaSuccess)
         return NULL;
     return dr;
@@ -195,15 +195,15 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     }
     switch (k->kind) {
         case DDP_COLL_BCAST:
-            return ncclBroadcast (dr, dr, k->count, k->dt, k->root, c->comm,
+            return DL (ncclBroadcast) (dr, dr, k->count, k->dt, k->root, c->comm,
                                   s);
         case DDP_COLL_REDUCE:
-            return ncclReduce (ds, dr, k->count, k->dt, k->op, k->root,
+            return DL (ncclReduce) (ds, dr, k->count, k->dt, k->op, k->root,
                                c->comm, s);
         case DDP_COLL_ALLREDUCE:
-            return ncclAllReduce (ds, dr, k->count, k->dt, k->op, c->comm, s);
+            return DL (ncclAllReduce) (ds, dr, k->count, k->dt, k->op, c->comm, s);
         case DDP_COLL_ALLGATHER:
-            return ncclAllGather (ds, dr, k->count, k->dt, c->comm, s);
+            return DL (ncclAllGather) (ds, dr, k->count, k->dt, c->comm, s);
         case DDP_COLL_GATHER:
             break;
     }
@@ -211,22 +211,22 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     if (c->rank == k->root) {
         char *own = (char *)dr + (size_t)c->rank * b;
         if (own != ds
-            && cudaMemcpyAsync (own, ds, b, cudaMemcpyDeviceToDevice, s)
+            && DL (cudaMemcpyAsync) (own, ds, b, cudaMemcpyDeviceToDevice, s)
                    != cudaSuccess)
             return ncclUnhandledCudaError;
     }
-    if ((r = ncclGroupStart ()) != ncclSuccess)
+    if ((r = DL (ncclGroupStart) ()) != ncclSuccess)
         return r;
     if (c->rank == k->root) {
         for (int p = 0; p < c->size; p++)
             if (p != c->rank
-                && (r = ncclRecv ((char *)dr + (size_t)p * b, k->count, k->dt,
+                && (r = DL (ncclRecv) ((char *)dr + (size_t)p * b, k->count, k->dt,
                                   p, c->comm, s)) != ncclSuccess)
                 break;
     }
     else
-        r = ncclSend (ds, k->count, k->dt, k->root, c->comm, s);
-    ncclResult_t g = ncclGroupEnd ();
+        r = DL (ncclSend) (ds, k->count, k->dt, k->root, c->comm, s);
+    ncclResult_t g = DL (ncclGroupEnd) ();
     return r != ncclSuccess ? r : g;
 }
 
@@ -273,7 +273,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
     if (k->kind == DDP_COLL_BCAST)
         *dr = send_scratch ? c->scratch : k->recvbuf;
     if (send_scratch && k->send_bytes) {
-        e = cudaMemcpyAsync ((void *)*ds, k->sendbuf, k->send_bytes,
+        e = DL (cudaMemcpyAsync) ((void *)*ds, k->sendbuf, k->send_bytes,
                              sdev ? cudaMemcpyDeviceToDevice
                                   : cudaMemcpyHostToDevice, s);
         if (e != cudaSuccess)
@@ -318,7 +318,7 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
     if ((rc = nccl_stream_wait (c, s, k->name)) < 0)
         return rc;
     if (k->recv_bytes && !rdev) {
-        cudaError_t e = cudaMemcpyAsync (k->recvbuf, dr, k->recv_bytes,
+        cudaError_t e = DL (cudaMemcpyAsync) (k->recvbuf, dr, k->recv_bytes,
                                          cudaMemcpyDeviceToHost, s);
         if (e != cudaSuccess)
             return nccl_cuda_error (e, "cudaMemcpyAsync (staging out)");
@@ -349,7 +349,7 @@ int nccl_op_barrier (void *ctx)
     if (c->broken)
         return nccl_broken_error (c);
     nccl_call_enter (c, NCCL_CALL_BARRIER, false);
-    rc = nccl_settle (c, ncclAllReduce (c->flag, c->flag, 1, ncclInt32,
+    rc = nccl_settle (c, DL (ncclAllReduce) (c->flag, c->flag, 1, ncclInt32,
                                         ncclSum, c->comm, c->stream),
                       NULL);
     if (rc == 0)

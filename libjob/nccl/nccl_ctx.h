@@ -27,6 +27,7 @@
 #include <nccl.h>
 
 #include "backend.h"
+#include "nccl_dl.h"
 #include "nccl_util.h"
 
 struct nccl_watch;

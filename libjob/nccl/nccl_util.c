@@ -508,6 +508,16 @@ static void describe_shared (const struct nccl_blob *blobs, int n, int first,
                   uuid_known (f->uuid) ? ")" : "");
 }
 
+int nccl_blob_failed (const struct nccl_blob *blobs, int n, int me)
+{
+    if (me >= 0 && me < n && blobs[me].status != 0)
+        return me;
+    for (int r = 0; r < n; r++)
+        if (blobs[r].status != 0)
+            return r;
+    return -1;
+}
+
 int nccl_find_duplicate_gpu (const struct nccl_blob *blobs, int n, char *msg,
                              size_t msglen)
 {

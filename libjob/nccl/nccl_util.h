@@ -218,6 +218,12 @@ struct nccl_blob {
 int nccl_blob_decode (const void *p, size_t len, struct nccl_blob *out,
                       char *err, size_t errlen);
 
+/* Which failed rank a rank names, among blobs[0..n-1] (blob r is rank r's):
+ * me itself when its own status is not 0 (every rank that failed says why
+ * it did, not why another did), else the lowest rank that failed, else -1.
+ */
+int nccl_blob_failed (const struct nccl_blob *blobs, int n, int me);
+
 /* Two or more ranks on one GPU (same host and UUID, or the same host and
  * PCI bus id when a UUID is unknown), among blobs[0..n-1] (blob r is rank
  * r's).  Returns 0 when every rank has its own GPU; 1 with a message naming

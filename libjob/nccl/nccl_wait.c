@@ -36,7 +36,7 @@ const char *nccl_call_name (const struct nccl_ctx *c, char *buf, size_t len)
 
 int nccl_cuda_error (cudaError_t e, const char *what)
 {
-    return ddpi_error (DDP_ECUDA, "nccl: %s: %s", what, cudaGetErrorString (e));
+    return ddpi_error (DDP_ECUDA, "nccl: %s: %s", what, DL (cudaGetErrorString) (e));
 }
 
 /* Abort the communicator (peers' pending operations then fail or time out
@@ -44,7 +44,7 @@ int nccl_cuda_error (cudaError_t e, const char *what)
 int nccl_comm_break (struct nccl_ctx *c, int code)
 {
     if (c->comm) {
-        ncclCommAbort (c->comm);
+        DL (ncclCommAbort) (c->comm);
         c->comm = NULL;
     }
     if (!c->broken)
@@ -87,13 +87,13 @@ static bool peer_error (ncclResult_t r)
 int nccl_fail (struct nccl_ctx *c, ncclResult_t r, const char *what)
 {
     int code = r == ncclRemoteError ? DDP_EPEER : DDP_ENCCL;
-    const char *last = c->comm ? ncclGetLastError (c->comm) : NULL;
+    const char *last = c->comm ? DL (ncclGetLastError) (c->comm) : NULL;
     char said[384], who[512] = "", name[64];
 
     if (!what)
         what = nccl_call_name (c, name, sizeof (name));
     /* NCCL's words first: the abort may reuse their buffer. */
-    snprintf (said, sizeof (said), "%s%s%s%s", ncclGetErrorString (r),
+    snprintf (said, sizeof (said), "%s%s%s%s", DL (ncclGetErrorString) (r),
               last && *last ? " (" : "", last && *last ? last : "",
               last && *last ? ")" : "");
     nccl_comm_break (c, code);
@@ -147,7 +147,7 @@ int nccl_settle (struct nccl_ctx *c, ncclResult_t r, const char *what)
     while (r == ncclInProgress) {
         if (ddpi_wait_step (&w) < 0)
             return timed_out (c, what);
-        if (ncclCommGetAsyncError (c->comm, &r) != ncclSuccess)
+        if (DL (ncclCommGetAsyncError) (c->comm, &r) != ncclSuccess)
             r = ncclInternalError;
     }
     return r == ncclSuccess ? 0 : nccl_fail (c, r, what);
@@ -162,13 +162,13 @@ int nccl_stream_wait (struct nccl_ctx *c, cudaStream_t s, const char *what)
     cudaError_t e;
 
     ddpi_wait_init (&w, bound (c), SPIN_US);
-    while ((e = cudaStreamQuery (s)) == cudaErrorNotReady) {
+    while ((e = DL (cudaStreamQuery) (s)) == cudaErrorNotReady) {
         ncclResult_t ar = ncclSuccess;
         int step = ddpi_wait_step (&w);
         if (step < 0)
             return timed_out (c, what);
         if (step == 1 && c->comm
-            && ncclCommGetAsyncError (c->comm, &ar) == ncclSuccess
+            && DL (ncclCommGetAsyncError) (c->comm, &ar) == ncclSuccess
             && ar != ncclSuccess && ar != ncclInProgress)
             return nccl_fail (c, ar, what);
     }

@@ -58,6 +58,20 @@ static PyObject *py_version (PyObject *self, PyObject *unused)
     return PyUnicode_FromString (ddp_version ());
 }
 
+PyDoc_STRVAR (nccl_info_doc,
+"nccl_info()\n--\n\nHow this build finds CUDA and NCCL, in one line: not built, loaded at\n"
+"run time by the steps that use them (and from where), or the files they\n"
+"were loaded from.  Loads nothing; needs no init.");
+
+static PyObject *py_nccl_info (PyObject *self, PyObject *unused)
+{
+    char buf[512];
+
+    (void) self;
+    (void) unused;
+    return PyUnicode_FromString (ddp_nccl_info (buf, sizeof (buf)));
+}
+
 /* ---- Module ------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -72,6 +86,7 @@ static PyMethodDef methods[] = {
     NOARGS (is_distributed),
     NOARGS (backend),
     NOARGS (version),
+    NOARGS (nccl_info),
     { NULL, NULL, 0, NULL }
 };
 

@@ -602,6 +602,24 @@ static void test_uuid (void)
         "a short buffer is truncated");
 }
 
+/* Which failed rank each rank names: itself when it failed, else the
+ * lowest one that did. */
+static void test_blob_failed (void)
+{
+    struct nccl_blob b[4];
+
+    memset (b, 0, sizeof (b));
+    is_int (nccl_blob_failed (b, 4, 2), -1, "no rank failed: -1");
+    b[1].status = DDP_ECUDA;
+    b[3].status = DDP_ECUDA;
+    is_int (nccl_blob_failed (b, 4, 0), 1, "rank 0 names the lowest failed");
+    is_int (nccl_blob_failed (b, 4, 2), 1, "rank 2 names the lowest failed");
+    is_int (nccl_blob_failed (b, 4, 3), 3, "rank 3 failed: names itself");
+    is_int (nccl_blob_failed (b, 4, 1), 1, "rank 1 failed: names itself");
+    is_int (nccl_blob_failed (b, 4, 7), 1, "a rank outside: the lowest");
+    is_int (nccl_blob_failed (b, 0, 0), -1, "no blobs: -1");
+}
+
 int main (int argc, char **argv)
 {
     if (argc == 3 && strcmp (argv[1], "--scale") == 0)
@@ -616,6 +634,7 @@ int main (int argc, char **argv)
     test_roots ();
     test_choose ();
     test_blob ();
+    test_blob_failed ();
     test_duplicates ();
     test_duplicates_scale ();
     test_duplicates_random ();
