@@ -11,7 +11,9 @@
  * Slurm, so they are kept and reported by task_init.
  *
  * task_init (per task, as the user, before exec): the rank variables, the
- * backend and the task's GPU.  An error fails the task's launch.
+ * backend, the task's GPU and, with the site's socket_ifname, the
+ * interface variables the job has not set.  An error fails the task's
+ * launch.
  *
  * exit (slurm_spank_exit, once the step's tasks are gone): give the claim
  * on MASTER_PORT back.
