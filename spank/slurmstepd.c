@@ -11,7 +11,9 @@
  * Slurm, so they are kept and reported by task_init.
  *
  * task_init (per task, as the user, before exec): the rank variables, the
- * backend and the task's GPU.  An error fails the task's launch.
+ * backend, the task's GPU and, with the site's socket_ifname, the
+ * interface variables the job has not set.  An error fails the task's
+ * launch.
  *
  * exit (slurm_spank_exit, once the step's tasks are gone): give the claim
  * on MASTER_PORT back.
@@ -40,6 +42,7 @@
 #include "sp_err.h"
 #include "sp_gpus.h"
 #include "sp_hostlist.h"
+#include "sp_ifname.h"
 #include "sp_layout.h"
 #include "sp_plan.h"
 #include "sp_port.h"
@@ -101,15 +104,27 @@ static int job_env (spank_t sp, const char *name, char *buf, int len)
     return step_error ("ddp: cannot read %s: %s", name, spank_strerror (rc));
 }
 
+/* Is variable NAME of the job's (or task's) environment set and not empty
+ * (libddp's ddpi_env_given)?  A value too long to read counts as given. */
+static bool env_given (spank_t sp, const char *name)
+{
+    char buf[2];
+    spank_err_t rc = spank_getenv (sp, name, buf, sizeof (buf));
+
+    return (rc == ESPANK_SUCCESS && buf[0]) || rc == ESPANK_NOSPACE;
+}
+
 /* MASTER_ADDR from SLURM_STEP_NODELIST, checked against the node count;
  * for a multi-node step no loopback address unless srun's own address is
- * a loopback one (sp_master_addr: on the first node, one of its
- * interfaces' by DDP_SOCKET_IFNAME or libddp's default when its name
- * resolves to loopback there). */
+ * a loopback one.  The step's selector (the job's DDP_SOCKET_IFNAME, else
+ * the site's socket_ifname: sp_ifname_effective) picks it where it can
+ * (sp_master_addr: on the first node one of its interfaces' addresses,
+ * on the others the first node's address on a subnet it lets in). */
 static int find_master (spank_t sp, uint32_t nnodes, uint32_t nodeid)
 {
     static char list[SP_HOSTLIST_MAXLEN + 1];
     char err[SP_ERRLEN], ifsel[256] = "", launch[64] = "";
+    struct sp_ifname_job job = { NULL, NULL, NULL };
     int rc;
 
     if ((rc = job_env (sp, "SLURM_STEP_NODELIST", list, sizeof (list))) <= 0)
@@ -121,13 +136,18 @@ static int find_master (spank_t sp, uint32_t nnodes, uint32_t nodeid)
     /* srun's own address, which the tasks of every node reach (srun
      * sets it in the environment it sends; slurmstepd adds the other
      * later). */
-    if (job_env (sp, "DDP_SOCKET_IFNAME", ifsel, sizeof (ifsel)) < 0
-        || (rc = job_env (sp, "SLURM_SRUN_COMM_HOST", launch,
-                          sizeof (launch))) < 0
+    if ((rc = job_env (sp, "DDP_SOCKET_IFNAME", ifsel, sizeof (ifsel))) < 0)
+        return -1;
+    job.ddp = rc == 1 ? ifsel : NULL;
+    job.host_addr = env_given (sp, "DDP_HOST_ADDR") ? "given" : NULL;
+    if ((rc = job_env (sp, "SLURM_SRUN_COMM_HOST", launch,
+                       sizeof (launch))) < 0
         || (rc == 0 && job_env (sp, "SLURM_LAUNCH_NODE_IPADDR", launch,
                                 sizeof (launch)) < 0))
         return -1;
-    if (sp_master_addr (step.master_host, nnodes, nodeid == 0, launch, ifsel,
+    if (sp_master_addr (step.master_host, nnodes, nodeid == 0, launch,
+                        sp_ifname_effective (sp_args_conf ()->socket_ifname,
+                                             &job),
                         step.master_addr, sizeof (step.master_addr), err,
                         sizeof (err)) < 0)
         return step_error ("%s", err);
@@ -547,7 +567,49 @@ static int set_omp (spank_t sp, const struct task_ids *t)
     return set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n);
 }
 
-/* Set the task's variables: the torch ones (torch_env's groups), DDP_BACKEND,
+/* Variable NAME of the task's environment into BUF (LEN bytes): BUF, NULL
+ * when unset, or TOO_LONG (not a valid selector) when it does not fit. */
+static const char *task_var (spank_t sp, const char *name, char *buf, int len)
+{
+    static const char too_long[] = "(too long)";
+    spank_err_t rc = spank_getenv (sp, name, buf, len);
+
+    if (rc == ESPANK_NOSPACE)
+        return too_long;
+    return rc == ESPANK_SUCCESS ? buf : NULL;
+}
+
+/* The site's socket_ifname for the task (sp_ifname_task):
+ * DDP_SOCKET_IFNAME where the job gives neither it nor DDP_HOST_ADDR,
+ * NCCL_SOCKET_IFNAME where the job gives none.  Returns 0, or -1 when
+ * setting one failed. */
+static int set_ifnames (spank_t sp)
+{
+    const char *site = sp_args_conf ()->socket_ifname;
+    char ddp[SP_IFNAME_MAX], nccl[SP_IFNAME_MAX];
+    struct sp_ifname_job job;
+    struct sp_ifname_task t;
+    int rc = 0;
+
+    if (!site[0])
+        return 0;
+    job.ddp = task_var (sp, "DDP_SOCKET_IFNAME", ddp, sizeof (ddp));
+    job.host_addr = env_given (sp, "DDP_HOST_ADDR") ? "given" : NULL;
+    job.nccl = task_var (sp, "NCCL_SOCKET_IFNAME", nccl, sizeof (nccl));
+    if (sp_ifname_task (site, &job, &t) < 0)
+        return -1;
+    if (t.ddp)
+        rc |= set_str (sp, "DDP_SOCKET_IFNAME", t.ddp);
+    if (t.nccl[0])
+        rc |= set_str (sp, "NCCL_SOCKET_IFNAME", t.nccl);
+    else if (t.nccl_unsayable)
+        slurm_debug ("ddp: socket_ifname: no NCCL_SOCKET_IFNAME for a "
+                     "selector with ':' (NCCL reads a port there)");
+    return rc;
+}
+
+/* Set the task's variables: the torch ones (torch_env's groups), the
+ * site's interfaces (set_ifnames), DDP_BACKEND,
  * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
  * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
  * plugin set it).  Returns 0, or -1 when any failed. */
@@ -564,6 +626,7 @@ static int set_env (spank_t sp, const struct task_ids *t,
         rc |= set_elastic_env (sp, t);
     if ((groups & SP_TORCH_OMP) && !step.torchrun)
         rc |= set_omp (sp, t);
+    rc |= set_ifnames (sp);
     rc |= set_str (sp, "DDP_BACKEND", sp_backend_name (c->backend));
     rc |= set_u32 (sp, "DDP_RESTART_COUNT", step.restarts);
     if (c->bound)

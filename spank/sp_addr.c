@@ -13,6 +13,9 @@
 
 #include "sp_addr.h"
 
+/* Room for a message of ddpi_ifsel_parse. */
+#define SP_ADDR_ERRLEN 512
+
 int sp_resolve (const char *host, char *addr, size_t len)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -101,20 +104,50 @@ int sp_addr_own (const struct ddpi_iface *ifs, int n, const char *ifsel,
     return 0;
 }
 
-/* sp_addr_own on this node's interfaces.  Returns as it does, or 0 when
- * getifaddrs fails. */
-static int own_addr (const char *ifsel, char *addr, size_t len, char *err,
-                     size_t errlen)
+/* Is ip (network byte order) in 127.0.0.0/8? */
+static bool ip_loopback (uint32_t ip)
 {
-    struct ddpi_iface f[64];
-    struct ifaddrs *ifs, *i;
-    int n = 0, rc;
+    return (ntohl (ip) >> 24) == 127;
+}
 
-    if (getifaddrs (&ifs) < 0)
-        return 0;
-    for (i = ifs; i && n < 64; i = i->ifa_next) {
+int sp_addr_near (const struct ddpi_ifsel *sel, const struct ddpi_iface *ifs,
+                  const uint32_t *mask, int nifs, const uint32_t *peer, int n)
+{
+    uint32_t ip[16];
+    int k = ddpi_ifsel_order (sel, ifs, nifs, ip, 16);
+
+    for (int j = 0; j < k; j++) {
+        uint32_t m = 0;
+        if (ip_loopback (ip[j]))
+            continue;
+        for (int f = 0; f < nifs; f++)
+            if (ifs[f].ip == ip[j])
+                m = mask[f];
+        for (int i = 0; i < n && m; i++)
+            if (!ip_loopback (peer[i]) && peer[i] != ip[j]
+                && (peer[i] & m) == (ip[j] & m))
+                return i;
+    }
+    return -1;
+}
+
+/* This node's interfaces' IPv4 addresses: at most MAX into F and their
+ * netmasks into MASK (names point into *IFS, to freeifaddrs after).
+ * Returns how many, or -1 when getifaddrs fails. */
+static int list_ifs (struct ifaddrs **ifs, struct ddpi_iface *f,
+                     uint32_t *mask, int max)
+{
+    struct ifaddrs *i;
+    int n = 0;
+
+    if (getifaddrs (ifs) < 0)
+        return -1;
+    for (i = *ifs; i && n < max; i = i->ifa_next) {
         if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !i->ifa_name)
             continue;
+        mask[n] = i->ifa_netmask && i->ifa_netmask->sa_family == AF_INET
+                  ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
+                  : 0xffffffffu;
         f[n++] = (struct ddpi_iface){
             .name = i->ifa_name,
             .ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr,
@@ -122,9 +155,79 @@ static int own_addr (const char *ifsel, char *addr, size_t len, char *err,
             .running = (i->ifa_flags & IFF_RUNNING) != 0,
             .loopback = (i->ifa_flags & IFF_LOOPBACK) != 0 };
     }
+    return n;
+}
+
+/* sp_addr_own on this node's interfaces.  Returns as it does, or 0 when
+ * getifaddrs fails. */
+static int own_addr (const char *ifsel, char *addr, size_t len, char *err,
+                     size_t errlen)
+{
+    struct ddpi_iface f[64];
+    uint32_t mask[64];
+    struct ifaddrs *ifs;
+    int n, rc;
+
+    if ((n = list_ifs (&ifs, f, mask, 64)) < 0)
+        return 0;
     rc = sp_addr_own (f, n, ifsel, addr, len, err, errlen);
     freeifaddrs (ifs);
     return rc;
+}
+
+/* HOST's IPv4 addresses, at most MAX, into IP.  Returns how many. */
+static int resolve_v4 (const char *host, uint32_t *ip, int max)
+{
+    struct addrinfo hints = { .ai_family = AF_INET,
+                              .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL, *ai;
+    int n = 0;
+
+    if (getaddrinfo (host, NULL, &hints, &res) != 0)
+        return 0;
+    for (ai = res; ai && n < max; ai = ai->ai_next)
+        ip[n++] = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo (res);
+    return n;
+}
+
+/* HOST's address on a subnet of an interface SEL lets in here
+ * (sp_addr_near), into ADDR.  Returns 1, or 0 when it has none. */
+static int near_addr (const char *host, const struct ddpi_ifsel *sel,
+                      char *addr, size_t len)
+{
+    struct ddpi_iface f[64];
+    uint32_t mask[64], peer[16];
+    struct ifaddrs *ifs;
+    int n, np, i = -1;
+
+    if ((np = resolve_v4 (host, peer, 16)) == 0
+        || (n = list_ifs (&ifs, f, mask, 64)) < 0)
+        return 0;
+    i = sp_addr_near (sel, f, mask, n, peer, np);
+    freeifaddrs (ifs);
+    if (i < 0)
+        return 0;
+    return inet_ntop (AF_INET, &(struct in_addr){ peer[i] }, addr,
+                      (socklen_t)len) ? 1 : 0;
+}
+
+/* MASTER_ADDR by the selector IFSEL (sp_master_addr): on the first node
+ * its own address, on the others HOST's near one.  Returns 1, or 0 when
+ * IFSEL is none or malformed (libddp refuses that one itself) or gives
+ * no address. */
+static int by_selector (const char *host, bool first, const char *ifsel,
+                        char *addr, size_t len)
+{
+    struct ddpi_ifsel sel;
+    char err[SP_ADDR_ERRLEN];
+
+    if (!ifsel || !*ifsel
+        || ddpi_ifsel_parse ("DDP_SOCKET_IFNAME", ifsel, &sel, NULL, 0) < 0)
+        return 0;
+    if (first)
+        return own_addr (ifsel, addr, len, err, sizeof (err)) == 1;
+    return near_addr (host, &sel, addr, len);
 }
 
 /* Is text a numeric loopback address (127.0.0.0/8, ::1)? */
@@ -157,6 +260,9 @@ int sp_master_addr (const char *host, unsigned nnodes, bool first,
     }
     if (nnodes <= 1)
         return sp_resolve (host, addr, len);
+    if (!text_loopback (launch)
+        && by_selector (host, first, ifsel, addr, len) == 1)
+        return 1;
     if (resolve_routable (host, addr, len, &resolved) == 1)
         return 1;
     if (!resolved) {

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../libjob/common/ifsel.h"
 
@@ -16,21 +17,29 @@ int sp_resolve (const char *host, char *addr, size_t len);
 
 /* MASTER_ADDR for a step of nnodes nodes whose first node is HOST, as
  * the node running this code sees it (first: it is that node), into ADDR
- * (LEN bytes).  HOST's addresses but loopback ones (127.0.0.0/8, ::1),
- * IPv4 first.  A loopback one where HOST has no other: for a single-node
- * step (sp_resolve), and where srun's own address (LAUNCH:
- * SLURM_SRUN_COMM_HOST, which the tasks of every node reach) is one:
- * every node of the cluster is on this machine, as in the loopback test
- * cluster.  Otherwise, for a
+ * (LEN bytes).  IFSEL is the selector the step follows
+ * (sp_ifname_effective: the job's DDP_SOCKET_IFNAME or the site's
+ * socket_ifname; NULL or "": libddp's default).
+ *
+ * A multi-node step with a well-formed IFSEL, where srun's own address
+ * (LAUNCH: SLURM_SRUN_COMM_HOST) is not loopback: on the first node, the
+ * first address libddp would offer from its interfaces (sp_addr_own); on
+ * the others, the address of HOST's that lies on the subnet of an
+ * interface IFSEL lets in here (sp_addr_near); where there is none, as
+ * without IFSEL.
+ *
+ * Otherwise HOST's addresses but loopback ones (127.0.0.0/8, ::1), IPv4
+ * first.  A loopback one where HOST has no other: for a single-node step
+ * (sp_resolve), and where LAUNCH is one: every node of the cluster is on
+ * this machine, as in the loopback test cluster.  Otherwise, for a
  * multi-node step whose first node's name resolves to loopback only
  * (Debian's /etc/hosts maps a machine's own name to 127.0.1.1): on the
  * first node itself, the first address libddp would offer from this
- * node's interfaces (sp_addr_own, with IFSEL: DDP_SOCKET_IFNAME of the
- * job, NULL or "" for the default).  Returns 1 with a numeric address, 0
- * with HOST itself (it does not resolve here; the tasks may), or -1 with
- * a message in ERR (ERRLEN bytes): a malformed IFSEL, no address to give
- * (on another node than the first: the name resolves to loopback there
- * too), EINVAL arguments. */
+ * node's interfaces (sp_addr_own with IFSEL).  Returns 1 with a numeric
+ * address, 0 with HOST itself (it does not resolve here; the tasks may),
+ * or -1 with a message in ERR (ERRLEN bytes): a malformed IFSEL where it
+ * is needed, no address to give (on another node than the first: the
+ * name resolves to loopback there too), EINVAL arguments. */
 int sp_master_addr (const char *host, unsigned nnodes, bool first,
                     const char *launch, const char *ifsel, char *addr,
                     size_t len, char *err, size_t errlen);
@@ -42,5 +51,15 @@ int sp_master_addr (const char *host, unsigned nnodes, bool first,
  * left, or -1 with a message in ERR for a malformed IFSEL. */
 int sp_addr_own (const struct ddpi_iface *ifs, int n, const char *ifsel,
                  char *addr, size_t len, char *err, size_t errlen);
+
+/* Of the N addresses PEER (IPv4, network byte order: the first node's, as
+ * its name resolves here), the one on the subnet of the interface SEL
+ * prefers among this node's NIFS interfaces IFS (MASK[i]: IFS[i]'s
+ * netmask), in the order of ddpi_ifsel_order; loopback interfaces and
+ * addresses never count, nor an address of this node's own.  Returns its
+ * index in PEER, or -1 when none is on such a subnet. */
+int sp_addr_near (const struct ddpi_ifsel *sel, const struct ddpi_iface *ifs,
+                  const uint32_t *mask, int nifs, const uint32_t *peer,
+                  int n);
 
 #endif /* SP_ADDR_H */

@@ -7,9 +7,9 @@
 #include "sp_conf.h"
 #include "sp_err.h"
 #include "sp_strint.h"
+#include "../libjob/common/ifsel.h"
 
-#define SP_CONF_KEYS "default, bind, port_range, torch_env"
-#define SP_CONF_ARGMAX 256
+#define SP_CONF_KEYS "default, bind, port_range, torch_env, socket_ifname"
 
 void sp_conf_init (struct sp_conf *conf)
 {
@@ -20,6 +20,7 @@ void sp_conf_init (struct sp_conf *conf)
     conf->port_lo = SP_CONF_DEFAULT_PORT_LO;
     conf->port_hi = SP_CONF_DEFAULT_PORT_HI;
     conf->torch_env = SP_TORCH_ALL;
+    conf->socket_ifname[0] = '\0';
 }
 
 int sp_parse_bool (const char *s, bool *out)
@@ -110,19 +111,40 @@ int sp_parse_port_range (const char *s, unsigned *lo, unsigned *hi)
     return 0;
 }
 
+int sp_parse_socket_ifname (const char *s, char *err, size_t errlen)
+{
+    struct ddpi_ifsel sel;
+    char why[SP_ERRLEN];
 
-enum { K_DEFAULT, K_BIND, K_PORT_RANGE, K_TORCH_ENV, K_COUNT };
+    if (!s)
+        return sp_fail (err, errlen, "ddp: internal error: no value");
+    if (!*s)
+        return sp_fail (err, errlen, "ddp: plugstack.conf: bad value '' for "
+                        "key 'socket_ifname' (expected interface names or "
+                        "prefixes as for DDP_SOCKET_IFNAME; leave the key "
+                        "out for libddp's default)");
+    if (ddpi_ifsel_parse ("socket_ifname", s, &sel, why, sizeof (why)) < 0)
+        return sp_fail (err, errlen, "ddp: plugstack.conf: bad value for key "
+                        "'socket_ifname': %s (the grammar of "
+                        "DDP_SOCKET_IFNAME)", why);
+    return 0;
+}
+
+enum { K_DEFAULT, K_BIND, K_PORT_RANGE, K_TORCH_ENV, K_SOCKET_IFNAME,
+       K_COUNT };
 static const char *keys[K_COUNT] = {
     [K_DEFAULT] = "default",
     [K_BIND] = "bind",
     [K_PORT_RANGE] = "port_range",
     [K_TORCH_ENV] = "torch_env",
+    [K_SOCKET_IFNAME] = "socket_ifname",
 };
 static const char *expected[K_COUNT] = {
     [K_DEFAULT] = "off, auto, host or nccl",
     [K_BIND] = "gpu or none",
     [K_PORT_RANGE] = "LO-HI with 1 <= LO <= HI <= 65535",
     [K_TORCH_ENV] = "yes, no, or a list of env, elastic, omp",
+    [K_SOCKET_IFNAME] = "a DDP_SOCKET_IFNAME selector",
 };
 
 static int find_key (const char *arg, size_t len)
@@ -154,6 +176,11 @@ static int apply (int k, const char *val, struct sp_conf *c)
         return sp_parse_port_range (val, &c->port_lo, &c->port_hi);
     case K_TORCH_ENV:
         return sp_parse_torch_env (val, &c->torch_env);
+    case K_SOCKET_IFNAME:
+        if (sp_parse_socket_ifname (val, NULL, 0) < 0)
+            return -1;
+        snprintf (c->socket_ifname, sizeof (c->socket_ifname), "%s", val);
+        return 0;
     }
     return -1;
 }
@@ -186,6 +213,9 @@ int sp_conf_parse (int ac, char *const av[], struct sp_conf *conf, char *err,
             return sp_fail (err, errlen, "ddp: plugstack.conf: key '%s' given "
                          "twice", keys[k]);
         seen[k] = true;
+        if (k == K_SOCKET_IFNAME
+            && sp_parse_socket_ifname (eq + 1, err, errlen) < 0)
+            return -1;
         if (apply (k, eq + 1, &c) < 0)
             return sp_fail (err, errlen, "ddp: plugstack.conf: bad value '%s' "
                          "for key '%s' (expected %s)", eq + 1, keys[k],

@@ -109,6 +109,31 @@ test_expect_success 'a bad key in the cluster plugstack.conf: srun refuses, nami
 	cat oops.err &&
 	grep "ddp: plugstack.conf: unknown key .oops." oops.err
 '
+test_expect_success 'socket_ifname: a malformed value is refused at load, naming key, value and grammar' '
+	plugstack socket_ifname=eth0,,ib &&
+	test_must_fail ddp_srun -N1 true 2>ifname.err &&
+	plugstack socket_ifname= &&
+	test_must_fail ddp_srun -N1 true 2>ifname_empty.err &&
+	plugstack &&
+	cat ifname.err ifname_empty.err &&
+	grep "ddp: plugstack.conf: bad value for key .socket_ifname.: socket_ifname=.eth0,,ib. has an empty name: give interface names or name prefixes separated by commas" ifname.err &&
+	grep "ddp: plugstack.conf: bad value .. for key .socket_ifname." ifname_empty.err
+'
+test_expect_success 'socket_ifname=VALUE: --ddp tasks get it unless they have their own, other steps nothing' '
+	plugstack socket_ifname=^docker,lo &&
+	ddp_srun --ddp -N2 -n2 "$DDP_PROGS/rankview" DDP_SOCKET_IFNAME NCCL_SOCKET_IFNAME >ifsite &&
+	ddp_srun --ddp -N1 -n1 --export=ALL,DDP_SOCKET_IFNAME=eth "$DDP_PROGS/rankview" \
+		DDP_SOCKET_IFNAME NCCL_SOCKET_IFNAME >ifuser &&
+	ddp_srun -N1 -n1 "$DDP_PROGS/rankview" DDP_SOCKET_IFNAME NCCL_SOCKET_IFNAME >ifoff &&
+	plugstack socket_ifname=eth0:1 &&
+	ddp_srun --ddp -N1 -n1 "$DDP_PROGS/rankview" DDP_SOCKET_IFNAME NCCL_SOCKET_IFNAME >iflabel &&
+	plugstack &&
+	cat ifsite ifuser ifoff iflabel &&
+	test "$(grep -cx "DDP_SOCKET_IFNAME=^docker,lo NCCL_SOCKET_IFNAME=^docker,lo" ifsite)" = 2 &&
+	grep -qx "DDP_SOCKET_IFNAME=eth NCCL_SOCKET_IFNAME=eth" ifuser &&
+	grep -qx "DDP_SOCKET_IFNAME=- NCCL_SOCKET_IFNAME=-" ifoff &&
+	grep -qx "DDP_SOCKET_IFNAME=eth0:1 NCCL_SOCKET_IFNAME=-" iflabel
+'
 # slurmstepd's own error goes to the slurmd log; srun only says the launch
 # failed.  Slurm 22.05's srun still exits 0 then; 24.11's exits 1 (24.11.5:
 # 3 of 3 runs), and from 24.11 on the test holds it to that.

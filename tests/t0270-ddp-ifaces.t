@@ -209,4 +209,80 @@ test_expect_success 'MASTER_ADDR is never loopback for -N2 where n1 is 127.0.1.1
 	grep "master=127\.0\.1\.1 ok" single.out
 '
 
+# The site's socket_ifname (plugstack.conf, issue 47): here the host
+# names resolve to eth0 (the management network) and the site wants the
+# jobs' traffic on data0.  slurmstepd rereads plugstack.conf for every
+# step; site with no argument puts the plain line back.
+site () {
+	"$DDP_CLUSTER" plugstack "$dir" "$@"
+}
+
+# envview NAME SRUN-ARGS...: the -N2 -n2 --ddp=host tasks' view of the
+# interface variables and MASTER_ADDR, one line a rank ("0: ..."), sorted.
+envview () {
+	name=$1; shift
+	ddp_srun --ddp=host -N2 -n2 -l "$@" "$DDP_PROGS/rankview" \
+		DDP_SOCKET_IFNAME NCCL_SOCKET_IFNAME MASTER_ADDR |
+		sort >"$name.env" &&
+	cat "$name.env"
+}
+
+test_expect_success 'socket_ifname=data0: the tasks get it, NCCL too, MASTER_ADDR on n1 and the bytes on data0' '
+	test_when_finished site &&
+	site socket_ifname=data0 &&
+	envview site &&
+	grep -qx "0: DDP_SOCKET_IFNAME=data0 NCCL_SOCKET_IFNAME=data0 MASTER_ADDR=198.19.0.1" site.env &&
+	grep -qx "1: DDP_SOCKET_IFNAME=data0 NCCL_SOCKET_IFNAME=data0 MASTER_ADDR=198.18.0.1" site.env &&
+	ddp_srun -N2 -n2 "$DDP_PROGS/rankview" DDP_SOCKET_IFNAME \
+		NCCL_SOCKET_IFNAME >noddp.env &&
+	test "$(sort -u noddp.env)" = "DDP_SOCKET_IFNAME=- NCCL_SOCKET_IFNAME=-" &&
+	e0=$(tx n1 eth0) && d0=$(tx n1 data0) &&
+	netinit site "$NETINIT" 16777216 6 &&
+	e=$(( $(tx n1 eth0) - e0 )) && d=$(( $(tx n1 data0) - d0 )) &&
+	echo "n1 sent eth0 $e bytes, data0 $d bytes" &&
+	test "$d" -ge 100000000 && test "$e" -lt 10000000 &&
+	grep "rank 0: .*master=198\.19\.0\.1 ok" site.out
+'
+
+# n2 can tell n1's data0 address only from n1's name: with a second
+# address for it (a name on both networks), n2 takes the one on data0's
+# subnet; without the key it keeps the name's first.
+test_expect_success 'socket_ifname=data0, n1 named on both networks: n2 takes its data0 address too' '
+	test_when_finished "site; on n2 umount /etc/hosts" &&
+	{ cat "$dir/etc/hosts" && echo "198.19.0.1 n1"; } >hosts.two &&
+	on n2 mount --bind "$PWD/hosts.two" /etc/hosts &&
+	on n2 getent ahostsv4 n1 | grep "^198\.19\.0\.1 " &&
+	site socket_ifname=data0 &&
+	envview two &&
+	grep -qx "0: .* MASTER_ADDR=198.19.0.1" two.env &&
+	grep -qx "1: .* MASTER_ADDR=198.19.0.1" two.env &&
+	site &&
+	envview two_nokey &&
+	grep -qx "1: DDP_SOCKET_IFNAME=- NCCL_SOCKET_IFNAME=- MASTER_ADDR=198.18.0.1" two_nokey.env
+'
+
+test_expect_success 'socket_ifname=data0: the user'"'"'s DDP_SOCKET_IFNAME=^=data0 wins, for NCCL and MASTER_ADDR too' '
+	test_when_finished site &&
+	site socket_ifname=data0 &&
+	envview user --export=ALL,DDP_SOCKET_IFNAME=^=data0 &&
+	grep -qx "0: DDP_SOCKET_IFNAME=^=data0 NCCL_SOCKET_IFNAME=^=data0 MASTER_ADDR=198.18.0.1" user.env &&
+	grep -qx "1: DDP_SOCKET_IFNAME=^=data0 NCCL_SOCKET_IFNAME=^=data0 MASTER_ADDR=198.18.0.1" user.env &&
+	e0=$(tx n1 eth0) && d0=$(tx n1 data0) &&
+	netinit user --export=ALL,DDP_SOCKET_IFNAME=^=data0 \
+		"$NETINIT" 16777216 6 &&
+	e=$(( $(tx n1 eth0) - e0 )) && d=$(( $(tx n1 data0) - d0 )) &&
+	echo "n1 sent eth0 $e bytes, data0 $d bytes" &&
+	test "$e" -ge 100000000 && test "$d" -lt 10000000
+'
+
+test_expect_success 'socket_ifname=data0: never over the user'"'"'s NCCL_SOCKET_IFNAME, nor beside DDP_HOST_ADDR' '
+	test_when_finished site &&
+	site socket_ifname=data0 &&
+	envview usernccl --export=ALL,NCCL_SOCKET_IFNAME==eth0 &&
+	grep -qx "0: DDP_SOCKET_IFNAME=data0 NCCL_SOCKET_IFNAME==eth0 MASTER_ADDR=198.19.0.1" usernccl.env &&
+	grep -qx "1: DDP_SOCKET_IFNAME=data0 NCCL_SOCKET_IFNAME==eth0 MASTER_ADDR=198.18.0.1" usernccl.env &&
+	envview hostaddr --export=ALL,DDP_HOST_ADDR=198.18.0.1 &&
+	grep -qx "0: DDP_SOCKET_IFNAME=- NCCL_SOCKET_IFNAME=data0 MASTER_ADDR=198.18.0.1" hostaddr.env
+'
+
 test_done

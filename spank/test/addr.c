@@ -46,6 +46,50 @@ static void own (void)
         "own: a malformed selector is refused: %s", err);
 }
 
+/* sp_addr_near: which of the first node's addresses a node takes. */
+static void near (void)
+{
+    struct ddpi_iface f[] = {
+        { "lo", ip4 ("127.0.0.1"), true, true, true },
+        { "eth0", ip4 ("10.0.0.6"), true, true, false },
+        { "ib0", ip4 ("10.1.0.6"), true, true, false },
+        { "hsn0", ip4 ("10.2.0.6"), true, false, false },
+    };
+    uint32_t mask[] = { ip4 ("255.0.0.0"), ip4 ("255.255.255.0"),
+                        ip4 ("255.255.0.0"), ip4 ("255.255.255.0") };
+    uint32_t peer[] = { ip4 ("127.0.1.1"), ip4 ("10.0.0.5"),
+                        ip4 ("10.1.7.5"), ip4 ("10.2.0.5") };
+    uint32_t mine[] = { ip4 ("10.1.0.6"), ip4 ("10.0.0.5") };
+    struct ddpi_ifsel sel;
+
+    ddpi_ifsel_parse ("x", "ib", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), 2,
+            "near: ib: the address on ib0's /16");
+    ddpi_ifsel_parse ("x", "=eth0", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), 1,
+            "near: =eth0: the address on eth0's /24");
+    ddpi_ifsel_parse ("x", "ib,eth", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), 2,
+            "near: ib,eth: ib0 first, by the selector's order");
+    ddpi_ifsel_parse ("x", "eth,ib", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), 1,
+            "near: eth,ib: eth0 first");
+    ddpi_ifsel_parse ("x", "hsn", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), -1,
+            "near: hsn: hsn0 has no carrier, so none");
+    ddpi_ifsel_parse ("x", "lo", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 4), -1,
+            "near: lo: loopback never counts");
+    ddpi_ifsel_parse ("x", "^=eth0", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 1), -1,
+            "near: a peer with a loopback address only: none");
+    ddpi_ifsel_parse ("x", "ib", &sel, NULL, 0);
+    is_int (sp_addr_near (&sel, f, mask, 4, mine, 2), -1,
+            "near: an address of this node's own is never taken");
+    is_int (sp_addr_near (&sel, f, mask, 4, peer, 0), -1,
+            "near: no address: none");
+}
+
 static void master (void)
 {
     char buf[64], err[512] = "";
@@ -66,6 +110,18 @@ static void master (void)
                          sizeof (buf), err, sizeof (err));
     ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "two nodes: a routable "
         "address stays as it is");
+    rc = sp_master_addr ("192.0.2.7", 2, false, "192.0.2.1", "lo", buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "two nodes, not the first, "
+        "a selector with no subnet of the name's: the name's address");
+    rc = sp_master_addr ("192.0.2.7", 2, true, "192.0.2.1", "eth,,", buf,
+                         sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "the first node, a malformed "
+        "selector where the name resolves: the name's (libddp refuses it)");
+    rc = sp_master_addr ("192.0.2.7", 2, true, "192.0.2.1", "=no-such-if0",
+                         buf, sizeof (buf), err, sizeof (err));
+    ok (rc == 1 && !strcmp (buf, "192.0.2.7"), "the first node, a selector "
+        "that lets in no interface here: the name's address");
     rc = sp_master_addr ("no-such-host.invalid", 2, true, NULL, NULL, buf,
                          sizeof (buf), err, sizeof (err));
     ok (rc == 0 && !strcmp (buf, "no-such-host.invalid"),
@@ -97,6 +153,7 @@ int main (void)
     char buf[64], tiny[4], six[6];
     int rc;
 
+    near ();
     rc = sp_resolve ("127.0.0.1", buf, sizeof (buf));
     ok (rc == 1 && strcmp (buf, "127.0.0.1") == 0,
         "a numeric IPv4 address stays as it is");

@@ -1,6 +1,8 @@
 /* conf.c - plugstack.conf arguments (spank/sp_conf.c). */
 #include "config.h"
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include "sp_conf.h"
 #include "tap.h"
 #include "words.h"
@@ -14,7 +16,8 @@ static int parse (struct sp_conf *c, char *err, size_t len, char **av)
 static bool untouched (const struct sp_conf *c)
 {
     return c->default_backend == SP_BACKEND_NCCL && !c->bind
-        && c->port_lo == 1 && c->port_hi == 2 && !c->torch_env;
+        && c->port_lo == 1 && c->port_hi == 2 && !c->torch_env
+        && !strcmp (c->socket_ifname, "poison");
 }
 
 /* A config value that no parse produces, to see failures change nothing. */
@@ -25,6 +28,7 @@ static void poison (struct sp_conf *c)
     c->port_lo = 1;
     c->port_hi = 2;
     c->torch_env = 0;
+    snprintf (c->socket_ifname, sizeof (c->socket_ifname), "poison");
 }
 
 static void bad (char *arg, const char *want_in_msg)
@@ -69,6 +73,8 @@ int main (void)
         "unset keys keep their defaults");
 
     bad ("bogus=1", "unknown key 'bogus'");
+    bad ("ifname=ib0", "keys: default, bind, port_range, torch_env, "
+         "socket_ifname");
     bad ("defaults=auto", "unknown key 'defaults'");
     bad ("Default=auto", "unknown key 'Default'");
     bad ("default", "'default' is not KEY=VALUE");
@@ -89,6 +95,31 @@ int main (void)
     bad ("torch_env=,omp", "key 'torch_env'");
     bad ("torch_env=env,yes", "key 'torch_env'");
     bad ("torch_env=Env", "key 'torch_env'");
+    bad ("socket_ifname=", "bad value '' for key 'socket_ifname'");
+    bad ("socket_ifname=eth,,ib", "key 'socket_ifname': "
+         "socket_ifname='eth,,ib' has an empty name: give interface names");
+    bad ("socket_ifname=eth0;reboot", "socket_ifname='eth0;reboot' has a "
+         "character an interface name does not have");
+    bad ("socket_ifname==^ib", "socket_ifname='=^ib' has ^ or = after");
+    bad ("socket_ifname=averyveryverylongname", "longer than 15");
+    bad ("socket_ifname=^", "socket_ifname='^' names no interface");
+    ok (parse (&c, err, sizeof (err), WORDS ("socket_ifname=^=eth1,docker"))
+        == 0 && !strcmp (c.socket_ifname, "^=eth1,docker"),
+        "socket_ifname=^=eth1,docker is kept as given");
+    ok (parse (&c, err, sizeof (err), WORDS ("socket_ifname=ib,hsn")) == 0
+        && !strcmp (c.socket_ifname, "ib,hsn"), "socket_ifname=ib,hsn");
+    ok (parse (&c, err, sizeof (err), WORDS ("default=host")) == 0
+        && c.socket_ifname[0] == '\0', "no socket_ifname by default");
+    poison (&c);
+    ok (parse (&c, err, sizeof (err), WORDS ("socket_ifname=ib0",
+               "socket_ifname=ib1")) == -1 && untouched (&c)
+        && strstr (err, "'socket_ifname' given twice"),
+        "socket_ifname twice is refused");
+    ok (sp_parse_socket_ifname ("ib0", NULL, 0) == 0,
+        "sp_parse_socket_ifname: ib0, no message buffer");
+    errno = 0;
+    ok (sp_parse_socket_ifname (NULL, err, sizeof (err)) == -1
+        && errno == EINVAL, "sp_parse_socket_ifname: NULL is EINVAL");
     ok (parse (&c, err, sizeof (err), WORDS ("torch_env=omp,env")) == 0
         && c.torch_env == (SP_TORCH_OMP | SP_TORCH_ENV),
         "torch_env=omp,env: those two groups");

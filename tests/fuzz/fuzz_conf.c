@@ -1,6 +1,7 @@
-/* fuzz-sources: spank/sp_conf.c spank/sp_option.c spank/sp_strint.c spank/sp_err.c */
+/* fuzz-sources: spank/sp_conf.c spank/sp_option.c spank/sp_strint.c spank/sp_err.c spank/sp_ifsel.c */
 /* fuzz_conf.c - the plugstack.conf arguments (sp_conf_parse) and the value
- * parsers behind them (sp_parse_bool, sp_parse_port_range).
+ * parsers behind them (sp_parse_bool, sp_parse_port_range,
+ * sp_parse_torch_env, sp_parse_socket_ifname).
  *
  * Input: byte 0 picks the message buffer size, the rest is split at blanks
  * and newlines into arguments, as Slurm splits a plugstack.conf line.
@@ -99,9 +100,34 @@ static int ref_backend (const char *s, enum sp_backend *b)
     return 0;
 }
 
+/* socket_ifname: '^'?, '='?, then 1 to 16 names of 1 to 15 characters of
+ * [A-Za-z0-9_.:@-], each after the first behind one comma. */
+static int ref_ifname (const char *s)
+{
+    const char *p = s;
+    int names = 0;
+    size_t w;
+
+    if (*p == '^')
+        p++;
+    if (*p == '=')
+        p++;
+    for (;;) {
+        w = strspn (p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "0123456789_.:@-");
+        if (w == 0 || w > 15 || ++names > 16)
+            return 0;
+        p += w;
+        if (*p == '\0')
+            return 1;
+        if (*p++ != ',')
+            return 0;
+    }
+}
+
 static int reference (int ac, char **av, struct sp_conf *c)
 {
-    int seen[4] = { 0 }, i;
+    int seen[5] = { 0 }, i;
 
     sp_conf_init (c);
     for (i = 0; i < ac; i++) {
@@ -123,6 +149,11 @@ static int reference (int ac, char **av, struct sp_conf *c)
             ok = ref_range (v, &c->port_lo, &c->port_hi);
         else if (klen == 9 && !strncmp (av[i], "torch_env", 9) && !seen[3]++)
             ok = ref_torch_env (v, &c->torch_env);
+        else if (klen == 13 && !strncmp (av[i], "socket_ifname", 13)
+                 && !seen[4]++)
+            ok = ref_ifname (v)
+                 && snprintf (c->socket_ifname, sizeof (c->socket_ifname),
+                              "%s", v) > 0;
         else
             ok = 0;
         if (!ok)
@@ -135,7 +166,8 @@ static int conf_equal (const struct sp_conf *a, const struct sp_conf *b)
 {
     return a->default_backend == b->default_backend && a->bind == b->bind
         && a->port_lo == b->port_lo && a->port_hi == b->port_hi
-        && a->torch_env == b->torch_env;
+        && a->torch_env == b->torch_env
+        && strcmp (a->socket_ifname, b->socket_ifname) == 0;
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -164,6 +196,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     rc = sp_parse_torch_env (s, &tbits);
     fuzz_assert (ref_torch_env (s, &rbits) ? rc == 0 && tbits == rbits
                                             : rc == -1 && tbits == 99);
+    rc = sp_parse_socket_ifname (s, NULL, 0);
+    fuzz_assert (ref_ifname (s) ? rc == 0 : rc == -1 && errno == EINVAL);
 
     /* Split into arguments. */
     for (p = strtok_r (s, " \t\n", &save); p && ac < MAXARGS;
