@@ -396,6 +396,16 @@ static int find_step (spank_t sp, uint32_t stepid)
     return nodeid == 0 ? take_port (jobid, stepid, nnodes) : 0;
 }
 
+/* This node's host name, for messages ("unknown" when it has none). */
+static const char *node_name (void)
+{
+    static char host[256];
+
+    if (gethostname (host, sizeof (host) - 1) < 0 || !host[0])
+        snprintf (host, sizeof (host), "unknown");
+    return host;
+}
+
 void sp_slurmstepd_init (void)
 {
     stepd_pid = getpid ();
@@ -415,7 +425,12 @@ int sp_slurmstepd_user_init (spank_t sp)
         return 0;
     step.active = true;
     step.request = sp_args_effective ();
-    if (ddp < 0)
+    if (sp_args_conf_error ())
+        step_error ("%s (the plugstack.conf of node %s; srun's copy was "
+                    "accepted): this node refuses --ddp steps until an "
+                    "admin fixes it; steps without --ddp run",
+                    sp_args_conf_error (), node_name ());
+    else if (ddp < 0)
         step_error ("ddp: cannot get the step id from Slurm, so cannot tell "
                     "a ddp step from the batch or extern step; this step "
                     "asked for --ddp=%s and is not run without it",
