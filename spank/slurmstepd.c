@@ -697,6 +697,9 @@ int sp_slurmstepd_task_init (spank_t sp)
         return -1;
     if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
         return task_fail (err);
+    if (choice.unlisted && t.local_rank == 0
+        && sp_gpus_note (&in, choice.backend, err, sizeof (err)) == 0)
+        slurm_error ("%s", err);
     if (set_env (sp, &t, &choice) < 0)
         return task_fail ("ddp: cannot set the task's environment");
     return 0;

@@ -276,6 +276,28 @@ int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
         && bind_task (in, list, ngpus, own_share, &c, err, errlen) < 0)
         return -1;
     c.step_list = from_step && !c.bound;
+    c.unlisted = ngpus == 0 && in->gpus_on_node > 0;
     *out = c;
+    return 0;
+}
+
+int sp_gpus_note (const struct sp_task_gpus *in, enum sp_backend backend,
+                  char *buf, size_t len)
+{
+    if (!in || !buf || len == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf (buf, len, "ddp: warning: the step has %d GPUs on %s, but "
+              "Slurm gave its tasks no GPU list (CUDA_VISIBLE_DEVICES "
+              "unset%s) and the plugin could not read the step's: the %s "
+              "backend runs with no GPU bound, and a task may see every GPU "
+              "of the node; %s", in->gpus_on_node,
+              in->node ? in->node : "this node",
+              in->bind_none ? ": srun --gpu-bind=none does that" : "",
+              sp_backend_name (backend), in->bind_none
+              ? "drop --gpu-bind=none to have one GPU bound per task "
+                "(--ddp=...,nobind keeps every GPU of the step visible)"
+              : "check the step's --gpu-bind and --tres-bind options");
     return 0;
 }

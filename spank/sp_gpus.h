@@ -65,6 +65,10 @@ struct sp_task_choice {
     bool step_list;                   /* not bound, and the task had no GPU
                                          list: set CUDA_VISIBLE_DEVICES to
                                          the step's (step_visible) */
+    bool unlisted;                    /* the node has GPUs for the step,
+                                         but the task has no list and the
+                                         step's could not stand in: it runs
+                                         unbound (see sp_gpus_note) */
 };
 
 /* Decide the backend and GPU of one task.  GPUs are the task's
@@ -91,5 +95,11 @@ struct sp_task_choice {
  * ERR (ERRLEN bytes) that names the counts and what to do. */
 int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                     char *err, size_t errlen);
+
+/* The one-line warning for a task that sp_gpus_choose() left unlisted
+ * (host or auto: nccl is refused instead), with the cause and what to do,
+ * into BUF (LEN bytes).  Returns 0, or -1 (EINVAL) on NULL arguments. */
+int sp_gpus_note (const struct sp_task_gpus *in, enum sp_backend backend,
+                  char *buf, size_t len);
 
 #endif /* SP_GPUS_H */

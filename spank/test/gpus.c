@@ -165,6 +165,41 @@ static struct sp_task_gpus unbound_task (const char *step, int on_node,
     return t;
 }
 
+/* A host task left without any GPU list on a node with GPUs: it runs,
+ * and the warning says why and what to do. */
+static void test_unlisted (void)
+{
+    struct sp_task_gpus t = unbound_task (NULL, 2, 0, 2, SP_BACKEND_HOST,
+                                          true);
+    struct sp_task_choice c;
+    char err[256] = "", note[512] = "";
+
+    t.node = "n7";
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && c.unlisted
+        && !c.bound && !c.step_list && c.backend == SP_BACKEND_HOST,
+        "host, no list and no step list: runs, unlisted");
+    ok (sp_gpus_note (&t, c.backend, note, sizeof (note)) == 0
+        && strstr (note, "ddp: warning: the step has 2 GPUs on n7, but Slurm "
+                   "gave its tasks no GPU list (CUDA_VISIBLE_DEVICES unset: "
+                   "srun --gpu-bind=none does that)")
+        && strstr (note, "the host backend runs with no GPU bound")
+        && strstr (note, "drop --gpu-bind=none"), "the warning: %s", note);
+    t.bind_none = false;
+    ok (sp_gpus_note (&t, c.backend, note, sizeof (note)) == 0
+        && !strstr (note, "--gpu-bind=none")
+        && strstr (note, "check the step's --gpu-bind and --tres-bind"),
+        "without --gpu-bind=none it does not name it");
+    t = unbound_task ("0,1", 2, 0, 2, SP_BACKEND_HOST, true);
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && !c.unlisted,
+        "with the step's list: not unlisted");
+    t = task (NULL, -1, 0, 2, SP_BACKEND_HOST, true);
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && !c.unlisted,
+        "a step without GPUs: not unlisted");
+    errno = 0;
+    ok (sp_gpus_note (NULL, SP_BACKEND_HOST, note, sizeof (note)) == -1
+        && errno == EINVAL, "sp_gpus_note (NULL) is EINVAL");
+}
+
 static void test_bind_none (void)
 {
     const enum sp_backend A = SP_BACKEND_AUTO, H = SP_BACKEND_HOST,
@@ -214,6 +249,7 @@ static void test_bind_none (void)
     t = unbound_task ("0,1", 2, 0, 2, N, true);
     t.visible = "1";
     choose_ok (t, N, "1", "the task's own list wins over the step's");
+    test_unlisted ();
 }
 
 static void test_choose (void)
