@@ -63,6 +63,9 @@ static struct {
     bool driver;                  /* this node has an NVIDIA driver */
     bool torchrun;                /* the step's command is torchrun */
     unsigned restarts;            /* SLURM_RESTART_COUNT */
+    char gpus[SP_GPU_LIST_MAXLEN + 1]; /* the step's CUDA_VISIBLE_DEVICES
+                                          on this node before Slurm binds
+                                          its tasks ("" if none) */
 } step;
 
 /* The step's claim on MASTER_PORT (sp_port_claim), held by its first node's
@@ -366,6 +369,18 @@ static void find_torchrun (spank_t sp)
                     == ESPANK_SUCCESS && sp_cmd_is_torchrun (argc, argv);
 }
 
+/* The step's GPU list on this node: CUDA_VISIBLE_DEVICES as the step's
+ * environment has it before Slurm binds each task (srun --gpu-bind=none
+ * then gives the tasks none).  Only a fallback, checked against
+ * SLURM_GPUS_ON_NODE in sp_gpus_choose: unset, too long or unreadable
+ * leaves it empty. */
+static void find_gpus (spank_t sp)
+{
+    if (spank_getenv (sp, "CUDA_VISIBLE_DEVICES", step.gpus,
+                      sizeof (step.gpus)) != ESPANK_SUCCESS)
+        step.gpus[0] = '\0';
+}
+
 /* Does this node have an NVIDIA driver?  (Only asked under auto.) */
 static bool nvidia_driver (void)
 {
@@ -391,6 +406,7 @@ static int find_step (spank_t sp, uint32_t stepid)
         || find_restarts (sp) < 0)
         return -1;
     find_torchrun (sp);
+    find_gpus (sp);
     if (step.request.backend == SP_BACKEND_AUTO)
         step.driver = nvidia_driver ();
     return nodeid == 0 ? take_port (jobid, stepid, nnodes) : 0;
@@ -623,9 +639,23 @@ static int set_ifnames (spank_t sp)
     return rc;
 }
 
+/* DDP_DEVICE=0 for a task that keeps a share of several GPUs (libddp uses
+ * the first), unless the task has a DDP_DEVICE of its own.  Returns 0 or
+ * -1. */
+static int set_device (spank_t sp)
+{
+    char buf[2];
+
+    if (spank_getenv (sp, "DDP_DEVICE", buf, sizeof (buf))
+        != ESPANK_ENV_NOEXIST)
+        return 0;
+    return set_str (sp, "DDP_DEVICE", "0");
+}
+
 /* Set the task's variables: the torch ones (torch_env's groups), the
- * site's interfaces (set_ifnames), DDP_BACKEND,
- * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
+ * site's interfaces (set_ifnames), DDP_BACKEND, DDP_RESTART_COUNT,
+ * CUDA_VISIBLE_DEVICES when bound (or the step's list when the task had
+ * none), DDP_DEVICE for a share; take out what
  * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
  * plugin set it).  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
@@ -646,6 +676,10 @@ static int set_env (spank_t sp, const struct task_ids *t,
     rc |= set_u32 (sp, "DDP_RESTART_COUNT", step.restarts);
     if (c->bound)
         rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", c->gpu);
+    else if (c->step_list)
+        rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", step.gpus);
+    if (c->share)
+        rc |= set_device (sp);
     (void) spank_unsetenv (sp, SP_PLAN_ENV);
     if (step.plan.kill_set)
         (void) spank_unsetenv (sp, "SLURM_KILL_BAD_EXIT");
@@ -663,6 +697,15 @@ static int gpus_on_node (spank_t sp)
         == ESPANK_SUCCESS && sp_parse_uint (buf, 0, 65535, &n) == 0)
         return (int) n;
     return -1;
+}
+
+/* Did srun's --gpu-bind=none reach this task (SLURMD_TRES_BIND)? */
+static bool bind_none (spank_t sp)
+{
+    char buf[256];
+
+    return spank_getenv (sp, "SLURMD_TRES_BIND", buf, sizeof (buf))
+           == ESPANK_SUCCESS && sp_gpus_bind_none (buf);
 }
 
 /* Fill *IN, what the GPU choice of task T needs; NODE (LEN bytes) receives
@@ -686,6 +729,8 @@ static int describe_task (spank_t sp, const struct task_ids *t,
         return -1;
     }
     in->visible = rc == ESPANK_SUCCESS ? visible : NULL;
+    in->step_visible = step.gpus[0] ? step.gpus : NULL;
+    in->bind_none = bind_none (sp);
     in->gpus_on_node = gpus_on_node (sp);
     in->local_rank = (unsigned) t->local_rank;
     in->local_tasks = t->local_tasks;
@@ -730,6 +775,9 @@ int sp_slurmstepd_task_init (spank_t sp)
         return -1;
     if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
         return task_fail (err);
+    if (choice.unlisted && t.local_rank == 0
+        && sp_gpus_note (&in, choice.backend, err, sizeof (err)) == 0)
+        slurm_error ("%s", err);
     if (set_env (sp, &t, &choice) < 0)
         return task_fail ("ddp: cannot set the task's environment");
     return 0;
