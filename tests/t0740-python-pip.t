@@ -116,7 +116,7 @@ test_expect_success '2 ranks under ddp-run all-reduce with the venv'"'"'s module
 test_expect_success VPATH 'pip wheel with libddp built from the checkout, installed into a fresh venv' '
 	{ test -x "$W/venv1/bin/python" ||
 		"$PY" -m venv --system-site-packages "$W/venv1"; } &&
-	DDP_LIBDDP=checkout DDP_CONFIGURE_FLAGS=--without-nccl \
+	DDP_LIBDDP=checkout \
 		"$W/venv1/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps -w "$W/dist" "$SETUP_DIR" \
 		>pip2.log 2>&1 || { cat pip2.log; return 1; } &&
 	whl=$(ls "$W"/dist/slurm_ddp-*.whl) && echo "$whl" &&
@@ -128,7 +128,27 @@ test_expect_success VPATH 'pip wheel with libddp built from the checkout, instal
 	# libddp is inside: no libddp.so to find, nothing but the init function exported
 	! grep -q libddp ldd2 &&
 	nm -D --defined-only "$so" | awk "{ print \$NF }" >exported &&
-	echo PyInit__ddp | test_cmp - exported
+	echo PyInit__ddp | test_cmp - exported &&
+	# built where CUDA and NCCL are, it links neither (doc/nccl.md)
+	! grep -E "lib(cudart|nccl|cuda)\.so" ldd2
+'
+
+# One build for every node: the wheel made where CUDA and NCCL are
+# installed imports and runs where they are not (a mount namespace covers
+# their directory), and says how it finds NCCL.
+CUDA_LIBDIR=$(ldconfig -p | awk '$1 ~ /^libnccl\.so\./ { print $NF; exit }')
+CUDA_LIBDIR=${CUDA_LIBDIR:+$(dirname "$(readlink -f "$CUDA_LIBDIR")")}
+test -n "$CUDA_LIBDIR" && test "$(id -u)" = 0 && unshare -m true 2>/dev/null &&
+	grep -q 'define HAVE_NCCL 1' "$DDP_BUILD_DIR/config.h" 2>/dev/null &&
+	test_set_prereq HIDE_CUDA
+test_expect_success VPATH,HIDE_CUDA 'the wheel imports and runs with CUDA and NCCL out of sight' '
+	unshare -m sh -c "mount -t tmpfs -o ro tmpfs \"$CUDA_LIBDIR\" &&
+		! ls \"$CUDA_LIBDIR\"/libnccl* 2>/dev/null &&
+		exec \"$W/venv2/bin/python\" -c \"import ddp; ddp.init(); print(ddp.backend()); print(ddp.nccl_info()); ddp.finalize()\"" \
+		>hidden.out 2>hidden.err || { cat hidden.err; return 1; } &&
+	cat hidden.out &&
+	test "$(sed -n 1p hidden.out)" = host &&
+	grep "^loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so" hidden.out
 '
 
 test_expect_success VPATH '2 ranks under ddp-run all-reduce with the wheel'"'"'s module' '
