@@ -83,7 +83,12 @@ test_expect_success PYMOD 'import ddp on n2: the host backend, and nccl_info say
 		"$DDP_PYTHON" -c "import ddp; ddp.init(); print(ddp.backend()); print(ddp.nccl_info()); ddp.finalize()" >py.out &&
 	cat py.out &&
 	test "$(sed -n 1p py.out)" = host &&
-	grep "loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]*" py.out
+	grep "loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]*" py.out &&
+	ddp_srun -N1 -w n2 env PYTHONPATH="$DDP_PYTHON_STAGE" \
+		"$DDP_PYTHON" -m ddp --version >version.out &&
+	cat version.out &&
+	grep "^slurm-ddp [0-9]" version.out &&
+	grep "^CUDA and NCCL: loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]* from the process, LD_LIBRARY_PATH, " version.out
 '
 
 test_done
