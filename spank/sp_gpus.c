@@ -140,14 +140,20 @@ static bool is_none (const char *word, size_t len)
     return len == 4 && memcmp (word, "none", 4) == 0;
 }
 
-/* Does the "gpu:" entry at ENTRY (LEN bytes) hold the word "none"? */
+/* Does the GPU entry at ENTRY (LEN bytes) hold the word "none"?  Slurm
+ * 22.05 writes it "gpu:...", 24.11 "gres/gpu:...". */
 static bool gpu_entry_none (const char *entry, size_t len)
 {
     const char *p, *end = entry + len, *comma;
+    size_t skip;
 
-    if (len < 4 || memcmp (entry, "gpu:", 4) != 0)
+    if (len >= 9 && memcmp (entry, "gres/gpu:", 9) == 0)
+        skip = 9;
+    else if (len >= 4 && memcmp (entry, "gpu:", 4) == 0)
+        skip = 4;
+    else
         return false;
-    for (p = entry + 4; p < end; p = comma + 1) {
+    for (p = entry + skip; p < end; p = comma + 1) {
         comma = memchr (p, ',', (size_t) (end - p));
         if (!comma)
             comma = end;

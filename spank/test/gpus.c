@@ -205,10 +205,12 @@ static void test_bind_none (void)
     const enum sp_backend A = SP_BACKEND_AUTO, H = SP_BACKEND_HOST,
                           N = SP_BACKEND_NCCL;
     const char *yes[] = { "gpu:none", "gpu:verbose,none", "gpu:none,verbose",
-                          "nic:x;gpu:none", "gpu:none;nic:x", NULL };
+                          "nic:x;gpu:none", "gpu:none;nic:x",
+                          "gres/gpu:none", "gres/gpu:verbose,none", NULL };
     const char *no[] = { "", "none", "gpu:", "gpu:closest", "gpu:nonesuch",
                          "gpu:single:1", "nic:none", "gpu:map_gpu:0,1",
-                         "xgpu:none", "gpu:verbose,non", NULL };
+                         "xgpu:none", "gpu:verbose,non", "gres/gpu:",
+                         "gres/gpu:closest", "gres/gpux:none", NULL };
     struct sp_task_gpus t;
     int i;
 
