@@ -6,15 +6,11 @@ python3, not the interpreter configure chose: against an installed libddp
 in a fresh venv; 2 ranks under ddp-run all-reduce with each'
 . "$(dirname "$0")/test-lib.sh"
 
-# The commands are README's ("Python", pip) and ddp-python(7)'s:
-#   /usr/bin/python3 -m venv --system-site-packages ~/ddp-venv
-#   ~/ddp-venv/bin/python -m pip install --no-build-isolation --no-index ./libjob/python
-#   ~/ddp-venv/bin/python -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./libjob/python
-#   /usr/bin/python3 -m venv ~/fresh-venv
-#   ~/fresh-venv/bin/python -m pip install --no-index dist/slurm_ddp-*.whl
-# run from the checkout as written, with the test's own venvs and wheel
-# folder for ~/ddp-venv, ~/fresh-venv and dist; the source tree must be left
-# as it was (pip builds in the folder it is given: no build/, no *.egg-info).
+# The commands are doc/user-guide.md's ("Python", pip; the first test checks
+# that the guide still gives them, line for line) and ddp-python(7)'s, run
+# from the checkout as written, with the test's own venvs and wheel folder
+# for ~/ddp-venv, ~/fresh-venv and dist; the source tree must be left as it
+# was (pip builds in the folder it is given: no build/, no *.egg-info).
 # Needs python3-venv, python3-pip, python3-setuptools, python3-wheel and
 # python3-dev for DDP_PIP_PYTHON (default /usr/bin/python3; deps.sh's
 # test packages); skips, saying which is missing, without them.  No
@@ -58,6 +54,15 @@ test -f "$DDP_SRC_DIR/config.status" || test_set_prereq VPATH
 W=$DDP_BUILD_DIR/tests/.t0740-pip
 rm -rf "$W" && mkdir -p "$W"
 
+# The guide's commands, as written there.
+cat >guide-commands <<\EOF
+/usr/bin/python3 -m venv --system-site-packages ~/ddp-venv
+~/ddp-venv/bin/python -m pip install --no-build-isolation --no-index ./libjob/python
+~/ddp-venv/bin/python -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./libjob/python
+/usr/bin/python3 -m venv ~/fresh-venv                 # the wheel: any venv of that Python
+~/fresh-venv/bin/python -m pip install --no-index dist/slurm_ddp-*.whl
+EOF
+
 # tree_state: where pip builds, and setuptools used to leave build/ and
 # slurm_ddp.egg-info: every file and folder of libjob/python, ignored ones
 # included.  (Not the top of the tree: contrib/check.sh makes and removes
@@ -66,6 +71,13 @@ tree_state () {
 	(cd "$DDP_SRC_DIR" && find libjob/python) | sort
 }
 tree_state >tree.before
+
+test_expect_success 'doc/user-guide.md gives the commands this test runs' '
+	while IFS= read -r line; do
+		grep -qxF -e "$line" "$DDP_SRC_DIR/doc/user-guide.md" ||
+			{ echo "not in doc/user-guide.md: $line"; return 1; }
+	done <guide-commands
+'
 
 # The 2-rank program: each rank adds rank + 1 (1 + 2 = 3) and says which
 # module it imported, in one write (unbuffered, print writes the line and

@@ -32,7 +32,8 @@ auto):
 Offline, with the distribution's setuptools and wheel:
     python3 -m pip install --no-build-isolation ./libjob/python
     python3 -m pip wheel --no-build-isolation --no-deps -w dist ./libjob/python
-(README "Python", ddp-python(7); tests/t0740-python-pip.t runs both).
+(doc/user-guide.md "Python", ddp-python(7); tests/t0740-python-pip.t runs
+both).
 
 pip (21.3 on) builds in the source folder itself, and setuptools puts its
 build folder (build/) and its metadata (slurm_ddp.egg-info) beside
