@@ -14,8 +14,8 @@ in a fresh venv; 2 ranks under ddp-run all-reduce with each'
 # Needs python3-venv, python3-pip, python3-setuptools, python3-wheel and
 # python3-dev for DDP_PIP_PYTHON (default /usr/bin/python3; deps.sh's
 # test packages); skips, saying which is missing, without them.  No
-# cluster, no root.  About 25 s, most of it the wheel's configure and make
-# of libddp (--without-nccl: the host backend is what the ranks use).
+# cluster, no root.  About 40 s, most of it the wheel's configure and make
+# of libddp (with the NCCL backend where CUDA is: the ranks use the host one).
 
 PY=${DDP_PIP_PYTHON:-/usr/bin/python3}
 RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run
