@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -576,26 +577,47 @@ static int env_count (spank_t sp, const char *name, unsigned long long *n)
     return sp_parse_uint (buf, 1, 1048576, n);
 }
 
+/* The CPUs this task is bound to, when it is bound: its affinity (task_init
+ * runs after Slurm's task plugins set it: task/affinity, the cpuset of
+ * ConstrainCores, the user's --cpu-bind) when narrower than the machine's
+ * online CPUs; 0 for a task free to run anywhere, or unknown (more CPUs
+ * than a cpu_set_t holds: EINVAL). */
+static unsigned long bound_cpus (void)
+{
+    cpu_set_t cpus;
+    long online = sysconf (_SC_NPROCESSORS_ONLN);
+    int n;
+
+    if (sched_getaffinity (0, sizeof (cpus), &cpus) < 0)
+        return 0;
+    n = CPU_COUNT (&cpus);
+    return n > 0 && online > 0 && n < online ? (unsigned long) n : 0;
+}
+
 /* OMP_NUM_THREADS (torch_env's omp group) for a task that has none, so
  * that several ranks on a node do not each start a thread per core: the
  * task's CPUs, SLURM_CPUS_PER_TASK, else the job's CPUs on the node
- * (SLURM_CPUS_ON_NODE) shared by the step's tasks there, at least 1;
- * nothing when neither is known.  Never overrides the task's own value.
- * Returns 0, or -1 when setting it failed. */
+ * (SLURM_CPUS_ON_NODE) shared by the step's tasks there, at least 1; never
+ * more than the CPUs the task is bound to (bound_cpus: a thread per CPU
+ * counted would otherwise share the fewer CPUs of its binding); nothing
+ * when neither count is known (sp_layout_omp).  Never overrides the task's
+ * own value.  Returns 0, or -1 when setting it failed. */
 static int set_omp (spank_t sp, const struct task_ids *t)
 {
     char buf[2];
-    unsigned long long n;
+    unsigned long long per_task = 0, on_node = 0;
+    unsigned long n;
 
     if (spank_getenv (sp, "OMP_NUM_THREADS", buf, sizeof (buf))
         != ESPANK_ENV_NOEXIST)
         return 0;
-    if (env_count (sp, "SLURM_CPUS_PER_TASK", &n) < 0) {
-        if (env_count (sp, "SLURM_CPUS_ON_NODE", &n) < 0)
-            return 0;
-        n = n / t->local_tasks > 0 ? n / t->local_tasks : 1;
-    }
-    return set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n);
+    if (env_count (sp, "SLURM_CPUS_PER_TASK", &per_task) < 0)
+        per_task = 0;
+    if (env_count (sp, "SLURM_CPUS_ON_NODE", &on_node) < 0)
+        on_node = 0;
+    n = sp_layout_omp ((unsigned long) per_task, (unsigned long) on_node,
+                       t->local_tasks, bound_cpus ());
+    return n > 0 ? set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n) : 0;
 }
 
 /* Variable NAME of the task's environment into BUF (LEN bytes): BUF, NULL
