@@ -118,13 +118,15 @@ step () {
 #   CUDA_VISIBLE_DEVICES counts among those it can open (Slurm numbers
 #   them from 0 there: entry I is the I-th it can open), and no two tasks
 #   of a node end on the same GPU;
-# - its CPUs within its step's cpuset (the plugin never widens them), and
-#   OMP_NUM_THREADS no more than SLURM_CPUS_PER_TASK;
+# - its CPUs within its step's cpuset (the plugin never widens them),
+#   OMP_NUM_THREADS no more than SLURM_CPUS_PER_TASK, nor than its CPUs
+#   when it is bound to fewer than the machine has;
 # - with ConstrainRAMSpace, a memory limit below the node's 4000 MB;
 # and NTASKS "0 failed in all" lines from ddp_check.
 check () {
 	awk -v n="$2" -v b="$3" -v share="$4" -v dev="$devices" \
-	    -v ram="$(test_have_prereq RAM && echo 1)" '
+	    -v ram="$(test_have_prereq RAM && echo 1)" \
+	    -v online="$(getconf _NPROCESSORS_ONLN)" '
 	function ids(s, a,   m, i) { m = split(s, a, ","); return s == "-" ? 0 : m }
 	function inlist(cpu, list,   r, i, lo, hi, k) {
 		k = split(list, r, ",")
@@ -178,7 +180,12 @@ check () {
 			}
 		}
 		if (dev && ids(v["DENIED"], dl) + no != 4) bad("OPEN and DENIED are not the 4 GPUs")
-		k = split(v["CPUS"], cl, ",")
+		k = split(v["CPUS"], cl, ","); ncpu = 0
+		for (j = 1; j <= k; j++) {
+			split(cl[j], x, "-"); ncpu += x[2] == "" ? 1 : x[2] - x[1] + 1
+		}
+		if (ncpu < online + 0 && v["OMP_NUM_THREADS"] + 0 > ncpu)
+			bad("OMP_NUM_THREADS above the " ncpu " CPUs it is bound to")
 		if (v["STEPCPUS"] != "-") {
 			for (j = 1; j <= k; j++) {
 				split(cl[j], x, "-")
@@ -299,6 +306,16 @@ test_expect_success '--cpus-per-task=2 --cpu-bind=cores: CPUs inside the step'"'
 	step cores --ddp=host -N2 --ntasks-per-node=2 --cpus-per-task=2 --cpu-bind=cores &&
 	check cores 4 host - &&
 	test $(grep -c "SLURM_CPUS_PER_TASK=2 OMP_NUM_THREADS=[12] " cores) = 4
+'
+test_expect_success AFFINITY '--cpus-per-task=2 --cpu-bind=map_cpu:1: one CPU, OMP_NUM_THREADS=1' '
+	step mapcpu --ddp=host -N1 -n1 --cpus-per-task=2 --cpu-bind=map_cpu:1 &&
+	check mapcpu 1 host - &&
+	grep " SLURM_CPUS_PER_TASK=2 OMP_NUM_THREADS=1 .* CPUS=1 " mapcpu
+'
+test_expect_success 'the checker catches OMP_NUM_THREADS above a binding' '
+	sed "s/ OMP_NUM_THREADS=1 / OMP_NUM_THREADS=2 /" mapcpu >mapcpu.wide &&
+	! cmp -s mapcpu mapcpu.wide &&
+	test_must_fail check mapcpu.wide 1 host -
 '
 test_expect_success '--exclusive with --gpus-per-task=1' '
 	step excl --ddp=nccl -N2 --ntasks-per-node=2 --exclusive --gpus-per-task=1 &&
