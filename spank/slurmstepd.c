@@ -1,6 +1,7 @@
 /* slurmstepd.c - the plugin in slurmstepd (remote context).
  *
- * user_init (once per node and step, before any task): decide whether the
+ * init_post_opt (once per node and step, as root, before any task and
+ * before slurmstepd drops its privileges): decide whether the
  * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
  * first node of SLURM_STEP_NODELIST, which runs rank 0 for block and cyclic
  * distributions, resolved to an address), MASTER_PORT (Slurm's reserved
@@ -20,12 +21,14 @@
  *
  * Everything read from the job environment is untrusted and parsed strictly
  * (sp_*.c); nothing here runs a program or writes a file.  The one thing
- * it creates is the claim: an AF_UNIX socket bound to an abstract name (no
- * file), which never listens (sp_port_claim), made as the user in
- * user_init.
+ * it creates is the claim: a lock file of root's, SP_PORT_DIR_PARENT/
+ * SP_PORT_DIR_NAME/net-INODE/PORT (sp_port_lock), flocked by this
+ * slurmstepd, where no other user can make, take or block one: that is why
+ * it runs in init_post_opt, as root, not in user_init.
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -49,7 +52,7 @@
 #include "sp_strint.h"
 #include "sp_torchrun.h"
 
-/* The step this slurmstepd runs, from user_init for its tasks. */
+/* The step this slurmstepd runs, from init_post_opt for its tasks. */
 static struct {
     bool active;                  /* this step runs with ddp */
     struct sp_effective request;  /* backend and binding */
@@ -63,16 +66,18 @@ static struct {
     bool driver;                  /* this node has an NVIDIA driver */
     bool torchrun;                /* the step's command is torchrun */
     unsigned restarts;            /* SLURM_RESTART_COUNT */
+    uid_t uid;                    /* the step's user (S_JOB_UID) */
 } step;
 
-/* The step's claim on MASTER_PORT (sp_port_claim), held by its first node's
- * slurmstepd from user_init to slurm_spank_exit, or -1; CLAIM_PID is the
- * process that made it, STEPD_PID the one slurm_spank_init ran in.  They
- * differ when Slurm runs user_init in a short-lived child (Slurm >= 24.05
- * with SlurmdParameters=contain_spank: a clone sharing memory, not the
- * descriptor table): the claim then ends with that child and the
- * descriptor number means nothing here.  Not in STEP, which user_init
- * clears before it releases the claim of an earlier step. */
+/* The step's claim on MASTER_PORT (sp_port_lock), held by its first node's
+ * slurmstepd from init_post_opt to slurm_spank_exit, or -1; CLAIM_PID is
+ * the process that made it, STEPD_PID the one slurm_spank_init ran in.
+ * They differ when Slurm runs the plugin in a short-lived child (Slurm >=
+ * 24.05 with SlurmdParameters=contain_spank: a clone sharing memory, not
+ * the descriptor table): the claim then ends with that child and the
+ * descriptor number means nothing here.  Not in STEP, which
+ * sp_slurmstepd_post_opt clears before it releases the claim of an earlier
+ * step. */
 static int claim_fd = -1;
 static pid_t claim_pid, stepd_pid;
 
@@ -179,111 +184,231 @@ static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
     return 0;
 }
 
-/* Does a TCP socket listen on PORT on this node?  (An unreadable table
- * counts as no: the check is advice, the claim is the rule.) */
-static bool port_listening (unsigned port)
+/* Does a TCP socket listen on PORT on this node?  Sets *UID to its owner.
+ * (An unreadable table counts as no: the check is advice, the claim is
+ * the rule.) */
+static bool port_listener (unsigned port, long *uid)
 {
-    return sp_port_listening ("/proc/net/tcp", port) == 1
-           || sp_port_listening ("/proc/net/tcp6", port) == 1;
+    return sp_port_listener ("/proc/net/tcp", port, uid) == 1
+           || sp_port_listener ("/proc/net/tcp6", port, uid) == 1;
 }
 
-/* Why try_port found a port taken. */
-enum taken { TAKEN_NOT = 0, TAKEN_CLAIM, TAKEN_LISTENER };
+/* Close FD (when >= 0) keeping errno. */
+static void close_keep_errno (int fd)
+{
+    int e = errno;
 
-/* sp_port_walk's TRY_PORT: claim PORT for this step and check that nothing
- * listens there; keep the claim in claim_fd.  *(enum taken *) ARG says why
- * a port was taken.  Returns 0 (ours), 1 (taken) or -1 (errno set). */
+    if (fd >= 0)
+        close (fd);
+    errno = e;
+}
+
+/* The claim directory of this node's network namespace, checked (see
+ * sp_port_dir): SP_PORT_DIR_PARENT/SP_PORT_DIR_NAME/net-INODE, each level
+ * opened without following a link.  Made by root, the only one who may
+ * write there.  Returns a descriptor or -1 with errno set. */
+static int open_claim_dir (void)
+{
+    char name[32];
+    struct stat st;
+    int root, run = -1, base = -1, dir = -1;
+
+    if ((root = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    if ((run = sp_port_dir (root, SP_PORT_DIR_PARENT + 1)) >= 0
+        && (base = sp_port_dir (run, SP_PORT_DIR_NAME)) >= 0) {
+        if (stat ("/proc/self/ns/net", &st) < 0)
+            st.st_ino = 0;
+        snprintf (name, sizeof (name), SP_PORT_NETNS_FMT,
+                  (unsigned long long) st.st_ino);
+        dir = sp_port_dir (base, name);
+    }
+    close_keep_errno (root);
+    close_keep_errno (run);
+    close_keep_errno (base);
+    return dir;
+}
+
+/* What try_port found on the ports it could not take. */
+struct port_try {
+    int dir;                    /* the claim directory */
+    char owner[96];             /* what this step writes in its claim */
+    unsigned claimed, listened; /* ports held by steps, by listeners */
+    char holder[96];            /* the first step holding one */
+    long uids[4];               /* the first distinct listeners' uids */
+    unsigned nuids;
+};
+
+/* Note UID among T's listeners. */
+static void note_uid (struct port_try *t, long uid)
+{
+    unsigned i;
+
+    for (i = 0; i < t->nuids; i++)
+        if (t->uids[i] == uid)
+            return;
+    if (t->nuids < sizeof (t->uids) / sizeof (t->uids[0]))
+        t->uids[t->nuids++] = uid;
+}
+
+/* sp_port_walk's TRY_PORT: claim PORT for this step (a lock file of
+ * root's, sp_port_lock) and check that nothing listens there; keep the
+ * claim in claim_fd.  ARG, a struct port_try, counts who holds the ports
+ * taken.  Returns 0 (ours), 1 (taken) or -1 (errno set). */
 static int try_port (unsigned port, void *arg)
 {
-    enum taken *why = arg;
+    struct port_try *t = arg;
+    char holder[sizeof (t->holder)];
+    long uid = -1;
     int fd;
 
-    if ((fd = sp_port_claim (SP_PORT_CLAIM_PREFIX, port)) < 0) {
-        *why = TAKEN_CLAIM;
-        return errno == EADDRINUSE ? 1 : -1;
+    fd = sp_port_lock (t->dir, port, t->owner, holder, sizeof (holder));
+    if (fd < 0) {
+        if (errno != EADDRINUSE)
+            return -1;
+        if (t->claimed++ == 0)
+            snprintf (t->holder, sizeof (t->holder), "%s",
+                      holder[0] ? holder : "another step");
+        return 1;
     }
-    if (port_listening (port)) {
+    if (port_listener (port, &uid)) {
         close (fd);
-        *why = TAKEN_LISTENER;
+        t->listened++;
+        note_uid (t, uid);
         return 1;
     }
     claim_fd = fd;
     claim_pid = getpid ();
-    *why = TAKEN_NOT;
     return 0;
 }
 
 /* What the admin and the user can do about a taken port (message tail). */
 #define PORT_ADVICE "Use Slurm's reserved ports (srun --resv-ports; the " \
     "admin sets MpiParams=ports=LO-HI, which never gives one port to two " \
-    "steps on a node), run the step again once the port is free (or as the " \
-    "job's next step, which gets another port), or ask the admin for a " \
-    "wider port_range (now %u-%u)"
+    "steps on a node), run the step again once a port is free, or ask the " \
+    "admin for a wider port_range (now %u-%u) or one that other users' " \
+    "programs do not listen in"
 
-/* A single-node step with a derived port: walk from it to the first port
- * that no other step claims and nothing listens on.  Only this node needs
- * to know the port, so it may differ from the derived one. */
-static int walk_port (uint32_t jobid, uint32_t stepid)
+/* Say in BUF (LEN bytes) who holds the ports T found taken: "N claimed by
+ * other steps running there (the first: HOLDER), M with a listening
+ * program of uid U[, U...]". */
+static void describe_holders (const struct port_try *t, char *buf,
+                              size_t len)
+{
+    size_t n = 0;
+    unsigned i;
+
+    buf[0] = '\0';
+    if (t->claimed)
+        n += (size_t) snprintf (buf, len, "%u claimed by other steps running "
+                                "there (the first: %s)", t->claimed,
+                                t->holder);
+    if (t->listened && n < len) {
+        n += (size_t) snprintf (buf + n, len - n, "%s%u with a listening "
+                                "program of another user or step (uid",
+                                t->claimed ? ", " : "", t->listened);
+        for (i = 0; i < t->nuids && n < len; i++)
+            n += (size_t) snprintf (buf + n, len - n, "%s %ld",
+                                    i ? "," : "", t->uids[i]);
+        if (n < len)
+            snprintf (buf + n, len - n, ")");
+    }
+}
+
+/* Fill *T for a walk of step STEPID of job JOBID; its claim directory is
+ * opened.  Returns 0, or -1 after step_error(). */
+static int port_try_init (struct port_try *t, uint32_t jobid,
+                          uint32_t stepid)
+{
+    memset (t, 0, sizeof (*t));
+    snprintf (t->owner, sizeof (t->owner), "job %" PRIu32 " step %" PRIu32
+              " (uid %ld)", jobid, stepid, (long) step.uid);
+    if ((t->dir = open_claim_dir ()) < 0)
+        return step_error ("ddp: cannot open the claim directory %s/%s of "
+                           "MASTER_PORT on %s: %s (it must be root's, "
+                           "writable by root only)", SP_PORT_DIR_PARENT,
+                           SP_PORT_DIR_NAME, step.master_host,
+                           strerror (errno));
+    return 0;
+}
+
+/* Walk from the derived port to the first one that no other step claims
+ * and nothing listens on, at most TRIES ports: sp_port_walk with
+ * try_port.  Returns 0, or -1 after step_error(). */
+static int walk_port (uint32_t jobid, uint32_t stepid, unsigned tries)
 {
     const struct sp_conf *conf = sp_args_conf ();
-    unsigned span = conf->port_hi - conf->port_lo + 1;
-    enum taken why = TAKEN_NOT;
-    int port;
+    char who[SP_ERRLEN / 2];
+    struct port_try t;
+    int port, rc = -1;
 
-    port = sp_port_walk (jobid, stepid, conf->port_lo, conf->port_hi, span,
-                         try_port, &why);
+    if (port_try_init (&t, jobid, stepid) < 0)
+        return -1;
+    port = sp_port_walk (jobid, stepid, conf->port_lo, conf->port_hi, tries,
+                         try_port, &t);
     if (port > 0) {
         step.master_port = port;
-        return 0;
+        rc = 0;
     }
-    if (errno != EADDRINUSE)
-        return step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
-                           step.master_host, strerror (errno));
-    return step_error ("ddp: no free MASTER_PORT on %s, the step's node: "
-                       "each of the %u ports of port_range, from this "
-                       "step's own (%d) on, is claimed by another step "
-                       "running there or has a listener.  " PORT_ADVICE,
-                       step.master_host, span, step.master_port,
+    else if (errno != EADDRINUSE)
+        step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
+                    step.master_host, strerror (errno));
+    else {
+        describe_holders (&t, who, sizeof (who));
+        step_error ("ddp: no free MASTER_PORT on %s, the step's first node: "
+                    "of the %u ports of port_range tried, from this step's "
+                    "own (%d) on, %s.  " PORT_ADVICE, step.master_host, tries,
+                    step.master_port, who, conf->port_lo, conf->port_hi);
+    }
+    close (t.dir);
+    return rc;
+}
+
+/* A reserved port is Slurm's choice: claim it, or refuse the step naming
+ * who holds it.  Returns 0, or -1 after step_error(). */
+static int take_resv_port (uint32_t jobid, uint32_t stepid)
+{
+    const struct sp_conf *conf = sp_args_conf ();
+    char who[SP_ERRLEN / 2];
+    struct port_try t;
+    int rc;
+
+    if (port_try_init (&t, jobid, stepid) < 0)
+        return -1;
+    rc = try_port ((unsigned) step.master_port, &t);
+    close (t.dir);
+    if (rc == 0)
+        return 0;
+    if (rc < 0)
+        return step_error ("ddp: cannot claim MASTER_PORT %d on %s: %s",
+                           step.master_port, step.master_host,
+                           strerror (errno));
+    describe_holders (&t, who, sizeof (who));
+    return step_error ("ddp: MASTER_PORT %d, Slurm's reserved port of this "
+                       "step, is taken on %s, the step's first node: %s.  "
+                       PORT_ADVICE, step.master_port, step.master_host, who,
                        conf->port_lo, conf->port_hi);
 }
 
 /* On node 0, where rank 0 listens: claim MASTER_PORT for the step, so that
  * no other step running here gets it while this one runs, and check that
  * nothing listens there yet (a step or program there would make this
- * step's rendezvous fail or join the wrong one).  A single-node step with
- * a derived port walks on to a free one; a multi-node step cannot tell its
- * other nodes another port, and a reserved port is Slurm's choice: those
- * are refused.  Returns 0 or -1 after step_error(). */
+ * step's rendezvous fail or join the wrong one).  A derived port walks on
+ * to a free one (a multi-node step then tells its other nodes which,
+ * through srun: sp_relay.h); a reserved port is Slurm's choice and is
+ * refused when taken.  Returns 0 or -1 after step_error(). */
 static int take_port (uint32_t jobid, uint32_t stepid, uint32_t nnodes)
 {
     const struct sp_conf *conf = sp_args_conf ();
-    enum taken why = TAKEN_NOT;
-    int rc;
 
     if (getpid () != stepd_pid)
-        slurm_debug ("ddp: user_init runs in a child of slurmstepd "
+        slurm_debug ("ddp: the plugin runs in a child of slurmstepd "
                      "(SlurmdParameters=contain_spank?): the claim on "
                      "MASTER_PORT ends with it, not with the step");
-    if (nnodes == 1 && !step.resv_port)
-        return walk_port (jobid, stepid);
-    if ((rc = try_port ((unsigned) step.master_port, &why)) == 0)
-        return 0;
-    if (rc < 0)
-        return step_error ("ddp: cannot claim MASTER_PORT %d on %s: %s",
-                           step.master_port, step.master_host,
-                           strerror (errno));
-    if (why == TAKEN_LISTENER)
-        return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
-                           "step's first node, where rank 0 listens: another "
-                           "step or program holds it.  " PORT_ADVICE,
-                           step.master_port, step.master_host, conf->port_lo,
-                           conf->port_hi);
-    return step_error ("ddp: MASTER_PORT %d is already claimed on %s, the "
-                       "step's first node, by another step running there; "
-                       "this step runs on %" PRIu32 " nodes, which cannot "
-                       "agree on another port, so it is refused.  "
-                       PORT_ADVICE, step.master_port, step.master_host,
-                       nnodes, conf->port_lo, conf->port_hi);
+    if (step.resv_port)
+        return take_resv_port (jobid, stepid);
+    return walk_port (jobid, stepid, nnodes == 1 ? conf->port_hi
+                      - conf->port_lo + 1 : 1);
 }
 
 /* Give the claim on MASTER_PORT back (when this process holds it). */
@@ -383,9 +508,10 @@ static int find_step (spank_t sp, uint32_t stepid)
 
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
-        return step_error ("ddp: cannot get the job id, node count and node "
-                           "index from Slurm");
+        || spank_get_item (sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_UID, &step.uid) != ESPANK_SUCCESS)
+        return step_error ("ddp: cannot get the job id, user, node count and "
+                           "node index from Slurm");
     if (find_layout (sp, nnodes) < 0 || find_port (sp, jobid, stepid) < 0
         || find_master (sp, nnodes, nodeid) < 0 || find_plan (sp) < 0
         || find_restarts (sp) < 0)
@@ -401,7 +527,7 @@ void sp_slurmstepd_init (void)
     stepd_pid = getpid ();
 }
 
-int sp_slurmstepd_user_init (spank_t sp)
+int sp_slurmstepd_post_opt (spank_t sp)
 {
     uint32_t stepid;
     bool have_id;
