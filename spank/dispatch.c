@@ -106,5 +106,7 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
+    if (spank_context () == S_CTX_LOCAL)
+        sp_srun_exit ();
     return in_context (S_CTX_REMOTE, sp_slurmstepd_exit, sp, ac, av);
 }

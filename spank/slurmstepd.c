@@ -49,6 +49,7 @@
 #include "sp_layout.h"
 #include "sp_plan.h"
 #include "sp_port.h"
+#include "sp_relay.h"
 #include "sp_strint.h"
 #include "sp_torchrun.h"
 
@@ -67,6 +68,8 @@ static struct {
     bool torchrun;                /* the step's command is torchrun */
     unsigned restarts;            /* SLURM_RESTART_COUNT */
     uid_t uid;                    /* the step's user (S_JOB_UID) */
+    char relay[SP_RELAY_SPEC_MAX + 1]; /* SP_RELAY_ENV, or "" */
+    char relay_host[256];         /* srun's address, for the relay */
 } step;
 
 /* The step's claim on MASTER_PORT (sp_port_lock), held by its first node's
@@ -182,6 +185,81 @@ static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
         return step_error ("ddp: no MASTER_PORT in range %u-%u",
                            conf->port_lo, conf->port_hi);
     return 0;
+}
+
+/* How long the first node waits for srun's relay to take its port, and
+ * the other nodes for the first node's port. */
+#define RELAY_PUT_MS 10000
+#define RELAY_GET_MS 60000
+
+/* The relay of a multi-node step's port (sp_relay.h): srun's address
+ * (SLURM_SRUN_COMM_HOST, else SLURM_LAUNCH_NODE_IPADDR) and SP_RELAY_ENV,
+ * kept in STEP; none (relay[0] '\0') for one node or when srun gave none.
+ * Returns 0, or -1 after step_error(). */
+static int find_relay (spank_t sp, uint32_t nnodes)
+{
+    int rc;
+
+    if (nnodes < 2)
+        return 0;
+    if ((rc = job_env (sp, SP_RELAY_ENV, step.relay, sizeof (step.relay)))
+        <= 0)
+        return rc;
+    if ((rc = job_env (sp, "SLURM_SRUN_COMM_HOST", step.relay_host,
+                       sizeof (step.relay_host))) < 0
+        || (rc == 0 && (rc = job_env (sp, "SLURM_LAUNCH_NODE_IPADDR",
+                                      step.relay_host,
+                                      sizeof (step.relay_host))) < 0))
+        return -1;
+    if (rc == 0)
+        return step_error ("ddp: %s is set but not srun's address "
+                           "(SLURM_SRUN_COMM_HOST)", SP_RELAY_ENV);
+    return 0;
+}
+
+/* Does this step learn its port through srun's relay?  (A multi-node step
+ * with a derived port whose srun started one.) */
+static bool relayed (void)
+{
+    return step.relay[0] && !step.resv_port;
+}
+
+/* On the first node, once it has a port (RC 0) or has failed (RC -1): tell
+ * the other nodes through the relay, 0 for none.  Returns RC, or -1 after
+ * step_error() when the relay cannot be told. */
+static int tell_port (int rc)
+{
+    int port = rc == 0 ? step.master_port : 0;
+
+    if (!relayed ()
+        || sp_relay_put (step.relay_host, step.relay, port, RELAY_PUT_MS) == 0
+        || rc < 0)
+        return rc;
+    return step_error ("ddp: cannot tell the step's other nodes its "
+                       "MASTER_PORT (%d) through srun's relay at %s: %s",
+                       port, step.relay_host, strerror (errno));
+}
+
+/* On another node: learn the port the first node took.  Returns 0, or -1
+ * after step_error(). */
+static int learn_port (void)
+{
+    int port;
+
+    if (!relayed ())
+        return 0;
+    port = sp_relay_get (step.relay_host, step.relay, RELAY_GET_MS);
+    if (port > 0) {
+        step.master_port = port;
+        return 0;
+    }
+    if (port == 0)
+        return step_error ("ddp: the step's first node, %s, found no "
+                           "MASTER_PORT for it (its tasks say why)",
+                           step.master_host);
+    return step_error ("ddp: cannot learn the step's MASTER_PORT from its "
+                       "first node, %s, through srun's relay at %s: %s",
+                       step.master_host, step.relay_host, strerror (errno));
 }
 
 /* Does a TCP socket listen on PORT on this node?  Sets *UID to its owner.
@@ -407,8 +485,8 @@ static int take_port (uint32_t jobid, uint32_t stepid, uint32_t nnodes)
                      "MASTER_PORT ends with it, not with the step");
     if (step.resv_port)
         return take_resv_port (jobid, stepid);
-    return walk_port (jobid, stepid, nnodes == 1 ? conf->port_hi
-                      - conf->port_lo + 1 : 1);
+    return walk_port (jobid, stepid, nnodes == 1 || relayed ()
+                      ? conf->port_hi - conf->port_lo + 1 : 1);
 }
 
 /* Give the claim on MASTER_PORT back (when this process holds it). */
@@ -505,6 +583,7 @@ static bool nvidia_driver (void)
 static int find_step (spank_t sp, uint32_t stepid)
 {
     uint32_t jobid, nnodes, nodeid;
+    int rc;
 
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS
@@ -512,14 +591,23 @@ static int find_step (spank_t sp, uint32_t stepid)
         || spank_get_item (sp, S_JOB_UID, &step.uid) != ESPANK_SUCCESS)
         return step_error ("ddp: cannot get the job id, user, node count and "
                            "node index from Slurm");
-    if (find_layout (sp, nnodes) < 0 || find_port (sp, jobid, stepid) < 0
-        || find_master (sp, nnodes, nodeid) < 0 || find_plan (sp) < 0
-        || find_restarts (sp) < 0)
-        return -1;
-    find_torchrun (sp);
-    if (step.request.backend == SP_BACKEND_AUTO)
-        step.driver = nvidia_driver ();
-    return nodeid == 0 ? take_port (jobid, stepid, nnodes) : 0;
+    rc = find_relay (sp, nnodes);
+    if (rc == 0 && (find_layout (sp, nnodes) < 0
+                    || find_port (sp, jobid, stepid) < 0
+                    || find_master (sp, nnodes, nodeid) < 0
+                    || find_plan (sp) < 0 || find_restarts (sp) < 0))
+        rc = -1;
+    if (rc == 0) {
+        find_torchrun (sp);
+        if (step.request.backend == SP_BACKEND_AUTO)
+            step.driver = nvidia_driver ();
+    }
+    if (nodeid == 0) {
+        if (rc == 0)
+            rc = take_port (jobid, stepid, nnodes);
+        return tell_port (rc);
+    }
+    return rc < 0 ? -1 : learn_port ();
 }
 
 void sp_slurmstepd_init (void)
@@ -737,8 +825,8 @@ static int set_ifnames (spank_t sp)
 /* Set the task's variables: the torch ones (torch_env's groups), the
  * site's interfaces (set_ifnames), DDP_BACKEND,
  * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
- * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
- * plugin set it).  Returns 0, or -1 when any failed. */
+ * only srun and the plugin use (the plan, the relay, and
+ * SLURM_KILL_BAD_EXIT when the plugin set it).  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
                     const struct sp_task_choice *c)
 {
@@ -758,6 +846,7 @@ static int set_env (spank_t sp, const struct task_ids *t,
     if (c->bound)
         rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", c->gpu);
     (void) spank_unsetenv (sp, SP_PLAN_ENV);
+    (void) spank_unsetenv (sp, SP_RELAY_ENV);
     if (step.plan.kill_set)
         (void) spank_unsetenv (sp, "SLURM_KILL_BAD_EXIT");
     return rc;
