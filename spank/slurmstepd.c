@@ -20,11 +20,13 @@
  * on MASTER_PORT back.
  *
  * Everything read from the job environment is untrusted and parsed strictly
- * (sp_*.c); nothing here runs a program or writes a file.  The one thing
- * it creates is the claim: a lock file of root's, SP_PORT_DIR_PARENT/
- * SP_PORT_DIR_NAME/net-INODE/PORT (sp_port_lock), flocked by this
- * slurmstepd, where no other user can make, take or block one: that is why
- * it runs in init_post_opt, as root, not in user_init.
+ * (sp_*.c); nothing here runs a program.  The one file it writes is the
+ * claim: a lock file of root's, SP_PORT_DIR_PARENT/SP_PORT_DIR_NAME/
+ * net-INODE/PORT (sp_port_lock), flocked by this slurmstepd, where no
+ * other user can make, take or block one: that is why it runs in
+ * init_post_opt, as root, not in user_init.  Its one connection is to
+ * srun's relay of a multi-node step's port (sp_relay.h): the first node
+ * says the port it took, the others ask for it.
  */
 #include "config.h"
 #include <errno.h>
@@ -362,10 +364,9 @@ static int try_port (unsigned port, void *arg)
 
 /* What the admin and the user can do about a taken port (message tail). */
 #define PORT_ADVICE "Use Slurm's reserved ports (srun --resv-ports; the " \
-    "admin sets MpiParams=ports=LO-HI, which never gives one port to two " \
-    "steps on a node), run the step again once a port is free, or ask the " \
-    "admin for a wider port_range (now %u-%u) or one that other users' " \
-    "programs do not listen in"
+    "admin: MpiParams=ports=LO-HI), run the step again once a port is " \
+    "free, or ask the admin for a wider port_range (now %u-%u) or one " \
+    "that nobody else listens in"
 
 /* Say in BUF (LEN bytes) who holds the ports T found taken: "N claimed by
  * other steps running there (the first: HOLDER), M with a listening
