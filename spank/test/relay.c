@@ -178,6 +178,38 @@ static void test_timeout (void)
     server_stop (&s);
 }
 
+/* 300 silent connections of a stranger, more than the relay keeps: the
+ * nodes are still answered at once. */
+static void test_flood (void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    struct server s;
+    char spec[SP_RELAY_SPEC_MAX + 1];
+    int fds[300], i, opened = 0;
+
+    if (server_start (&s, spec, sizeof (spec)) < 0) {
+        ok (0, "a relay listens");
+        return;
+    }
+    a.sin_port = htons ((uint16_t) atoi (spec));
+    a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    for (i = 0; i < 300; i++) {
+        fds[i] = socket (AF_INET, SOCK_STREAM, 0);
+        if (fds[i] >= 0
+            && connect (fds[i], (struct sockaddr *) &a, sizeof (a)) == 0)
+            opened++;
+    }
+    usleep (200000);
+    ok (opened == 300 && sp_relay_put ("127.0.0.1", spec, 4000, 2000) == 0
+        && sp_relay_get ("127.0.0.1", spec, 2000) == 4000,
+        "300 silent connections (%d opened) do not keep the nodes out",
+        opened);
+    for (i = 0; i < 300; i++)
+        if (fds[i] >= 0)
+            close (fds[i]);
+    server_stop (&s);
+}
+
 static void test_bad_args (void)
 {
     char spec[8];
@@ -213,6 +245,7 @@ int main (void)
     test_relay ();
     test_none ();
     test_timeout ();
+    test_flood ();
     test_bad_args ();
     return done_testing ();
 }
