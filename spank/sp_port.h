@@ -23,7 +23,7 @@ int sp_port_derive (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi);
  * stops there), 1 when PORT is taken (the walk goes on) or -1 with errno
  * set (the walk stops).  Every node computes the same sequence, but only
  * the first port is the same everywhere: walk only where one node decides
- * (a single-node step).  Returns the port taken, or -1 with errno EINVAL
+ * (the step's first node, which tells the others: sp_relay.h).  Returns the port taken, or -1 with errno EINVAL
  * (bad range, TRIES 0, no TRY_PORT), EADDRINUSE (every port tried was
  * taken) or TRY_PORT's. */
 int sp_port_walk (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi,
