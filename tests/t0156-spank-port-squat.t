@@ -11,7 +11,8 @@ test_description='MASTER_PORT: another user squatting the port range (every clai
 # one-node and a two-node step must still run, on that last port, and
 # meet there (progs/port_rendezvous.py, as env:// would); once a step of
 # ours holds that port too, the next steps are refused naming both
-# holders: the step (job, step, uid) and the listeners' uid 65534.
+# holders: the step (job, step, uid) and the listeners' uid 65534; and a
+# step whose slurmstepd is killed with -9 leaves no claim behind.
 why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
 test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"
 # The system's python3: the user nobody runs it (not a shim under /root).
@@ -39,9 +40,10 @@ PRIVATE=$(DDP_PLUGSTACK_ARGS="port_range=$LO-$HI" "$DDP_CLUSTER" start \
 	2>"$SHARNESS_TEST_DIRECTORY/.t0156-start.err") ||
 	ddp_cluster_unavailable "start failed: $(tail -n 20 "$SHARNESS_TEST_DIRECTORY/.t0156-start.err")"
 rm -f "$SHARNESS_TEST_DIRECTORY/.t0156-start.err"
-trap 'test -z "$squatter" || kill $squatter; "$DDP_CLUSTER" stop "$PRIVATE"; die' EXIT
+trap 'test -z "$squatter" || kill $squatter; test -z "$orphan" || kill $orphan
+	"$DDP_CLUSTER" stop "$PRIVATE"; die' EXIT
 . "$PRIVATE/env"
-squatter=
+squatter= orphan=
 
 # no_jobs: wait (30 s at most) until no job is left.
 no_jobs () {
@@ -109,7 +111,29 @@ test_expect_success 'the step ends: its port is free again, the squatter still t
 	sort -u after.out >after.got &&
 	test_cmp after.expected after.got
 '
+# Crash safety: the claim is a flock, which the kernel drops with its
+# holder, so a slurmstepd killed with -9 leaves no port claimed.
+test_expect_success 'a step whose slurmstepd is killed with -9 leaves no claim: the port serves the next step' '
+	rm -f k.out &&
+	( ddp_srun --ddp=host -N1 -w n1 sh -c "echo started; exec sleep 120" >k.out 2>k.err & ) &&
+	i=0 && while ! grep -q "^started" k.out 2>/dev/null; do
+		test $i -lt 300 || { cat k.err; return 1; }
+		sleep 0.1; i=$((i + 1)); done &&
+	job=$(squeue -h -o %i | head -n 1) &&
+	stepd=$(pgrep -f "^slurmstepd: \[$job\.0\]") &&
+	orphan=$(pgrep -P $stepd) &&
+	echo "job $job: slurmstepd $stepd, task $orphan" &&
+	test_must_fail ddp_srun --ddp=host -N1 -w n1 true 2>k1.err &&
+	grep "1 claimed by other steps running there (the first: job $job step 0" k1.err &&
+	kill -9 $stepd &&
+	ddp_srun --ddp=host -N2 -n2 "$DDP_PROGS/rankview" MASTER_PORT >k2.out &&
+	echo "MASTER_PORT=$HI" >k2.expected &&
+	sort -u k2.out >k2.got &&
+	test_cmp k2.expected k2.got
+'
 test_expect_success 'cleanup' '
+	test -z "$orphan" || kill $orphan;
+	scancel --quiet --user=root;
 	kill $squatter &&
 	i=0 && while kill -0 $squatter 2>/dev/null; do
 		test $i -lt 100 || return 1; sleep 0.1; i=$((i + 1)); done &&
