@@ -4,7 +4,7 @@
 # On a fresh Debian 12 machine, as root: installs what is needed, builds,
 # starts a throwaway two-node Slurm cluster on localhost with the plugin in
 # its plugstack.conf, runs the project's main job under
-# `srun --ddp=host -N2 -n4`, shows what it printed, and tears the cluster
+# `srun --ddp=host -N2 --ntasks-per-node=2`, shows what it printed, and tears the cluster
 # down again (also on failure or Ctrl-C).  Nothing outside the build tree and
 # one /var/tmp directory is touched.
 set -eu

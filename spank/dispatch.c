@@ -55,8 +55,19 @@ static int load (spank_t sp, int ac, char **av)
     spank_err_t rc;
 
     if (sp_args_init (ac, av, err, sizeof (err)) < 0) {
-        slurm_error ("%s; the ddp plugin refuses to load", err);
-        return -1;
+        /* In srun, sbatch and salloc a plugin that fails to load stops
+         * the command with the message: loud, on the host where the admin
+         * edited the file.  In slurmstepd Slurm reports it as a launch
+         * failure without the reason, and Slurm 22.05's srun then exits 0
+         * with no task run: there the plugin loads, and refuses only the
+         * --ddp steps, with the reason (slurmstepd.c). */
+        if (spank_context () != S_CTX_REMOTE) {
+            slurm_error ("%s; the ddp plugin refuses to load", err);
+            return -1;
+        }
+        slurm_error ("%s; this node refuses every --ddp step until its "
+                     "plugstack.conf is fixed (steps without --ddp run)",
+                     err);
     }
     if ((rc = spank_option_register (sp, &option)) != ESPANK_SUCCESS) {
         slurm_error ("ddp: cannot register --ddp: %s", spank_strerror (rc));
@@ -97,6 +108,11 @@ int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
 int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
 {
     return in_context (S_CTX_REMOTE, sp_slurmstepd_post_opt, sp, ac, av);
+}
+
+int slurm_spank_user_init (spank_t sp, int ac, char **av)
+{
+    return in_context (S_CTX_REMOTE, sp_slurmstepd_user_init, sp, ac, av);
 }
 
 int slurm_spank_task_init (spank_t sp, int ac, char **av)

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +70,9 @@ static struct {
     bool driver;                  /* this node has an NVIDIA driver */
     bool torchrun;                /* the step's command is torchrun */
     unsigned restarts;            /* SLURM_RESTART_COUNT */
+    char gpus[SP_GPU_LIST_MAXLEN + 1]; /* the step's CUDA_VISIBLE_DEVICES
+                                          on this node before Slurm binds
+                                          its tasks ("" if none) */
     uid_t uid;                    /* the step's user (S_JOB_UID) */
     char relay[SP_RELAY_SPEC_MAX + 1]; /* SP_RELAY_ENV, or "" */
     char relay_host[256];         /* srun's address, for the relay */
@@ -570,6 +574,18 @@ static void find_torchrun (spank_t sp)
                     == ESPANK_SUCCESS && sp_cmd_is_torchrun (argc, argv);
 }
 
+/* The step's GPU list on this node: CUDA_VISIBLE_DEVICES as the step's
+ * environment has it before Slurm binds each task (srun --gpu-bind=none
+ * then gives the tasks none).  Only a fallback, checked against
+ * SLURM_GPUS_ON_NODE in sp_gpus_choose: unset, too long or unreadable
+ * leaves it empty. */
+static void find_gpus (spank_t sp)
+{
+    if (spank_getenv (sp, "CUDA_VISIBLE_DEVICES", step.gpus,
+                      sizeof (step.gpus)) != ESPANK_SUCCESS)
+        step.gpus[0] = '\0';
+}
+
 /* Does this node have an NVIDIA driver?  (Only asked under auto.) */
 static bool nvidia_driver (void)
 {
@@ -611,6 +627,34 @@ static int find_step (spank_t sp, uint32_t stepid)
     return rc < 0 ? -1 : learn_port ();
 }
 
+/* This node's host name, for messages ("unknown" when it has none). */
+static const char *node_name (void)
+{
+    static char host[256];
+
+    if (gethostname (host, sizeof (host) - 1) < 0 || !host[0])
+        snprintf (host, sizeof (host), "unknown");
+    return host;
+}
+
+/* A step refused on this node before find_step: when this is its first
+ * node and srun relays its port, say there is none (0), so that its other
+ * nodes fail at once instead of waiting RELAY_GET_MS for it. */
+static void tell_no_port (spank_t sp)
+{
+    char spec[SP_RELAY_SPEC_MAX + 1], host[256];
+    uint32_t nnodes, nodeid;
+
+    if (spank_get_item (sp, S_JOB_NNODES, &nnodes) == ESPANK_SUCCESS
+        && spank_get_item (sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS
+        && nnodes > 1 && nodeid == 0
+        && spank_getenv (sp, SP_RELAY_ENV, spec, sizeof (spec))
+           == ESPANK_SUCCESS
+        && spank_getenv (sp, "SLURM_SRUN_COMM_HOST", host, sizeof (host))
+           == ESPANK_SUCCESS)
+        (void) sp_relay_put (host, spec, 0, RELAY_PUT_MS);
+}
+
 void sp_slurmstepd_init (void)
 {
     stepd_pid = getpid ();
@@ -630,13 +674,27 @@ int sp_slurmstepd_post_opt (spank_t sp)
         return 0;
     step.active = true;
     step.request = sp_args_effective ();
-    if (ddp < 0)
+    if (sp_args_conf_error ())
+        step_error ("%s (the plugstack.conf of node %s; srun's copy was "
+                    "accepted): this node refuses --ddp steps until an "
+                    "admin fixes it; steps without --ddp run",
+                    sp_args_conf_error (), node_name ());
+    else if (ddp < 0)
         step_error ("ddp: cannot get the step id from Slurm, so cannot tell "
                     "a ddp step from the batch or extern step; this step "
                     "asked for --ddp=%s and is not run without it",
                     sp_backend_name (step.request.backend));
+    if (step.error[0])
+        tell_no_port (sp);
     else
         (void) find_step (sp, stepid);
+    return 0;
+}
+
+int sp_slurmstepd_user_init (spank_t sp)
+{
+    if (step.active)
+        find_gpus (sp);
     return 0;
 }
 
@@ -760,26 +818,47 @@ static int env_count (spank_t sp, const char *name, unsigned long long *n)
     return sp_parse_uint (buf, 1, 1048576, n);
 }
 
+/* The CPUs this task is bound to, when it is bound: its affinity (task_init
+ * runs after Slurm's task plugins set it: task/affinity, the cpuset of
+ * ConstrainCores, the user's --cpu-bind) when narrower than the machine's
+ * online CPUs; 0 for a task free to run anywhere, or unknown (more CPUs
+ * than a cpu_set_t holds: EINVAL). */
+static unsigned long bound_cpus (void)
+{
+    cpu_set_t cpus;
+    long online = sysconf (_SC_NPROCESSORS_ONLN);
+    int n;
+
+    if (sched_getaffinity (0, sizeof (cpus), &cpus) < 0)
+        return 0;
+    n = CPU_COUNT (&cpus);
+    return n > 0 && online > 0 && n < online ? (unsigned long) n : 0;
+}
+
 /* OMP_NUM_THREADS (torch_env's omp group) for a task that has none, so
  * that several ranks on a node do not each start a thread per core: the
  * task's CPUs, SLURM_CPUS_PER_TASK, else the job's CPUs on the node
- * (SLURM_CPUS_ON_NODE) shared by the step's tasks there, at least 1;
- * nothing when neither is known.  Never overrides the task's own value.
- * Returns 0, or -1 when setting it failed. */
+ * (SLURM_CPUS_ON_NODE) shared by the step's tasks there, at least 1; never
+ * more than the CPUs the task is bound to (bound_cpus: a thread per CPU
+ * counted would otherwise share the fewer CPUs of its binding); nothing
+ * when neither count is known (sp_layout_omp).  Never overrides the task's
+ * own value.  Returns 0, or -1 when setting it failed. */
 static int set_omp (spank_t sp, const struct task_ids *t)
 {
     char buf[2];
-    unsigned long long n;
+    unsigned long long per_task = 0, on_node = 0;
+    unsigned long n;
 
     if (spank_getenv (sp, "OMP_NUM_THREADS", buf, sizeof (buf))
         != ESPANK_ENV_NOEXIST)
         return 0;
-    if (env_count (sp, "SLURM_CPUS_PER_TASK", &n) < 0) {
-        if (env_count (sp, "SLURM_CPUS_ON_NODE", &n) < 0)
-            return 0;
-        n = n / t->local_tasks > 0 ? n / t->local_tasks : 1;
-    }
-    return set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n);
+    if (env_count (sp, "SLURM_CPUS_PER_TASK", &per_task) < 0)
+        per_task = 0;
+    if (env_count (sp, "SLURM_CPUS_ON_NODE", &on_node) < 0)
+        on_node = 0;
+    n = sp_layout_omp ((unsigned long) per_task, (unsigned long) on_node,
+                       t->local_tasks, bound_cpus ());
+    return n > 0 ? set_u32 (sp, "OMP_NUM_THREADS", (uint32_t) n) : 0;
 }
 
 /* Variable NAME of the task's environment into BUF (LEN bytes): BUF, NULL
@@ -823,11 +902,25 @@ static int set_ifnames (spank_t sp)
     return rc;
 }
 
+/* DDP_DEVICE=0 for a task that keeps a share of several GPUs (libddp uses
+ * the first), unless the task has a DDP_DEVICE of its own.  Returns 0 or
+ * -1. */
+static int set_device (spank_t sp)
+{
+    char buf[2];
+
+    if (spank_getenv (sp, "DDP_DEVICE", buf, sizeof (buf))
+        != ESPANK_ENV_NOEXIST)
+        return 0;
+    return set_str (sp, "DDP_DEVICE", "0");
+}
+
 /* Set the task's variables: the torch ones (torch_env's groups), the
- * site's interfaces (set_ifnames), DDP_BACKEND,
- * DDP_RESTART_COUNT and, when bound, CUDA_VISIBLE_DEVICES; take out what
- * only srun and the plugin use (the plan, the relay, and
- * SLURM_KILL_BAD_EXIT when the plugin set it).  Returns 0, or -1 when any failed. */
+ * site's interfaces (set_ifnames), DDP_BACKEND, DDP_RESTART_COUNT,
+ * CUDA_VISIBLE_DEVICES when bound (or the step's list when the task had
+ * none), DDP_DEVICE for a share; take out what only srun and the plugin
+ * use (the plan, the relay, and SLURM_KILL_BAD_EXIT when the plugin set
+ * it).  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
                     const struct sp_task_choice *c)
 {
@@ -846,6 +939,10 @@ static int set_env (spank_t sp, const struct task_ids *t,
     rc |= set_u32 (sp, "DDP_RESTART_COUNT", step.restarts);
     if (c->bound)
         rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", c->gpu);
+    else if (c->step_list)
+        rc |= set_str (sp, "CUDA_VISIBLE_DEVICES", step.gpus);
+    if (c->share)
+        rc |= set_device (sp);
     (void) spank_unsetenv (sp, SP_PLAN_ENV);
     (void) spank_unsetenv (sp, SP_RELAY_ENV);
     if (step.plan.kill_set)
@@ -864,6 +961,15 @@ static int gpus_on_node (spank_t sp)
         == ESPANK_SUCCESS && sp_parse_uint (buf, 0, 65535, &n) == 0)
         return (int) n;
     return -1;
+}
+
+/* Did srun's --gpu-bind=none reach this task (SLURMD_TRES_BIND)? */
+static bool bind_none (spank_t sp)
+{
+    char buf[256];
+
+    return spank_getenv (sp, "SLURMD_TRES_BIND", buf, sizeof (buf))
+           == ESPANK_SUCCESS && sp_gpus_bind_none (buf);
 }
 
 /* Fill *IN, what the GPU choice of task T needs; NODE (LEN bytes) receives
@@ -887,6 +993,8 @@ static int describe_task (spank_t sp, const struct task_ids *t,
         return -1;
     }
     in->visible = rc == ESPANK_SUCCESS ? visible : NULL;
+    in->step_visible = step.gpus[0] ? step.gpus : NULL;
+    in->bind_none = bind_none (sp);
     in->gpus_on_node = gpus_on_node (sp);
     in->local_rank = (unsigned) t->local_rank;
     in->local_tasks = t->local_tasks;
@@ -931,6 +1039,9 @@ int sp_slurmstepd_task_init (spank_t sp)
         return -1;
     if (sp_gpus_choose (&in, &choice, err, sizeof (err)) < 0)
         return task_fail (err);
+    if (choice.unlisted && t.local_rank == 0
+        && sp_gpus_note (&in, choice.backend, err, sizeof (err)) == 0)
+        slurm_error ("%s", err);
     if (set_env (sp, &t, &choice) < 0)
         return task_fail ("ddp: cannot set the task's environment");
     return 0;

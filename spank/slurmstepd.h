@@ -16,6 +16,11 @@ void sp_slurmstepd_init (void);
  * kept and fails every task in sp_slurmstepd_task_init(). */
 int sp_slurmstepd_post_opt (spank_t sp);
 
+/* slurm_spank_user_init in slurmstepd, once per node and step, as the
+ * user: for a ddp step, read the step's GPU list (CUDA_VISIBLE_DEVICES of
+ * the step's environment, which Slurm has set by then).  Returns 0. */
+int sp_slurmstepd_user_init (spank_t sp);
+
 /* On the step's first node it also claims MASTER_PORT for the step
  * (sp_port_lock, as root), which sp_slurmstepd_exit gives back: slurm_spank_exit
  * in slurmstepd, after the step's tasks have ended.  Returns 0. */

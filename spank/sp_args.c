@@ -1,8 +1,10 @@
 /* sp_args.c - the plugin's settings and the request in effect. */
 #include "config.h"
+#include <stdio.h>
 #include <string.h>
 
 #include "sp_args.h"
+#include "sp_err.h"
 
 /* Step ids at and above this are Slurm's special steps (batch, extern,
  * interactive, ...): never a ddp step. */
@@ -18,13 +20,24 @@ static struct {
     struct sp_conf conf;          /* plugstack.conf arguments */
     struct given option;          /* the --ddp option callback */
     struct given found;           /* what srun's init found itself */
+    char conf_error[SP_ERRLEN];   /* why the arguments were refused, or "" */
 } args;
 
 int sp_args_init (int ac, char *const av[], char *err, size_t errlen)
 {
     memset (&args, 0, sizeof (args));
     sp_conf_init (&args.conf);
-    return sp_conf_parse (ac, av, &args.conf, err, errlen);
+    if (sp_conf_parse (ac, av, &args.conf, err, errlen) < 0) {
+        snprintf (args.conf_error, sizeof (args.conf_error), "%s", err);
+        sp_conf_init (&args.conf);
+        return -1;
+    }
+    return 0;
+}
+
+const char *sp_args_conf_error (void)
+{
+    return args.conf_error[0] ? args.conf_error : NULL;
 }
 
 /* Parse VALUE into G; on failure G is left alone. */

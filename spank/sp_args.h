@@ -58,6 +58,10 @@ struct sp_effective sp_args_effective (void);
  * is unknown: the step must then fail, not run silently without ddp. */
 int sp_args_step_ddp (const uint32_t *stepid);
 
+/* Why the last sp_args_init() refused the plugstack.conf arguments (its
+ * ERR), or NULL when it accepted them. */
+const char *sp_args_conf_error (void);
+
 /* The plugstack.conf settings sp_args_init() set (all zero before the
  * first call: backend off, no binding).  Never NULL. */
 const struct sp_conf *sp_args_conf (void);

@@ -27,9 +27,19 @@ int sp_gpus_count (const char *list);
  * ENOSPC (BUF too small). */
 int sp_gpus_pick (const char *list, unsigned idx, char *buf, size_t len);
 
+/* Does SLURMD_TRES_BIND (what slurmd tells the task of srun's
+ * --gpu-bind / --tres-bind, e.g. "gpu:none", "gpu:verbose,closest") turn
+ * GPU binding off: a "gpu:" entry (entries separated by ';') whose
+ * comma-separated words include "none"?  NULL or anything else: false. */
+bool sp_gpus_bind_none (const char *tres_bind);
+
 /* What one task of a step has, for the decision below. */
 struct sp_task_gpus {
     const char *visible;      /* the task's CUDA_VISIBLE_DEVICES, or NULL */
+    const char *step_visible; /* the step's CUDA_VISIBLE_DEVICES on this
+                                 node, as user_init saw it before Slurm's
+                                 per-task binding, or NULL */
+    bool bind_none;           /* srun --gpu-bind=none (sp_gpus_bind_none) */
     int gpus_on_node;         /* SLURM_GPUS_ON_NODE: the step's GPUs on
                                  this node, or -1 when unknown */
     unsigned local_rank;      /* this task's rank on the node */
@@ -49,15 +59,31 @@ struct sp_task_choice {
     enum sp_backend backend;          /* host or nccl */
     bool bound;                       /* set CUDA_VISIBLE_DEVICES to gpu */
     char gpu[SP_GPU_TOKEN_MAX + 1];
+    bool share;                       /* the task keeps its own share of
+                                         several GPUs, all visible; libddp
+                                         is to use the first (DDP_DEVICE=0) */
+    bool step_list;                   /* not bound, and the task had no GPU
+                                         list: set CUDA_VISIBLE_DEVICES to
+                                         the step's (step_visible) */
+    bool unlisted;                    /* the node has GPUs for the step,
+                                         but the task has no list and the
+                                         step's could not stand in: it runs
+                                         unbound (see sp_gpus_note) */
 };
 
 /* Decide the backend and GPU of one task.  GPUs are the task's
- * CUDA_VISIBLE_DEVICES.  When it holds fewer than the step's GPUs on the node
- * and the node has at least one GPU per local task, Slurm has already given
- * each task its own share (--gpus-per-task, --gpu-bind) and binding picks the
- * share's first GPU; otherwise binding needs one GPU per local task and picks
- * the one at the task's local rank.  Binding happens whenever it is allowed
- * and possible, for either backend.
+ * CUDA_VISIBLE_DEVICES.  When the task has none but the node has GPUs for
+ * the step (SLURM_GPUS_ON_NODE) and STEP_VISIBLE lists exactly that many
+ * (srun --gpu-bind=none: Slurm 22.05 then gives the tasks no list at all),
+ * the task's GPUs are the step's list, as for --gres=gpu:N, and an unbound
+ * task gets that list (step_list).
+ * When the task holds fewer than the step's GPUs on the node and the node
+ * has at least one GPU per local task, Slurm has already given each task its
+ * own share (--gpus-per-task, --gpu-bind): binding keeps a share of one GPU
+ * bound to it, and leaves a share of several whole (share: every GPU stays
+ * visible, libddp uses the first); otherwise binding needs one GPU per local
+ * task and picks the one at the task's local rank.  Binding happens
+ * whenever it is allowed and possible, for either backend.
  * nccl without a GPU of its own (with binding on) is an error.  auto follows
  * the step's rule, the same on every node (sp_plan.h): nccl needs a GPU per
  * local task (bound or not: NCCL cannot run two ranks on one GPU) and an
@@ -69,5 +95,11 @@ struct sp_task_choice {
  * ERR (ERRLEN bytes) that names the counts and what to do. */
 int sp_gpus_choose (const struct sp_task_gpus *in, struct sp_task_choice *out,
                     char *err, size_t errlen);
+
+/* The one-line warning for a task that sp_gpus_choose() left unlisted
+ * (host or auto: nccl is refused instead), with the cause and what to do,
+ * into BUF (LEN bytes).  Returns 0, or -1 (EINVAL) on NULL arguments. */
+int sp_gpus_note (const struct sp_task_gpus *in, enum sp_backend backend,
+                  char *buf, size_t len);
 
 #endif /* SP_GPUS_H */

@@ -60,3 +60,20 @@ int sp_layout_parse (const char *s, struct sp_layout *l)
     *l = r;
     return 0;
 }
+
+unsigned long sp_layout_omp (unsigned long cpus_per_task,
+                             unsigned long cpus_on_node,
+                             unsigned long local_tasks, unsigned long bound)
+{
+    unsigned long n = cpus_per_task;
+
+    if (n == 0 && cpus_on_node == 0)
+        return 0;
+    if (n == 0)
+        n = local_tasks > 0 ? cpus_on_node / local_tasks : cpus_on_node;
+    if (n == 0)
+        n = 1;
+    if (bound > 0 && n > bound)
+        n = bound;
+    return n;
+}

@@ -25,4 +25,15 @@ struct sp_layout {
  * and *L alone. */
 int sp_layout_parse (const char *s, struct sp_layout *l);
 
+/* The OMP_NUM_THREADS of a task: CPUS_PER_TASK (SLURM_CPUS_PER_TASK; 0
+ * when unknown), else CPUS_ON_NODE (SLURM_CPUS_ON_NODE; 0 when unknown)
+ * shared by the node's LOCAL_TASKS, at least 1; never more than BOUND, the
+ * CPUs the task's affinity lets it run on when it starts (0 when unknown):
+ * task/affinity or the user's --cpu-bind may give a task fewer CPUs than
+ * its count says, and a thread per counted CPU would then share them.
+ * Returns 0 when neither count is known (nothing to set). */
+unsigned long sp_layout_omp (unsigned long cpus_per_task,
+                             unsigned long cpus_on_node,
+                             unsigned long local_tasks, unsigned long bound);
+
 #endif /* SP_LAYOUT_H */

@@ -109,6 +109,27 @@ test_expect_success 'a bad key in the cluster plugstack.conf: srun refuses, nami
 	cat oops.err &&
 	grep "ddp: plugstack.conf: unknown key .oops." oops.err
 '
+# A bad line in the nodes' plugstack.conf only (srun's own copy is good):
+# Slurm would launch no task and 22.05's srun exit 0; the plugin loads
+# there, refuses the --ddp steps saying why, and lets the others run.
+test_expect_success 'a bad line on the nodes only: --ddp steps fail with the reason, plain steps run' '
+	sed "s|^PlugStackConfig=.*|PlugStackConfig=\"$PWD/good-plugstack.conf\"|" \
+		"$SLURM_CONF" >srun.conf &&
+	echo "required $DDP_PLUGIN" >good-plugstack.conf &&
+	plugstack oops=1 &&
+	rm -f ran.* randdp.* &&
+	env SLURM_CONF="$PWD/srun.conf" timeout 60 srun -N2 -n2 \
+		sh -c "touch ran.\$SLURM_PROCID" &&
+	test_expect_code 1 env SLURM_CONF="$PWD/srun.conf" timeout 60 srun --ddp \
+		-N2 -n2 sh -c "touch randdp.\$SLURM_PROCID" 2>nodes.err;
+	rc=$? &&
+	plugstack &&
+	cat nodes.err &&
+	test $rc = 0 &&
+	test -e ran.0 && test -e ran.1 &&
+	! ls randdp.* 2>/dev/null &&
+	grep "ddp: plugstack.conf: unknown key .oops. .* (the plugstack.conf of node n[12]; srun.s copy was accepted): this node refuses --ddp steps until an admin fixes it; steps without --ddp run" nodes.err
+'
 test_expect_success 'socket_ifname: a malformed value is refused at load, naming key, value and grammar' '
 	plugstack socket_ifname=eth0,,ib &&
 	test_must_fail ddp_srun -N1 true 2>ifname.err &&
@@ -134,10 +155,11 @@ test_expect_success 'socket_ifname=VALUE: --ddp tasks get it unless they have th
 	grep -qx "DDP_SOCKET_IFNAME=- NCCL_SOCKET_IFNAME=-" ifoff &&
 	grep -qx "DDP_SOCKET_IFNAME=eth0:1 NCCL_SOCKET_IFNAME=-" iflabel
 '
-# slurmstepd's own error goes to the slurmd log; srun only says the launch
-# failed.  Slurm 22.05's srun still exits 0 then; 24.11's exits 1 (24.11.5:
-# 3 of 3 runs), and from 24.11 on the test holds it to that.
-test_expect_success 'a bad key seen only by slurmstepd: nothing runs, the log names it' '
+# Before, slurmstepd's refusal to load made Slurm launch no task, and
+# Slurm 22.05's srun exit 0 ("task 0 launch failed: Plugin initialization
+# failed"): a job that "succeeded" without running.  Now the plugin loads
+# there and the step runs; the node's log names the key.
+test_expect_success 'a bad key seen only by slurmstepd, srun without the plugin: the step runs, the log names it' '
 	sed "s|^PlugStackConfig=.*|PlugStackConfig=/nonexistent/plugstack.conf|" \
 		"$SLURM_CONF" >slurm.conf &&
 	plugstack oops=1 &&
@@ -145,11 +167,10 @@ test_expect_success 'a bad key seen only by slurmstepd: nothing runs, the log na
 	env SLURM_CONF="$PWD/slurm.conf" timeout 60 srun -N1 touch ran 2>remote.err;
 	rc=$?
 	plugstack &&
-	echo "srun exit status $rc" &&
-	{ test "$(ddp_slurm_version)" -lt 2411 || test $rc != 0; } &&
 	cat remote.err &&
-	grep "launch failed: Plugin initialization failed" remote.err &&
-	test ! -e ran &&
-	grep "error: ddp: plugstack.conf: unknown key .oops." "$PRIVATE"/log/slurmd-n1.log
+	test $rc = 0 &&
+	test -e ran &&
+	! grep "launch failed" remote.err &&
+	grep "error: ddp: plugstack.conf: unknown key .oops..*; this node refuses every --ddp step until its plugstack.conf is fixed (steps without --ddp run)" "$PRIVATE"/log/slurmd-n1.log
 '
 test_done

@@ -21,6 +21,22 @@ CUDART=$(ldconfig -p | awk '$1 ~ /^libcudart\.so\./ { print $NF; exit }')
 NCCL=$(ldconfig -p | awk '$1 ~ /^libnccl\.so\./ { print $NF; exit }')
 . "$DDP_BUILD_DIR/libjob/python/build.env"
 test "$DDP_PYTHON_BUILT" = yes && test_set_prereq PYMOD
+# ./python: the build's interpreter with the build tree's module; in a
+# sanitizer build with the ASan runtime preloaded (as for t0720).
+if test_have_prereq PYMOD; then
+	asan=$(ldd "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null |
+		sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+	{
+		echo "#!/bin/sh"
+		if test -n "$asan"; then
+			echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+			echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+			echo "export LD_PRELOAD ASAN_OPTIONS"
+		fi
+		echo "PYTHONPATH=$DDP_PYTHON_STAGE; export PYTHONPATH"
+		echo "exec \"$DDP_PYTHON\" \"\$@\""
+	} >python && chmod +x python
+fi
 
 # cuda_needed FILE...: the CUDA or NCCL libraries the files need (ldd).
 cuda_needed () {
@@ -60,9 +76,11 @@ test_expect_success '--ddp=auto runs on both nodes' '
 	test $(grep -c "^init ok rank=[01] size=2 backend=host" ddpauto.out) = 2
 '
 
+# Without kill-on-bad-exit, so that neither rank is stopped before it
+# says why (Slurm 24.11's srun then also exits 1, not by a signal).
 test_expect_success '--ddp=nccl: every rank fails in init, each naming its own cause' '
-	test_must_fail ddp_srun --ddp=nccl --gres=gpu:1 -N2 --ntasks-per-node=1 \
-		"$PROBE" >nccl.out 2>nccl.err &&
+	ddp_step_fails --ddp=nccl --kill-on-bad-exit=0 --gres=gpu:1 -N2 \
+		--ntasks-per-node=1 "$PROBE" >nccl.out 2>nccl.err &&
 	cat nccl.err &&
 	grep "\[ddp rank 1/2\] error: nccl: rank 1 (host n2) cannot use NCCL: CUDA runtime libcudart.so.[0-9]* not found (looked in LD_LIBRARY_PATH, .*): install it, or use --ddp=host" nccl.err &&
 	grep "\[ddp rank 0/2\] error: nccl: rank 0 (host n1) cannot use NCCL: no NVIDIA driver on this node (libcuda.so.1 cannot be loaded)" nccl.err &&
@@ -79,11 +97,15 @@ test_expect_success 'ddp-run on n2: the host backend (-b host, -b auto)' '
 '
 
 test_expect_success PYMOD 'import ddp on n2: the host backend, and nccl_info says where NCCL is looked for' '
-	ddp_srun --ddp=auto -N1 -w n2 env PYTHONPATH="$DDP_PYTHON_STAGE" \
-		"$DDP_PYTHON" -c "import ddp; ddp.init(); print(ddp.backend()); print(ddp.nccl_info()); ddp.finalize()" >py.out &&
+	ddp_srun --ddp=auto -N1 -w n2 ./python -c \
+		"import ddp; ddp.init(); print(ddp.backend()); print(ddp.nccl_info()); ddp.finalize()" >py.out &&
 	cat py.out &&
 	test "$(sed -n 1p py.out)" = host &&
-	grep "loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]*" py.out
+	grep "loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]*" py.out &&
+	ddp_srun -N1 -w n2 ./python -m ddp --version >version.out &&
+	cat version.out &&
+	grep "^slurm-ddp [0-9]" version.out &&
+	grep "^CUDA and NCCL: loaded at run time by the steps that use it: libnccl.so.2 and libcudart.so.[0-9]* from the process, LD_LIBRARY_PATH, " version.out
 '
 
 test_done

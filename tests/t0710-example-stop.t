@@ -12,7 +12,7 @@ ARGS="--epochs 6 --items 2048 --global-batch 64"
 SRUN="--ddp=host -N2 -n4 --ntasks-per-node=2"
 # The stop itself is checked in steps (below); in seconds only loosely: a
 # stop takes one step (50 ms here) plus a checkpoint and the step's
-# teardown, well under a second on a quiet machine (README), but Slurm's
+# teardown, well under a second on a quiet machine (doc/user-guide.md), but Slurm's
 # own signal delivery and teardown slow down a lot on a loaded one.
 STOP_BOUND=20
 unset SLURM_RESTART_COUNT DDP_STOP_SIGNALS

@@ -4,8 +4,9 @@
  * Build (against an installed libddp; see README, "Run your own program"):
  *   cc -o hello hello.c $(pkg-config --cflags --libs ddp)
  * Run:
- *   ./hello                            one process, no launcher needed
- *   srun --ddp=host -N2 -n4 ./hello    4 ranks on 2 nodes
+ *   ./hello                     one process, no launcher needed
+ *   srun --ddp=host -N2 --ntasks-per-node=2 ./hello
+ *                               4 ranks, 2 on each of 2 nodes
  *
  * Every rank prints one line (prefixed with its rank by ddp_log); rank 0
  * prints the sum of the ranks, which must be n (n - 1) / 2.  A failed

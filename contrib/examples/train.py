@@ -2,7 +2,7 @@
 """train.py - PyTorch DDP under `srun --ddp`, with no launcher and no glue.
 
     srun --ddp=nccl -N2 --ntasks-per-node=4 --gpus-per-node=4 python3 train.py
-    srun --ddp=host -N2 -n4 python3 train.py          # CPU, gloo
+    srun --ddp=host -N2 --ntasks-per-node=2 python3 train.py          # CPU, gloo
 
 The plugin sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, and
 binds one GPU per task (so the task sees it as cuda:0), which is everything

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """train_torch.py - PyTorch DDP with the Python module ddp running the job.
 
-    srun --ddp=host -N2 -n4 python3 train_torch.py          # CPU, gloo
+    srun --ddp=host -N2 --ntasks-per-node=2 python3 train_torch.py  # CPU, gloo
     srun --ddp=nccl -N2 --ntasks-per-node=4 --gpus-per-node=4 \\
-        python3 train_torch.py                               # GPUs, NCCL
-    ddp-run -n 4 -b host python3 train_torch.py              # one machine
-    python3 train_torch.py                                   # one process
+        python3 train_torch.py                                      # GPUs, NCCL
+    ddp-run -n 4 -b host python3 train_torch.py                     # one machine
+    python3 train_torch.py                                          # one process
 
 PyTorch's process group moves the gradients (DistributedDataParallel);
 ddp (libddp) does the rest, as contrib/examples/train.c does in C:

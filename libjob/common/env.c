@@ -64,6 +64,8 @@ static const struct var vars[] = {
       false },
     { "DDP_SOCKET_IFNAME", ENV_IFNAMES, 0, 0, NULL, false },
     { "DDP_NCCL_RANKS_PER_ROOT", ENV_LONG, 1, INT_MAX, "ranks", false },
+    { "DDP_DEVICE", ENV_LONG, 0, 65535, "a CUDA device index of the task's "
+      "view", false },
     { "DDP_NCCL_BUFFER_CACHE", ENV_FLAG, 0, 1, FLAG_01 ("0 asks CUDA about "
       "every buffer at every call, 1 or nothing keeps the answer"), false },
 };

@@ -334,8 +334,8 @@ int nccl_count_visible (const char *cvd)
     return n + 1;
 }
 
-int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
-                        size_t errlen)
+int nccl_pick_device (int ndev, const char *cvd, long device, int local_rank,
+                      char *err, size_t errlen)
 {
     if (ndev < 1) {
         snprintf (err, errlen, "no CUDA device visible%s%s%s",
@@ -347,9 +347,43 @@ int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
         snprintf (err, errlen, "local rank %d is negative", local_rank);
         return -1;
     }
+    if (device >= ndev) {
+        snprintf (err, errlen, "DDP_DEVICE=%ld, but this task sees %d CUDA "
+                  "device%s (CUDA_VISIBLE_DEVICES=%s): give an index from 0 "
+                  "to %d", device, ndev, ndev == 1 ? "" : "s",
+                  cvd ? cvd : "unset", ndev - 1);
+        return -1;
+    }
+    if (device >= 0)
+        return (int) device;
     if (nccl_count_visible (cvd) == 1)
         return 0;
     return local_rank % ndev;
+}
+
+int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
+                        size_t errlen)
+{
+    long device = -1;
+    int d;
+
+    if (ddpi_env_long ("DDP_DEVICE", &device) < 0) {
+        snprintf (err, errlen, "%s", ddpi_last_error ());
+        return -1;
+    }
+    if ((d = nccl_pick_device (ndev, cvd, device, local_rank, err,
+                               errlen)) < 0)
+        return -1;
+    if (device >= 0)
+        ddpi_debug ("nccl: CUDA device %d of the %d this task sees "
+                    "(CUDA_VISIBLE_DEVICES=%s), as DDP_DEVICE says", d, ndev,
+                    cvd ? cvd : "unset");
+    else
+        ddpi_debug ("nccl: CUDA device %d of the %d this task sees "
+                    "(CUDA_VISIBLE_DEVICES=%s): %s", d, ndev,
+                    cvd ? cvd : "unset", nccl_count_visible (cvd) == 1
+                    ? "the one it sees" : "its local rank modulo the count");
+    return d;
 }
 
 static void copy_str (char *dst, const char *src, size_t size)

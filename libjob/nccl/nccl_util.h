@@ -105,10 +105,19 @@ int nccl_count_visible (const char *cvd);
 
 /* Choose the CUDA device (an index in this process's view) for a rank.
  * ndev: devices CUDA reports; cvd: CUDA_VISIBLE_DEVICES (NULL if unset);
- * local_rank: the rank's index on its node.  When CUDA_VISIBLE_DEVICES
- * names exactly one device (the plugin binds one GPU per task) that is
- * device 0; otherwise local_rank modulo ndev.  Returns the index, or -1 with
- * a reason in err when ndev < 1 or local_rank < 0. */
+ * device: DDP_DEVICE's value, -1 when unset; local_rank: the rank's index
+ * on its node.  DDP_DEVICE when set (the plugin sets 0 for a task that
+ * keeps a share of several GPUs: the first of its view); else device 0
+ * when CUDA_VISIBLE_DEVICES names exactly one device (the plugin binds one
+ * GPU per task); otherwise local_rank modulo ndev.  Returns the index, or
+ * -1 with a reason in err when ndev < 1, local_rank < 0, or device is set
+ * and not below ndev. */
+int nccl_pick_device (int ndev, const char *cvd, long device, int local_rank,
+                      char *err, size_t errlen);
+
+/* nccl_pick_device() with DDP_DEVICE from the environment (a malformed
+ * one is refused with env.c's message in err), saying under DDP_DEBUG
+ * which device it chose and why.  Returns the index or -1. */
 int nccl_choose_device (int ndev, const char *cvd, int local_rank, char *err,
                         size_t errlen);
 

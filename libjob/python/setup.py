@@ -32,15 +32,25 @@ auto):
 Offline, with the distribution's setuptools and wheel:
     python3 -m pip install --no-build-isolation ./libjob/python
     python3 -m pip wheel --no-build-isolation --no-deps -w dist ./libjob/python
-(README "Python", ddp-python(7); tests/t0740-python-pip.t runs both).
+(doc/user-guide.md "Python", ddp-python(7); tests/t0740-python-pip.t runs
+both).
+
+pip (21.3 on) builds in the source folder itself, and setuptools puts its
+build folder (build/) and its metadata (slurm_ddp.egg-info) beside
+setup.py: here they go into a temporary folder of their own instead,
+removed when setup.py exits, so that a pip install leaves the checkout as
+it was.  A build_base or egg_base given on the command line or in a
+distutils configuration file (setup.cfg, ~/.pydistutils.cfg) still wins.
 """
 
+import atexit
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import setup, Extension
 from setuptools.command.build_ext import build_ext
@@ -236,12 +246,22 @@ class BuildExt(build_ext):
               % (version, " ".join(libs)), flush=True)
 
 
+def scratch_options():
+    """setup()'s defaults for build_base and egg_base: a temporary folder
+    (removed at exit), not the source folder (module docstring)."""
+    scratch = tempfile.mkdtemp(prefix="slurm-ddp-setup-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return {"build": {"build_base": os.path.join(scratch, "build")},
+            "egg_info": {"egg_base": scratch}}
+
+
 def main():
     try:
         version = checkout_version()
     except DdpBuildError as e:
         sys.exit("ddp: error: %s" % e)
     setup(
+        options=scratch_options(),
         name="slurm-ddp",
         version=version,
         description="libddp for Python (import ddp): slurm-ddp's job-side "

@@ -102,6 +102,14 @@ static void test_init (void)
         && sp_args_conf ()->bind && sp_args_conf ()->port_lo == 29500,
         "a failed init leaves the defaults");
     effective (SP_BACKEND_OFF, true, "and forgets what srun found");
+    ok (sp_args_conf_error () && strstr (sp_args_conf_error (),
+                                         "unknown key 'oops'"),
+        "the refusal is kept, for slurmstepd to refuse --ddp steps with");
+    ok (init (err, sizeof (err), WORDS ("default=nccl", "default=sometimes"))
+        == -1 && sp_args_conf ()->default_backend == SP_BACKEND_OFF,
+        "a key parsed before the bad one is not kept either");
+    ok (init (err, sizeof (err), WORDS ("default=auto")) == 0
+        && sp_args_conf_error () == NULL, "a good init clears it");
 }
 
 /* A step id Slurm could not give must not mean "no ddp". */

@@ -117,6 +117,143 @@ static void choose_bad (struct sp_task_gpus t, const char *want_in_msg,
         diag ("  message: %s", err);
 }
 
+/* Task T is not bound and keeps its list; SHARE: it is a share of its own
+ * (DDP_DEVICE=0), else the plugin leaves it alone. */
+static void choose_share (struct sp_task_gpus t, enum sp_backend backend,
+                          bool share, const char *what)
+{
+    struct sp_task_choice c;
+    char err[256] = "";
+    int rc = sp_gpus_choose (&t, &c, err, sizeof (err));
+
+    if (share)
+        ok (rc == 0 && c.backend == backend && !c.bound && c.share
+            && !c.step_list, "%s: %s, share kept", what,
+            sp_backend_name (backend));
+    else
+        ok (rc == 0 && c.backend == backend && !c.share, "%s: %s, no share",
+            what, sp_backend_name (backend));
+    if (rc != 0)
+        diag ("  error: %s", err);
+}
+
+/* Task T had no GPU list: it gets the step's (STEP_LIST) or its GPU. */
+static void choose_step (struct sp_task_gpus t, enum sp_backend backend,
+                         const char *gpu, bool step_list, const char *what)
+{
+    struct sp_task_choice c;
+    char err[256] = "";
+    int rc = sp_gpus_choose (&t, &c, err, sizeof (err));
+
+    ok (rc == 0 && c.backend == backend && c.step_list == step_list
+        && (gpu ? c.bound && strcmp (c.gpu, gpu) == 0 : !c.bound),
+        "%s: %s, %s%s", what, sp_backend_name (backend), gpu ? gpu : "unbound",
+        step_list ? ", the step's list" : "");
+    if (rc != 0)
+        diag ("  error: %s", err);
+}
+
+/* srun --gpu-bind=none: the tasks have no list, the step has one. */
+static struct sp_task_gpus unbound_task (const char *step, int on_node,
+                                         unsigned lrank, unsigned ltasks,
+                                         enum sp_backend want, bool bind)
+{
+    struct sp_task_gpus t = task (NULL, on_node, lrank, ltasks, want, bind);
+
+    t.step_visible = step;
+    t.bind_none = true;
+    return t;
+}
+
+/* A host task left without any GPU list on a node with GPUs: it runs,
+ * and the warning says why and what to do. */
+static void test_unlisted (void)
+{
+    struct sp_task_gpus t = unbound_task (NULL, 2, 0, 2, SP_BACKEND_HOST,
+                                          true);
+    struct sp_task_choice c;
+    char err[256] = "", note[512] = "";
+
+    t.node = "n7";
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && c.unlisted
+        && !c.bound && !c.step_list && c.backend == SP_BACKEND_HOST,
+        "host, no list and no step list: runs, unlisted");
+    ok (sp_gpus_note (&t, c.backend, note, sizeof (note)) == 0
+        && strstr (note, "ddp: warning: the step has 2 GPUs on n7, but Slurm "
+                   "gave its tasks no GPU list (CUDA_VISIBLE_DEVICES unset: "
+                   "srun --gpu-bind=none does that)")
+        && strstr (note, "the host backend runs with no GPU bound")
+        && strstr (note, "drop --gpu-bind=none"), "the warning: %s", note);
+    t.bind_none = false;
+    ok (sp_gpus_note (&t, c.backend, note, sizeof (note)) == 0
+        && !strstr (note, "--gpu-bind=none")
+        && strstr (note, "check the step's --gpu-bind and --tres-bind"),
+        "without --gpu-bind=none it does not name it");
+    t = unbound_task ("0,1", 2, 0, 2, SP_BACKEND_HOST, true);
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && !c.unlisted,
+        "with the step's list: not unlisted");
+    t = task (NULL, -1, 0, 2, SP_BACKEND_HOST, true);
+    ok (sp_gpus_choose (&t, &c, err, sizeof (err)) == 0 && !c.unlisted,
+        "a step without GPUs: not unlisted");
+    errno = 0;
+    ok (sp_gpus_note (NULL, SP_BACKEND_HOST, note, sizeof (note)) == -1
+        && errno == EINVAL, "sp_gpus_note (NULL) is EINVAL");
+}
+
+static void test_bind_none (void)
+{
+    const enum sp_backend A = SP_BACKEND_AUTO, H = SP_BACKEND_HOST,
+                          N = SP_BACKEND_NCCL;
+    const char *yes[] = { "gpu:none", "gpu:verbose,none", "gpu:none,verbose",
+                          "nic:x;gpu:none", "gpu:none;nic:x",
+                          "gres/gpu:none", "gres/gpu:verbose,none", NULL };
+    const char *no[] = { "", "none", "gpu:", "gpu:closest", "gpu:nonesuch",
+                         "gpu:single:1", "nic:none", "gpu:map_gpu:0,1",
+                         "xgpu:none", "gpu:verbose,non", "gres/gpu:",
+                         "gres/gpu:closest", "gres/gpux:none", NULL };
+    struct sp_task_gpus t;
+    int i;
+
+    ok (!sp_gpus_bind_none (NULL), "no SLURMD_TRES_BIND: binding not off");
+    for (i = 0; yes[i]; i++)
+        ok (sp_gpus_bind_none (yes[i]), "'%s' turns GPU binding off", yes[i]);
+    for (i = 0; no[i]; i++)
+        ok (!sp_gpus_bind_none (no[i]), "'%s' does not", no[i]);
+
+    choose_step (unbound_task ("0,1", 2, 1, 2, N, true), N, "1", false,
+                 "--gpu-bind=none, nccl: bound from the step's list");
+    choose_step (unbound_task ("0,1", 2, 0, 2, H, true), H, "0", false,
+                 "--gpu-bind=none, host: bound from the step's list");
+    choose_step (unbound_task ("0,1", 2, 1, 2, A, true), N, "1", false,
+                 "--gpu-bind=none, auto: bound from the step's list");
+    choose_step (unbound_task ("0,1", 2, 1, 2, N, false), N, NULL, true,
+                 "--gpu-bind=none, nobind: the step's list");
+    choose_step (unbound_task ("0,1", 2, 2, 3, H, true), H, NULL, true,
+                 "--gpu-bind=none, host, too few: the step's list");
+    choose_step (unbound_task ("0,1,2,3", 4, 1, 2, N, true), N, "1", false,
+                 "--gpu-bind=none with 2 per task: one each from the step's");
+    /* The step's list must match Slurm's count, or it is not used. */
+    choose_bad (unbound_task ("0,1,2", 2, 0, 2, N, true),
+                "srun --gpu-bind=none left the tasks without a GPU list",
+                "a step list longer than SLURM_GPUS_ON_NODE");
+    choose_bad (unbound_task ("0,,1", 2, 0, 2, N, true),
+                "drop --gpu-bind=none", "a malformed step list");
+    choose_bad (unbound_task (NULL, 2, 0, 2, N, true),
+                "the plugin could not read the step's 2 GPUs on this node",
+                "no step list");
+    choose_step (unbound_task ("0,1", 0, 0, 2, H, true), H, NULL, false,
+                 "no GPUs on the node: the step's list is not used");
+    t = unbound_task (NULL, 2, 0, 2, N, true);
+    t.bind_none = false;
+    choose_bad (t, "Slurm gave this task no GPU list (CUDA_VISIBLE_DEVICES "
+                "unset) although the step has 2 GPUs on this node",
+                "no list, binding not off: says so");
+    t = unbound_task ("0,1", 2, 0, 2, N, true);
+    t.visible = "1";
+    choose_ok (t, N, "1", "the task's own list wins over the step's");
+    test_unlisted ();
+}
+
 static void test_choose (void)
 {
     const enum sp_backend A = SP_BACKEND_AUTO, H = SP_BACKEND_HOST,
@@ -149,8 +286,16 @@ static void test_choose (void)
     choose_ok (task ("1", 2, 1, 2, N, true), N, "1",
                "per-task share: nccl keeps the task's own GPU");
     choose_ok (task ("1", 2, 1, 2, A, true), N, "1", "per-task share: auto");
-    choose_ok (task ("2,3", 4, 1, 2, N, true), N, "2",
-               "per-task share of two: the first of the share");
+    choose_share (task ("2,3", 4, 1, 2, N, true), N, true,
+                  "per-task share of two (--gpus-per-task=2): kept whole");
+    choose_share (task ("GPU-c,GPU-d", 4, 1, 2, H, true), H, true,
+                  "per-task share of two UUIDs, host: kept whole");
+    choose_share (task ("2,3", 4, 1, 2, A, true), N, true,
+                  "per-task share of two, auto: nccl, kept whole");
+    choose_share (task ("2,3", 4, 1, 2, N, false), N, false,
+                  "per-task share of two, binding off: no DDP_DEVICE");
+    choose_share (task ("0,1", 2, 1, 2, N, true), N, false,
+                  "the node's whole list is no share: bound instead");
     choose_bad (task ("0", 2, 1, 4, N, true), "4 local tasks and 1 GPUs",
                 "shares smaller than the task count are not own shares");
     choose_bad (task ("0", 1, 1, 2, N, true), "2 local tasks and 1 GPUs",
@@ -271,5 +416,6 @@ int main (void)
     test_lists ();
     test_choose ();
     test_auto ();
+    test_bind_none ();
     return done_testing ();
 }

@@ -3,13 +3,16 @@
  * and the per-task GPU choice (sp_gpus_count, sp_gpus_pick, sp_gpus_choose).
  *
  * Input: 5 bytes of task description (buffer size, local rank and the
- * busiest node's tasks, local tasks, wanted backend, binding, auto rule and
- * driver, GPUs on the node), then the list.  Checked
+ * busiest node's tasks, local tasks, wanted backend, binding, auto rule,
+ * driver, whether the list is the task's or (--gpu-bind=none) the step's,
+ * GPUs on the node), then the list.  Checked
  * against an independent tokenizer: the count, every token picked, ERANGE
  * past the end, ENOSPC when the buffer is short; a choice never binds a GPU
  * outside the list (with the node's GPU count unknown: exactly the one at the
  * local rank), never fails silently, and leaves *out alone on failure; auto
- * gives nccl only with a driver and a GPU per local task. */
+ * gives nccl only with a driver and a GPU per local task; a share kept whole
+ * is a task's own list of several, smaller than the node's; the step's list
+ * stands in only for a task without one, when its count is the node's. */
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -73,6 +76,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     char *s, *buf, err[256];
     int n, ref, rc;
     unsigned i;
+    bool from_step;
 
     if (size < 5)
         return 0;
@@ -102,7 +106,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         fuzz_assert (sp_gpus_pick (s, 0, buf, len ? len : 1) == -1);
 
     memset (&in, 0, sizeof (in));
-    in.visible = (data[3] & 0x80) ? NULL : s;
+    in.visible = (data[3] & 0xc0) ? NULL : s;
+    in.step_visible = (data[3] & 0x40) ? s : NULL;
+    in.bind_none = (data[3] & 0x40) != 0;
     in.rule = (enum sp_auto_rule) ((data[3] >> 3) & 3);
     in.driver = (data[3] & 0x20) != 0;
     in.max_local_tasks = data[1] >> 4;
@@ -118,6 +124,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     memset (err, 'X', sizeof (err));
     rc = sp_gpus_choose (&in, &out, err, sizeof (err));
     n = in.visible ? ref : 0;
+    from_step = in.step_visible && ref > 0 && ref == in.gpus_on_node;
+    if (from_step)
+        n = ref;
     if (n < 0 || (in.want == SP_BACKEND_NCCL && n == 0))
         fuzz_assert (rc == -1);
     if (rc == 0) {
@@ -134,6 +143,12 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             fuzz_assert (in.driver && n > 0 && in.rule != SP_AUTO_HOST);
         if (in.want == SP_BACKEND_AUTO && in.rule == SP_AUTO_NCCL)
             fuzz_assert (out.backend == SP_BACKEND_NCCL);
+        fuzz_assert (!(out.bound && out.share));
+        fuzz_assert (out.step_list == (from_step && !out.bound));
+        fuzz_assert (out.unlisted == (n == 0 && in.gpus_on_node > 0));
+        if (out.share)
+            fuzz_assert (in.bind && !from_step && n > 1
+                         && in.gpus_on_node > n);
         if (out.bound) {
             fuzz_assert (in.bind && n > 0);
             fuzz_assert (is_token (out.gpu, tok, tlen, n) || n > MAXTOK);
@@ -142,7 +157,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                              && !strncmp (out.gpu, tok[in.local_rank],
                                           tlen[in.local_rank]));
         }
-        else
+        else if (!out.share)
             fuzz_assert (!in.bind || n == 0 || n < (int) in.local_tasks);
     }
     else {

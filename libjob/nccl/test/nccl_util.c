@@ -307,6 +307,7 @@ static void test_choose (void)
 {
     char err[128] = "";
 
+    unsetenv ("DDP_DEVICE");
     is_int (nccl_count_visible (NULL), -1, "CUDA_VISIBLE_DEVICES unset: -1");
     is_int (nccl_count_visible (""), 0, "empty: 0 devices");
     is_int (nccl_count_visible ("3"), 1, "\"3\": 1 device");
@@ -332,6 +333,41 @@ static void test_choose (void)
         "the reason names CUDA_VISIBLE_DEVICES: %s", err);
     is_int (nccl_choose_device (2, NULL, -1, err, sizeof (err)), -1,
             "negative local rank: refused");
+
+    /* DDP_DEVICE: the plugin's 0 for a share of several GPUs, or the
+     * user's own index. */
+    is_int (nccl_pick_device (2, "2,3", 0, 1, err, sizeof (err)), 0,
+            "share of two, DDP_DEVICE=0, local rank 1: device 0");
+    is_int (nccl_pick_device (2, "2,3", -1, 1, err, sizeof (err)), 1,
+            "share of two, no DDP_DEVICE, local rank 1: device 1");
+    is_int (nccl_pick_device (4, NULL, 3, 0, err, sizeof (err)), 3,
+            "DDP_DEVICE=3 of 4: device 3");
+    is_int (nccl_pick_device (1, "5", 0, 7, err, sizeof (err)), 0,
+            "one visible, DDP_DEVICE=0: device 0");
+    is_int (nccl_pick_device (2, "2,3", 2, 0, err, sizeof (err)), -1,
+            "DDP_DEVICE=2 with two visible: refused");
+    ok (strstr (err, "DDP_DEVICE=2, but this task sees 2 CUDA devices "
+                "(CUDA_VISIBLE_DEVICES=2,3): give an index from 0 to 1")
+        != NULL, "the reason names DDP_DEVICE and the range: %s", err);
+    is_int (nccl_pick_device (0, "", 0, 0, err, sizeof (err)), -1,
+            "DDP_DEVICE with no device: refused");
+    ok (strstr (err, "no CUDA device") != NULL, "as no device: %s", err);
+
+    setenv ("DDP_DEVICE", "1", 1);
+    is_int (nccl_choose_device (2, "0,1", 0, err, sizeof (err)), 1,
+            "DDP_DEVICE=1 from the environment: device 1");
+    setenv ("DDP_DEVICE", "0", 1);
+    is_int (nccl_choose_device (2, "2,3", 1, err, sizeof (err)), 0,
+            "DDP_DEVICE=0 from the environment, local rank 1: device 0");
+    setenv ("DDP_DEVICE", "x1", 1);
+    is_int (nccl_choose_device (2, "0,1", 0, err, sizeof (err)), -1,
+            "DDP_DEVICE=x1: refused");
+    ok (strstr (err, "DDP_DEVICE='x1' is not a whole number from 0 to")
+        != NULL, "with env.c's message: %s", err);
+    setenv ("DDP_DEVICE", "", 1);
+    is_int (nccl_choose_device (2, "0,1", 1, err, sizeof (err)), 1,
+            "DDP_DEVICE empty is unset: local rank 1, device 1");
+    unsetenv ("DDP_DEVICE");
 }
 
 static struct nccl_blob mkblob (const char *host, const char *busid,
