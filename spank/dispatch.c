@@ -105,6 +105,11 @@ int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
     return in_context (S_CTX_LOCAL, sp_srun_user_init, sp, ac, av);
 }
 
+int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
+{
+    return in_context (S_CTX_REMOTE, sp_slurmstepd_post_opt, sp, ac, av);
+}
+
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
 {
     return in_context (S_CTX_REMOTE, sp_slurmstepd_user_init, sp, ac, av);
@@ -117,5 +122,7 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
+    if (spank_context () == S_CTX_LOCAL)
+        sp_srun_exit ();
     return in_context (S_CTX_REMOTE, sp_slurmstepd_exit, sp, ac, av);
 }

@@ -1,6 +1,7 @@
 /* slurmstepd.c - the plugin in slurmstepd (remote context).
  *
- * user_init (once per node and step, before any task): decide whether the
+ * init_post_opt (once per node and step, as root, before any task and
+ * before slurmstepd drops its privileges): decide whether the
  * step runs with ddp, and compute what all its tasks share: MASTER_ADDR (the
  * first node of SLURM_STEP_NODELIST, which runs rank 0 for block and cyclic
  * distributions, resolved to an address), MASTER_PORT (Slurm's reserved
@@ -19,13 +20,17 @@
  * on MASTER_PORT back.
  *
  * Everything read from the job environment is untrusted and parsed strictly
- * (sp_*.c); nothing here runs a program or writes a file.  The one thing
- * it creates is the claim: an AF_UNIX socket bound to an abstract name (no
- * file), which never listens (sp_port_claim), made as the user in
- * user_init.
+ * (sp_*.c); nothing here runs a program.  The one file it writes is the
+ * claim: a lock file of root's, SP_PORT_DIR_PARENT/SP_PORT_DIR_NAME/
+ * net-INODE/PORT (sp_port_lock), flocked by this slurmstepd, where no
+ * other user can make, take or block one: that is why it runs in
+ * init_post_opt, as root, not in user_init.  Its one connection is to
+ * srun's relay of a multi-node step's port (sp_relay.h): the first node
+ * says the port it took, the others ask for it.
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <sched.h>
@@ -47,10 +52,11 @@
 #include "sp_layout.h"
 #include "sp_plan.h"
 #include "sp_port.h"
+#include "sp_relay.h"
 #include "sp_strint.h"
 #include "sp_torchrun.h"
 
-/* The step this slurmstepd runs, from user_init for its tasks. */
+/* The step this slurmstepd runs, from init_post_opt for its tasks. */
 static struct {
     bool active;                  /* this step runs with ddp */
     struct sp_effective request;  /* backend and binding */
@@ -67,16 +73,20 @@ static struct {
     char gpus[SP_GPU_LIST_MAXLEN + 1]; /* the step's CUDA_VISIBLE_DEVICES
                                           on this node before Slurm binds
                                           its tasks ("" if none) */
+    uid_t uid;                    /* the step's user (S_JOB_UID) */
+    char relay[SP_RELAY_SPEC_MAX + 1]; /* SP_RELAY_ENV, or "" */
+    char relay_host[256];         /* srun's address, for the relay */
 } step;
 
-/* The step's claim on MASTER_PORT (sp_port_claim), held by its first node's
- * slurmstepd from user_init to slurm_spank_exit, or -1; CLAIM_PID is the
- * process that made it, STEPD_PID the one slurm_spank_init ran in.  They
- * differ when Slurm runs user_init in a short-lived child (Slurm >= 24.05
- * with SlurmdParameters=contain_spank: a clone sharing memory, not the
- * descriptor table): the claim then ends with that child and the
- * descriptor number means nothing here.  Not in STEP, which user_init
- * clears before it releases the claim of an earlier step. */
+/* The step's claim on MASTER_PORT (sp_port_lock), held by its first node's
+ * slurmstepd from init_post_opt to slurm_spank_exit, or -1; CLAIM_PID is
+ * the process that made it, STEPD_PID the one slurm_spank_init ran in.
+ * They differ when Slurm runs the plugin in a short-lived child (Slurm >=
+ * 24.05 with SlurmdParameters=contain_spank: a clone sharing memory, not
+ * the descriptor table): the claim then ends with that child and the
+ * descriptor number means nothing here.  Not in STEP, which
+ * sp_slurmstepd_post_opt clears before it releases the claim of an earlier
+ * step. */
 static int claim_fd = -1;
 static pid_t claim_pid, stepd_pid;
 
@@ -183,111 +193,305 @@ static int find_port (spank_t sp, uint32_t jobid, uint32_t stepid)
     return 0;
 }
 
-/* Does a TCP socket listen on PORT on this node?  (An unreadable table
- * counts as no: the check is advice, the claim is the rule.) */
-static bool port_listening (unsigned port)
+/* How long the first node waits for srun's relay to take its port, and
+ * the other nodes for the first node's port. */
+#define RELAY_PUT_MS 10000
+#define RELAY_GET_MS 60000
+
+/* The relay of a multi-node step's port (sp_relay.h): srun's address
+ * (SLURM_SRUN_COMM_HOST, else SLURM_LAUNCH_NODE_IPADDR) and SP_RELAY_ENV,
+ * kept in STEP; none (relay[0] '\0') for one node or when srun gave none.
+ * Returns 0, or -1 after step_error(). */
+static int find_relay (spank_t sp, uint32_t nnodes)
 {
-    return sp_port_listening ("/proc/net/tcp", port) == 1
-           || sp_port_listening ("/proc/net/tcp6", port) == 1;
+    int rc;
+
+    if (nnodes < 2)
+        return 0;
+    if ((rc = job_env (sp, SP_RELAY_ENV, step.relay, sizeof (step.relay)))
+        <= 0)
+        return rc;
+    if ((rc = job_env (sp, "SLURM_SRUN_COMM_HOST", step.relay_host,
+                       sizeof (step.relay_host))) < 0
+        || (rc == 0 && (rc = job_env (sp, "SLURM_LAUNCH_NODE_IPADDR",
+                                      step.relay_host,
+                                      sizeof (step.relay_host))) < 0))
+        return -1;
+    if (rc == 0)
+        return step_error ("ddp: %s is set but not srun's address "
+                           "(SLURM_SRUN_COMM_HOST)", SP_RELAY_ENV);
+    return 0;
 }
 
-/* Why try_port found a port taken. */
-enum taken { TAKEN_NOT = 0, TAKEN_CLAIM, TAKEN_LISTENER };
+/* Does this step learn its port through srun's relay?  (A multi-node step
+ * with a derived port whose srun started one.) */
+static bool relayed (void)
+{
+    return step.relay[0] && !step.resv_port;
+}
 
-/* sp_port_walk's TRY_PORT: claim PORT for this step and check that nothing
- * listens there; keep the claim in claim_fd.  *(enum taken *) ARG says why
- * a port was taken.  Returns 0 (ours), 1 (taken) or -1 (errno set). */
+/* On the first node, once it has a port (RC 0) or has failed (RC -1): tell
+ * the other nodes through the relay, 0 for none.  Returns RC, or -1 after
+ * step_error() when the relay cannot be told. */
+static int tell_port (int rc)
+{
+    int port = rc == 0 ? step.master_port : 0;
+
+    if (!relayed ()
+        || sp_relay_put (step.relay_host, step.relay, port, RELAY_PUT_MS) == 0
+        || rc < 0)
+        return rc;
+    return step_error ("ddp: cannot tell the step's other nodes its "
+                       "MASTER_PORT (%d) through srun's relay at %s: %s",
+                       port, step.relay_host, strerror (errno));
+}
+
+/* On another node: learn the port the first node took.  Returns 0, or -1
+ * after step_error(). */
+static int learn_port (void)
+{
+    int port;
+
+    if (!relayed ())
+        return 0;
+    port = sp_relay_get (step.relay_host, step.relay, RELAY_GET_MS);
+    if (port > 0) {
+        step.master_port = port;
+        return 0;
+    }
+    if (port == 0)
+        return step_error ("ddp: the step's first node, %s, found no "
+                           "MASTER_PORT for it (its tasks say why)",
+                           step.master_host);
+    return step_error ("ddp: cannot learn the step's MASTER_PORT from its "
+                       "first node, %s, through srun's relay at %s: %s",
+                       step.master_host, step.relay_host, strerror (errno));
+}
+
+/* Does a TCP socket listen on PORT on this node?  Sets *UID to its owner.
+ * (An unreadable table counts as no: the check is advice, the claim is
+ * the rule.) */
+static bool port_listener (unsigned port, long *uid)
+{
+    return sp_port_listener ("/proc/net/tcp", port, uid) == 1
+           || sp_port_listener ("/proc/net/tcp6", port, uid) == 1;
+}
+
+/* Close FD (when >= 0) keeping errno. */
+static void close_keep_errno (int fd)
+{
+    int e = errno;
+
+    if (fd >= 0)
+        close (fd);
+    errno = e;
+}
+
+/* The claim directory of this node's network namespace, checked (see
+ * sp_port_dir): SP_PORT_DIR_PARENT/SP_PORT_DIR_NAME/net-INODE, each level
+ * opened without following a link.  Made by root, the only one who may
+ * write there.  Returns a descriptor or -1 with errno set. */
+static int open_claim_dir (void)
+{
+    char name[32];
+    struct stat st;
+    int root, run = -1, base = -1, dir = -1;
+
+    if ((root = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    if ((run = sp_port_dir (root, SP_PORT_DIR_PARENT + 1)) >= 0
+        && (base = sp_port_dir (run, SP_PORT_DIR_NAME)) >= 0) {
+        if (stat ("/proc/self/ns/net", &st) < 0)
+            st.st_ino = 0;
+        snprintf (name, sizeof (name), SP_PORT_NETNS_FMT,
+                  (unsigned long long) st.st_ino);
+        dir = sp_port_dir (base, name);
+    }
+    close_keep_errno (root);
+    close_keep_errno (run);
+    close_keep_errno (base);
+    return dir;
+}
+
+/* What try_port found on the ports it could not take. */
+struct port_try {
+    int dir;                    /* the claim directory */
+    char owner[96];             /* what this step writes in its claim */
+    unsigned claimed, listened; /* ports held by steps, by listeners */
+    char holder[96];            /* the first step holding one */
+    long uids[4];               /* the first distinct listeners' uids */
+    unsigned nuids;
+};
+
+/* Note UID among T's listeners. */
+static void note_uid (struct port_try *t, long uid)
+{
+    unsigned i;
+
+    for (i = 0; i < t->nuids; i++)
+        if (t->uids[i] == uid)
+            return;
+    if (t->nuids < sizeof (t->uids) / sizeof (t->uids[0]))
+        t->uids[t->nuids++] = uid;
+}
+
+/* sp_port_walk's TRY_PORT: claim PORT for this step (a lock file of
+ * root's, sp_port_lock) and check that nothing listens there; keep the
+ * claim in claim_fd.  ARG, a struct port_try, counts who holds the ports
+ * taken.  Returns 0 (ours), 1 (taken) or -1 (errno set). */
 static int try_port (unsigned port, void *arg)
 {
-    enum taken *why = arg;
+    struct port_try *t = arg;
+    char holder[sizeof (t->holder)];
+    long uid = -1;
     int fd;
 
-    if ((fd = sp_port_claim (SP_PORT_CLAIM_PREFIX, port)) < 0) {
-        *why = TAKEN_CLAIM;
-        return errno == EADDRINUSE ? 1 : -1;
+    fd = sp_port_lock (t->dir, port, t->owner, holder, sizeof (holder));
+    if (fd < 0) {
+        if (errno != EADDRINUSE)
+            return -1;
+        if (t->claimed++ == 0)
+            snprintf (t->holder, sizeof (t->holder), "%s",
+                      holder[0] ? holder : "another step");
+        return 1;
     }
-    if (port_listening (port)) {
+    if (port_listener (port, &uid)) {
         close (fd);
-        *why = TAKEN_LISTENER;
+        t->listened++;
+        note_uid (t, uid);
         return 1;
     }
     claim_fd = fd;
     claim_pid = getpid ();
-    *why = TAKEN_NOT;
     return 0;
 }
 
 /* What the admin and the user can do about a taken port (message tail). */
 #define PORT_ADVICE "Use Slurm's reserved ports (srun --resv-ports; the " \
-    "admin sets MpiParams=ports=LO-HI, which never gives one port to two " \
-    "steps on a node), run the step again once the port is free (or as the " \
-    "job's next step, which gets another port), or ask the admin for a " \
-    "wider port_range (now %u-%u)"
+    "admin: MpiParams=ports=LO-HI), run the step again once a port is " \
+    "free, or ask the admin for a wider port_range (now %u-%u) or one " \
+    "that nobody else listens in"
 
-/* A single-node step with a derived port: walk from it to the first port
- * that no other step claims and nothing listens on.  Only this node needs
- * to know the port, so it may differ from the derived one. */
-static int walk_port (uint32_t jobid, uint32_t stepid)
+/* Say in BUF (LEN bytes) who holds the ports T found taken: "N claimed by
+ * other steps running there (the first: HOLDER), M with a listening
+ * program of uid U[, U...]". */
+static void describe_holders (const struct port_try *t, char *buf,
+                              size_t len)
+{
+    size_t n = 0;
+    unsigned i;
+
+    buf[0] = '\0';
+    if (t->claimed)
+        n += (size_t) snprintf (buf, len, "%u claimed by other steps running "
+                                "there (the first: %s)", t->claimed,
+                                t->holder);
+    if (t->listened && n < len) {
+        n += (size_t) snprintf (buf + n, len - n, "%s%u with a listening "
+                                "program of another user or step (uid",
+                                t->claimed ? ", " : "", t->listened);
+        for (i = 0; i < t->nuids && n < len; i++)
+            n += (size_t) snprintf (buf + n, len - n, "%s %ld",
+                                    i ? "," : "", t->uids[i]);
+        if (n < len)
+            snprintf (buf + n, len - n, ")");
+    }
+}
+
+/* Fill *T for a walk of step STEPID of job JOBID; its claim directory is
+ * opened.  Returns 0, or -1 after step_error(). */
+static int port_try_init (struct port_try *t, uint32_t jobid,
+                          uint32_t stepid)
+{
+    memset (t, 0, sizeof (*t));
+    snprintf (t->owner, sizeof (t->owner), "job %" PRIu32 " step %" PRIu32
+              " (uid %ld)", jobid, stepid, (long) step.uid);
+    if ((t->dir = open_claim_dir ()) < 0)
+        return step_error ("ddp: cannot open the claim directory %s/%s of "
+                           "MASTER_PORT on %s: %s (it must be root's, "
+                           "writable by root only)", SP_PORT_DIR_PARENT,
+                           SP_PORT_DIR_NAME, step.master_host,
+                           strerror (errno));
+    return 0;
+}
+
+/* Walk from the derived port to the first one that no other step claims
+ * and nothing listens on, at most TRIES ports: sp_port_walk with
+ * try_port.  Returns 0, or -1 after step_error(). */
+static int walk_port (uint32_t jobid, uint32_t stepid, unsigned tries)
 {
     const struct sp_conf *conf = sp_args_conf ();
-    unsigned span = conf->port_hi - conf->port_lo + 1;
-    enum taken why = TAKEN_NOT;
-    int port;
+    char who[SP_ERRLEN / 2];
+    struct port_try t;
+    int port, rc = -1;
 
-    port = sp_port_walk (jobid, stepid, conf->port_lo, conf->port_hi, span,
-                         try_port, &why);
+    if (port_try_init (&t, jobid, stepid) < 0)
+        return -1;
+    port = sp_port_walk (jobid, stepid, conf->port_lo, conf->port_hi, tries,
+                         try_port, &t);
     if (port > 0) {
         step.master_port = port;
-        return 0;
+        rc = 0;
     }
-    if (errno != EADDRINUSE)
-        return step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
-                           step.master_host, strerror (errno));
-    return step_error ("ddp: no free MASTER_PORT on %s, the step's node: "
-                       "each of the %u ports of port_range, from this "
-                       "step's own (%d) on, is claimed by another step "
-                       "running there or has a listener.  " PORT_ADVICE,
-                       step.master_host, span, step.master_port,
+    else if (errno != EADDRINUSE)
+        step_error ("ddp: cannot claim a MASTER_PORT on %s: %s",
+                    step.master_host, strerror (errno));
+    else {
+        describe_holders (&t, who, sizeof (who));
+        step_error ("ddp: no free MASTER_PORT on %s, the step's first node: "
+                    "of the %u ports of port_range tried, from this step's "
+                    "own (%d) on, %s.  " PORT_ADVICE, step.master_host, tries,
+                    step.master_port, who, conf->port_lo, conf->port_hi);
+    }
+    close (t.dir);
+    return rc;
+}
+
+/* A reserved port is Slurm's choice: claim it, or refuse the step naming
+ * who holds it.  Returns 0, or -1 after step_error(). */
+static int take_resv_port (uint32_t jobid, uint32_t stepid)
+{
+    const struct sp_conf *conf = sp_args_conf ();
+    char who[SP_ERRLEN / 2];
+    struct port_try t;
+    int rc;
+
+    if (port_try_init (&t, jobid, stepid) < 0)
+        return -1;
+    rc = try_port ((unsigned) step.master_port, &t);
+    close (t.dir);
+    if (rc == 0)
+        return 0;
+    if (rc < 0)
+        return step_error ("ddp: cannot claim MASTER_PORT %d on %s: %s",
+                           step.master_port, step.master_host,
+                           strerror (errno));
+    describe_holders (&t, who, sizeof (who));
+    return step_error ("ddp: MASTER_PORT %d, Slurm's reserved port of this "
+                       "step, is taken on %s, the step's first node: %s.  "
+                       PORT_ADVICE, step.master_port, step.master_host, who,
                        conf->port_lo, conf->port_hi);
 }
 
 /* On node 0, where rank 0 listens: claim MASTER_PORT for the step, so that
  * no other step running here gets it while this one runs, and check that
  * nothing listens there yet (a step or program there would make this
- * step's rendezvous fail or join the wrong one).  A single-node step with
- * a derived port walks on to a free one; a multi-node step cannot tell its
- * other nodes another port, and a reserved port is Slurm's choice: those
- * are refused.  Returns 0 or -1 after step_error(). */
+ * step's rendezvous fail or join the wrong one).  A derived port walks on
+ * to a free one (a multi-node step then tells its other nodes which,
+ * through srun: sp_relay.h); a reserved port is Slurm's choice and is
+ * refused when taken.  Returns 0 or -1 after step_error(). */
 static int take_port (uint32_t jobid, uint32_t stepid, uint32_t nnodes)
 {
     const struct sp_conf *conf = sp_args_conf ();
-    enum taken why = TAKEN_NOT;
-    int rc;
 
     if (getpid () != stepd_pid)
-        slurm_debug ("ddp: user_init runs in a child of slurmstepd "
+        slurm_debug ("ddp: the plugin runs in a child of slurmstepd "
                      "(SlurmdParameters=contain_spank?): the claim on "
                      "MASTER_PORT ends with it, not with the step");
-    if (nnodes == 1 && !step.resv_port)
-        return walk_port (jobid, stepid);
-    if ((rc = try_port ((unsigned) step.master_port, &why)) == 0)
-        return 0;
-    if (rc < 0)
-        return step_error ("ddp: cannot claim MASTER_PORT %d on %s: %s",
-                           step.master_port, step.master_host,
-                           strerror (errno));
-    if (why == TAKEN_LISTENER)
-        return step_error ("ddp: MASTER_PORT %d is already in use on %s, the "
-                           "step's first node, where rank 0 listens: another "
-                           "step or program holds it.  " PORT_ADVICE,
-                           step.master_port, step.master_host, conf->port_lo,
-                           conf->port_hi);
-    return step_error ("ddp: MASTER_PORT %d is already claimed on %s, the "
-                       "step's first node, by another step running there; "
-                       "this step runs on %" PRIu32 " nodes, which cannot "
-                       "agree on another port, so it is refused.  "
-                       PORT_ADVICE, step.master_port, step.master_host,
-                       nnodes, conf->port_lo, conf->port_hi);
+    if (step.resv_port)
+        return take_resv_port (jobid, stepid);
+    return walk_port (jobid, stepid, nnodes == 1 || relayed ()
+                      ? conf->port_hi - conf->port_lo + 1 : 1);
 }
 
 /* Give the claim on MASTER_PORT back (when this process holds it). */
@@ -396,21 +600,31 @@ static bool nvidia_driver (void)
 static int find_step (spank_t sp, uint32_t stepid)
 {
     uint32_t jobid, nnodes, nodeid;
+    int rc;
 
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
-        return step_error ("ddp: cannot get the job id, node count and node "
-                           "index from Slurm");
-    if (find_layout (sp, nnodes) < 0 || find_port (sp, jobid, stepid) < 0
-        || find_master (sp, nnodes, nodeid) < 0 || find_plan (sp) < 0
-        || find_restarts (sp) < 0)
-        return -1;
-    find_torchrun (sp);
-    find_gpus (sp);
-    if (step.request.backend == SP_BACKEND_AUTO)
-        step.driver = nvidia_driver ();
-    return nodeid == 0 ? take_port (jobid, stepid, nnodes) : 0;
+        || spank_get_item (sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_UID, &step.uid) != ESPANK_SUCCESS)
+        return step_error ("ddp: cannot get the job id, user, node count and "
+                           "node index from Slurm");
+    rc = find_relay (sp, nnodes);
+    if (rc == 0 && (find_layout (sp, nnodes) < 0
+                    || find_port (sp, jobid, stepid) < 0
+                    || find_master (sp, nnodes, nodeid) < 0
+                    || find_plan (sp) < 0 || find_restarts (sp) < 0))
+        rc = -1;
+    if (rc == 0) {
+        find_torchrun (sp);
+        if (step.request.backend == SP_BACKEND_AUTO)
+            step.driver = nvidia_driver ();
+    }
+    if (nodeid == 0) {
+        if (rc == 0)
+            rc = take_port (jobid, stepid, nnodes);
+        return tell_port (rc);
+    }
+    return rc < 0 ? -1 : learn_port ();
 }
 
 /* This node's host name, for messages ("unknown" when it has none). */
@@ -423,12 +637,30 @@ static const char *node_name (void)
     return host;
 }
 
+/* A step refused on this node before find_step: when this is its first
+ * node and srun relays its port, say there is none (0), so that its other
+ * nodes fail at once instead of waiting RELAY_GET_MS for it. */
+static void tell_no_port (spank_t sp)
+{
+    char spec[SP_RELAY_SPEC_MAX + 1], host[256];
+    uint32_t nnodes, nodeid;
+
+    if (spank_get_item (sp, S_JOB_NNODES, &nnodes) == ESPANK_SUCCESS
+        && spank_get_item (sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS
+        && nnodes > 1 && nodeid == 0
+        && spank_getenv (sp, SP_RELAY_ENV, spec, sizeof (spec))
+           == ESPANK_SUCCESS
+        && spank_getenv (sp, "SLURM_SRUN_COMM_HOST", host, sizeof (host))
+           == ESPANK_SUCCESS)
+        (void) sp_relay_put (host, spec, 0, RELAY_PUT_MS);
+}
+
 void sp_slurmstepd_init (void)
 {
     stepd_pid = getpid ();
 }
 
-int sp_slurmstepd_user_init (spank_t sp)
+int sp_slurmstepd_post_opt (spank_t sp)
 {
     uint32_t stepid;
     bool have_id;
@@ -452,8 +684,17 @@ int sp_slurmstepd_user_init (spank_t sp)
                     "a ddp step from the batch or extern step; this step "
                     "asked for --ddp=%s and is not run without it",
                     sp_backend_name (step.request.backend));
+    if (step.error[0])
+        tell_no_port (sp);
     else
         (void) find_step (sp, stepid);
+    return 0;
+}
+
+int sp_slurmstepd_user_init (spank_t sp)
+{
+    if (step.active)
+        find_gpus (sp);
     return 0;
 }
 
@@ -677,9 +918,9 @@ static int set_device (spank_t sp)
 /* Set the task's variables: the torch ones (torch_env's groups), the
  * site's interfaces (set_ifnames), DDP_BACKEND, DDP_RESTART_COUNT,
  * CUDA_VISIBLE_DEVICES when bound (or the step's list when the task had
- * none), DDP_DEVICE for a share; take out what
- * only srun and the plugin use (the plan, and SLURM_KILL_BAD_EXIT when the
- * plugin set it).  Returns 0, or -1 when any failed. */
+ * none), DDP_DEVICE for a share; take out what only srun and the plugin
+ * use (the plan, the relay, and SLURM_KILL_BAD_EXIT when the plugin set
+ * it).  Returns 0, or -1 when any failed. */
 static int set_env (spank_t sp, const struct task_ids *t,
                     const struct sp_task_choice *c)
 {
@@ -703,6 +944,7 @@ static int set_env (spank_t sp, const struct task_ids *t,
     if (c->share)
         rc |= set_device (sp);
     (void) spank_unsetenv (sp, SP_PLAN_ENV);
+    (void) spank_unsetenv (sp, SP_RELAY_ENV);
     if (step.plan.kill_set)
         (void) spank_unsetenv (sp, "SLURM_KILL_BAD_EXIT");
     return rc;

@@ -1,13 +1,14 @@
-/* sp_port.c - MASTER_PORT for a job step, whether it is taken, and the
- * claim a step holds on it. */
+/* sp_port.c - MASTER_PORT for a job step, whether it is taken, who holds
+ * it, and the claim a step holds on it. */
 #include "config.h"
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp_port.h"
@@ -108,33 +109,117 @@ int sp_port_walk (uint32_t jobid, uint32_t stepid, unsigned lo, unsigned hi,
     return -1;
 }
 
-int sp_port_claim (const char *prefix, unsigned port)
+/* Is NAME one plain path component (not "", ".", "..", no '/')? */
+static bool one_component (const char *name)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
-    socklen_t len;
-    int fd, n, e;
+    return name && name[0] && !strchr (name, '/') && strcmp (name, ".") != 0
+           && strcmp (name, "..") != 0;
+}
 
-    if (!prefix || port < 1 || port > 65535) {
-        errno = EINVAL;
-        return -1;
-    }
-    /* sun_path[0] stays '\0': the abstract namespace, no file. */
-    n = snprintf (a.sun_path + 1, sizeof (a.sun_path) - 1, "%s%u", prefix,
-                  port);
-    if (n < 0 || (size_t) n >= sizeof (a.sun_path) - 1) {
-        errno = EINVAL;
-        return -1;
-    }
-    len = (socklen_t) (offsetof (struct sockaddr_un, sun_path) + 1
-                       + (size_t) n);
-    if ((fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-        return -1;
-    if (bind (fd, (struct sockaddr *) &a, len) < 0) {
-        e = errno;
+/* Is the object of ST owned by this process's effective uid, and not
+ * writable by its group or others? */
+static bool private_to_us (const struct stat *st)
+{
+    return st->st_uid == geteuid () && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Close FD keeping errno; set errno to E (when not 0).  Returns -1. */
+static int close_fail (int fd, int e)
+{
+    int saved = e ? e : errno;
+
+    if (fd >= 0)
         close (fd);
-        errno = e;
+    errno = saved;
+    return -1;
+}
+
+int sp_port_dir (int parent, const char *name)
+{
+    struct stat st;
+    int fd;
+
+    if (!one_component (name)) {
+        errno = EINVAL;
         return -1;
     }
+    if (mkdirat (parent, name, 0755) < 0 && errno != EEXIST)
+        return -1;
+    fd = openat (parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                 | O_CLOEXEC);
+    if (fd < 0)
+        return close_fail (-1, errno == ELOOP ? ENOTDIR : 0);
+    if (fstat (fd, &st) < 0)
+        return close_fail (fd, 0);
+    if (!S_ISDIR (st.st_mode))
+        return close_fail (fd, ENOTDIR);
+    if (!private_to_us (&st))
+        return close_fail (fd, EPERM);
+    return fd;
+}
+
+/* Read the holder's text from FD into HOLDER (LEN bytes), keeping
+ * printable characters only, up to the first newline. */
+static void read_holder (int fd, char *holder, size_t len)
+{
+    char buf[256];
+    ssize_t n;
+    size_t i, k = 0;
+
+    if (!holder || len == 0)
+        return;
+    n = pread (fd, buf, sizeof (buf), 0);
+    for (i = 0; n > 0 && i < (size_t) n && buf[i] != '\n' && k + 1 < len;
+         i++)
+        if (buf[i] >= 0x20 && buf[i] < 0x7f)
+            holder[k++] = buf[i];
+    holder[k] = '\0';
+}
+
+/* Write OWNER and a newline at the start of the lock file FD, in place of
+ * what an earlier holder wrote.  Returns 0 or -1. */
+static int write_owner (int fd, const char *owner)
+{
+    char line[256];
+    int n = snprintf (line, sizeof (line), "%s\n", owner);
+
+    if (n < 0 || (size_t) n >= sizeof (line))
+        n = (int) sizeof (line) - 1;
+    if (ftruncate (fd, 0) < 0 || pwrite (fd, line, (size_t) n, 0) != n)
+        return -1;
+    return 0;
+}
+
+int sp_port_lock (int dir, unsigned port, const char *owner, char *holder,
+                  size_t len)
+{
+    char name[16];
+    struct stat st;
+    int fd;
+
+    if (holder && len)
+        holder[0] = '\0';
+    if (!owner || port < 1 || port > 65535) {
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf (name, sizeof (name), "%u", port);
+    fd = openat (dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+                 | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return close_fail (-1, errno == ELOOP ? EPERM : 0);
+    if (fstat (fd, &st) < 0)
+        return close_fail (fd, 0);
+    if (!S_ISREG (st.st_mode) || st.st_nlink != 1 || !private_to_us (&st))
+        return close_fail (fd, EPERM);
+    if (flock (fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK)
+            return close_fail (fd, 0);
+        read_holder (fd, holder, len);
+        return close_fail (fd, EADDRINUSE);
+    }
+    if (write_owner (fd, owner) < 0)
+        return close_fail (fd, 0);
     return fd;
 }
 
@@ -198,11 +283,28 @@ static int hex_field (const char **p, size_t maxlen, char end, unsigned *v)
     return 0;
 }
 
-/* One line of the table: "  N: LADDR:LPORT RADDR:RPORT ST ...", the
- * addresses 8 (IPv4) or 32 (IPv6) hex digits.  Sets *PORT and *STATE.
- * Returns 0 or -1 when malformed. */
+/* Parse the decimal number at *P (after blanks), ended by a blank or the
+ * end of the line; put it in *V and move *P past it.  Returns 0 or -1. */
+static int dec_field (const char **p, long *v)
+{
+    const char *s = *p + strspn (*p, " ");
+    long x = 0;
+    size_t n = 0;
+
+    for (; s[n] >= '0' && s[n] <= '9' && n < 10; n++)
+        x = x * 10 + (s[n] - '0');
+    if (n == 0 || (s[n] != ' ' && s[n] != '\n' && s[n] != '\0'))
+        return -1;
+    *v = x;
+    *p = s + n;
+    return 0;
+}
+
+/* One line of the table: "  N: LADDR:LPORT RADDR:RPORT ST TXQ:RXQ TR:WHEN
+ * RETRNSMT UID ...", the addresses 8 (IPv4) or 32 (IPv6) hex digits.  Sets
+ * *PORT, *STATE and *UID.  Returns 0 or -1 when malformed. */
 static int parse_socket_line (const char *line, unsigned *port,
-                              unsigned *state)
+                              unsigned *state, long *uid)
 {
     const char *p = line + strspn (line, " ");
     unsigned skip;
@@ -211,15 +313,22 @@ static int parse_socket_line (const char *line, unsigned *port,
         || hex_field (&p, 32, ':', &skip) < 0
         || hex_field (&p, 4, ' ', port) < 0
         || hex_field (&p, 32, ':', &skip) < 0
-        || hex_field (&p, 4, ' ', &skip) < 0)
+        || hex_field (&p, 4, ' ', &skip) < 0
+        || hex_field (&p, 2, ' ', state) < 0
+        || hex_field (&p, 8, ':', &skip) < 0
+        || hex_field (&p, 8, ' ', &skip) < 0
+        || hex_field (&p, 2, ':', &skip) < 0
+        || hex_field (&p, 8, ' ', &skip) < 0
+        || hex_field (&p, 8, ' ', &skip) < 0)
         return -1;
-    return hex_field (&p, 2, ' ', state);
+    return dec_field (&p, uid);
 }
 
-int sp_port_listening (const char *path, unsigned port)
+int sp_port_listener (const char *path, unsigned port, long *uid)
 {
     char line[512];
     unsigned p, st;
+    long u;
     int found = 0, rc = 0;
     FILE *f;
 
@@ -232,15 +341,23 @@ int sp_port_listening (const char *path, unsigned port)
     if (!fgets (line, sizeof (line), f))
         rc = -1;                                    /* no header */
     while (rc == 0 && fgets (line, sizeof (line), f)) {
-        if (parse_socket_line (line, &p, &st) < 0) {
+        if (parse_socket_line (line, &p, &st, &u) < 0) {
             errno = EINVAL;
             rc = -1;
         }
-        else if (p == port && st == 0x0A)
+        else if (p == port && st == 0x0A && !found) {
             found = 1;
+            if (uid)
+                *uid = u;
+        }
     }
     if (rc == 0 && ferror (f))
         rc = -1;
     fclose (f);
     return rc < 0 ? -1 : found;
+}
+
+int sp_port_listening (const char *path, unsigned port)
+{
+    return sp_port_listener (path, port, NULL);
 }

@@ -13,11 +13,15 @@
  * After allocation, before launch (sp_srun_user_init), srun refuses what
  * --ddp cannot do (a heterogeneous step, torchrun with several tasks on a
  * node), warns about "--ddp host", and hands every node its plan for
- * --ddp=auto (sp_plan.h) in the step's environment.
+ * --ddp=auto (sp_plan.h) in the step's environment.  For a multi-node step
+ * it also starts the relay (sp_relay.h) through which the step's first
+ * node tells the others the MASTER_PORT it claimed: a thread of srun's
+ * that serves until slurm_spank_exit (sp_srun_exit).
  */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@
 #include "sp_err.h"
 #include "sp_option.h"
 #include "sp_plan.h"
+#include "sp_relay.h"
 #include "sp_torchrun.h"
 #include "srun.h"
 
@@ -271,12 +276,64 @@ static int hand_out_plan (void)
     return 0;
 }
 
+/* The relay of the step's MASTER_PORT and the thread serving it. */
+static struct {
+    struct sp_relay *r;
+    int stop[2];                /* write a byte to stop[1]: the thread ends */
+    pthread_t thread;
+} relay = { NULL, { -1, -1 }, 0 };
+
+static void *relay_main (void *arg)
+{
+    (void) arg;
+    if (sp_relay_serve (relay.r, relay.stop[0]) < 0)
+        slurm_error ("ddp: the relay of MASTER_PORT stopped: %s",
+                     strerror (errno));
+    return NULL;
+}
+
+/* Start the relay of a step on NNODES nodes (none for one node) and put
+ * its "PORT:TOKEN" in SP_RELAY_ENV for the nodes.  A relay that cannot
+ * start is a warning: the nodes then use the derived port as it is. */
+static void start_relay (uint32_t nnodes)
+{
+    char spec[SP_RELAY_SPEC_MAX + 1];
+
+    if (nnodes < 2 || relay.r)
+        return;
+    if (pipe2 (relay.stop, O_CLOEXEC) < 0
+        || !(relay.r = sp_relay_create (spec, sizeof (spec)))
+        || setenv (SP_RELAY_ENV, spec, 1) < 0
+        || pthread_create (&relay.thread, NULL, relay_main, NULL) != 0) {
+        slurm_error ("ddp: warning: cannot start the relay of MASTER_PORT "
+                     "(%s): the step's nodes use the port derived from its "
+                     "ids, refused when taken on its first node",
+                     strerror (errno));
+        (void) unsetenv (SP_RELAY_ENV);
+        sp_relay_destroy (relay.r);
+        relay.r = NULL;
+    }
+}
+
+void sp_srun_exit (void)
+{
+    if (!relay.r)
+        return;
+    if (write (relay.stop[1], "x", 1) == 1)
+        pthread_join (relay.thread, NULL);
+    else
+        pthread_cancel (relay.thread);
+    sp_relay_destroy (relay.r);
+    relay.r = NULL;
+}
+
 /* srun has put its MPI plugin choice in SLURM_MPI_TYPE by now, and the
  * environment it launches the step with is srun's own after this. */
 int sp_srun_user_init (spank_t sp)
 {
     struct sp_effective r = sp_args_effective ();
     const char *mpi = getenv ("SLURM_MPI_TYPE");
+    uint32_t nnodes = 1;
 
     if (init.from_argv && !sp_args_have_option ())
         slurm_error ("ddp: warning: the command line scan took a word for "
@@ -290,5 +347,7 @@ int sp_srun_user_init (spank_t sp)
         return -1;
     if (!mpi || strncmp (mpi, "pmix", 4) != 0)
         return refuse_mpi (r.backend, mpi ? mpi : "none");
+    if (spank_get_item (sp, S_JOB_NNODES, &nnodes) == ESPANK_SUCCESS)
+        start_relay (nnodes);
     return hand_out_plan ();
 }

@@ -21,4 +21,10 @@ int sp_srun_init (spank_t sp);
  * heterogeneous, or it runs torchrun with several tasks on a node. */
 int sp_srun_user_init (spank_t sp);
 
+/* For a multi-node step, sp_srun_user_init also starts the relay of its
+ * MASTER_PORT (sp_relay.h; a thread of srun's, SP_RELAY_ENV in the step's
+ * environment).  slurm_spank_exit in srun: stop the relay and free it
+ * (nothing when none runs). */
+void sp_srun_exit (void);
+
 #endif /* SP_SRUN_H */

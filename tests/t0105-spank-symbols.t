@@ -27,13 +27,19 @@ test_expect_success 'no shell or exec is linked in' '
 	nm -D --undefined-only "$DDP_PLUGIN" | awk "{print \$2}" >undef &&
 	! grep -E "^(system|popen|exec[lv]p?e?|posix_spawnp?|fork|vfork)(@|$)" undef
 '
-# The plugin's one socket is the claim on MASTER_PORT (sp_port_claim): an
-# AF_UNIX socket bound to an abstract name, never listening, never talking.
-# socket and bind are allowed for it; nothing that listens, connects or
-# moves data on a socket is.
-test_expect_success 'sockets: socket and bind (the port claim) only' '
-	grep -E "^bind(@|$)" undef &&
-	! grep -E "^(listen|accept4?|connect|socketpair|send(to|msg|mmsg)?|recv(from|msg|mmsg)?|setsockopt)(@|$)" undef
+# The plugin's claim on MASTER_PORT is a lock file of root's (sp_port_lock:
+# openat with O_NOFOLLOW in a directory made with mkdirat, then flock), no
+# longer a socket anyone could bind first.  Its sockets are the relay of a
+# multi-node step's port (sp_relay.c): one TCP listener in srun (socket,
+# bind, listen, accept4, recv, send) and one connection to it from each
+# slurmstepd (connect, send, recv).  Nothing sets socket options (no
+# SO_REUSEADDR or SO_REUSEPORT to share a port another holds), passes
+# descriptors (sendmsg, recvmsg) or pairs sockets.
+test_expect_success 'the claim is a flocked file; sockets only for the relay' '
+	grep -E "^flock(@|$)" undef &&
+	grep -E "^openat(@|$)" undef &&
+	grep -E "^mkdirat(@|$)" undef &&
+	! grep -E "^(socketpair|setsockopt|send(msg|mmsg)|recv(msg|mmsg))(@|$)" undef
 '
 test_expect_success 'built with full RELRO and a non-executable stack' '
 	if command -v readelf >/dev/null 2>&1; then

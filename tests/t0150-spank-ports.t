@@ -71,17 +71,18 @@ test_expect_success 'a step holds the one port; another job'"'"'s step on the sa
 	rm -f ran &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>b.err &&
 	cat b.err &&
-	grep "ddp: no free MASTER_PORT on n1, the step.s node: each of the 1 ports of port_range, from this step.s own ($ONE) on, is claimed by another step running there or has a listener" b.err &&
+	job=$(squeue -h -o %i | head -n 1) &&
+	grep "ddp: no free MASTER_PORT on n1, the step.s first node: of the 1 ports of port_range tried, from this step.s own ($ONE) on, 1 claimed by other steps running there (the first: job $job step 0 (uid 0))" b.err &&
 	grep "srun --resv-ports" b.err &&
 	grep "wider port_range (now $ONE-$ONE)" b.err &&
 	test ! -e ran
 '
 # (A multi-node step is refused on its first node only: the other nodes'
 # tasks start and are killed by kill-on-bad-exit, so they run "true".)
-test_expect_success '... and a two-node step whose first node it is, saying why it cannot move' '
+test_expect_success '... and a two-node step whose first node it is, naming the step' '
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N2 -w "n[1-2]" true 2>b2.err &&
 	cat b2.err &&
-	grep "ddp: MASTER_PORT $ONE is already claimed on n1, the step.s first node, by another step running there; this step runs on 2 nodes, which cannot agree on another port, so it is refused" b2.err &&
+	grep "ddp: no free MASTER_PORT on n1, the step.s first node: .* 1 claimed by other steps running there (the first: job [0-9]* step 0 (uid 0))" b2.err &&
 	grep "MpiParams=ports=LO-HI" b2.err
 '
 test_expect_success '... while with reserved ports the same two steps get distinct ports and both run' '
@@ -127,7 +128,7 @@ test_expect_success 'a step that does not listen still holds its port: a second 
 	test ! -e ran &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N2 -w "n[1-2]" true 2>h2.err &&
 	cat h2.err &&
-	grep "ddp: MASTER_PORT $ONE is already claimed on n1" h2.err
+	grep "ddp: no free MASTER_PORT on n1, the step.s first node: .* 1 claimed by other steps" h2.err
 '
 test_expect_success 'the claim ends with the step: the port works again' '
 	scancel --quiet --user=root;
@@ -147,7 +148,7 @@ test_expect_success 'a listener that is no step: a two-node step is refused, nam
 	rc=$?; kill $holder; wait $holder;
 	cat k.err &&
 	test $rc = 0 &&
-	grep "ddp: MASTER_PORT $ONE is already in use on n1, the step.s first node, where rank 0 listens" k.err &&
+	grep "ddp: no free MASTER_PORT on n1, the step.s first node: of the 1 ports of port_range tried, from this step.s own ($ONE) on, 1 with a listening program of another user or step (uid 0)" k.err &&
 	grep "wider port_range (now $ONE-$ONE)" k.err
 '
 test_done

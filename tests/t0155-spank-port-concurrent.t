@@ -8,7 +8,7 @@ test_description='MASTER_PORT: many steps at once on one node get distinct ports
 # port_range is shrunk to 30 ports, so ports derived from the job and step
 # ids alone would collide on almost every run (the birthday bound: all 24
 # distinct with odds below 1e-4); the claim each step's first node takes
-# (sp_port_claim), and the walk of a single-node step to a free port, must
+# (sp_port_lock), and the walk of a step to a free port, must
 # give every step its own.
 why=$("$DDP_CLUSTER" check) || ddp_cluster_unavailable "$why"
 test -f "$DDP_PLUGIN" || ddp_cluster_unavailable "$DDP_PLUGIN not built"

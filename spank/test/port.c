@@ -1,12 +1,15 @@
-/* port.c - MASTER_PORT derivation, the walk to a free port and the claim
- * (spank/sp_port.c). */
+/* port.c - MASTER_PORT derivation, the walk to a free port, who listens,
+ * and the claim (spank/sp_port.c). */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "sp_port.h"
 #include "tap.h"
@@ -78,6 +81,18 @@ static void listening (const char *text, unsigned port, int want,
         unlink (path);
 }
 
+static void listener_uid (const char *text, unsigned port, long want,
+                          const char *what)
+{
+    const char *path = table (text);
+    long uid = -1;
+
+    ok (path && sp_port_listener (path, port, &uid) == 1 && uid == want,
+        "%s", what);
+    if (path)
+        unlink (path);
+}
+
 static void test_listening (void)
 {
     /* 0x7530 = 30000, 0x7531 = 30001; state 0A = LISTEN, 01 = ESTABLISHED */
@@ -106,6 +121,16 @@ static void test_listening (void)
                "a cut-off line is an error");
     listening ("", 30000, -1, "no header: an error");
     ok (sp_port_listening (NULL, 1) == -1, "NULL path: an error");
+    listener_uid (v4, 30000, 0, "the listener's uid (0)");
+    listener_uid (HDR
+        "   0: 0100007F:7530 00000000:0000 01 00000000:00000000 00:00000000 "
+        "00000000  1000        0 1 1 0000000000000000 100 0 0 10 0\n"
+        "   1: 00000000:7530 00000000:0000 0A 00000000:00000000 00:00000000 "
+        "00000000 65534        0 2 1 0000000000000000 100 0 0 10 0\n",
+        30000, 65534, "the listener's uid, not a connection's (65534)");
+    listening (HDR "   0: 00000000:7530 00000000:0000 0A 00000000:00000000 "
+               "00:00000000 00000000 x 0 1\n", 30000, -1,
+               "a uid that is no number is an error");
     ok (sp_port_listening ("/proc/net/tcp", 1) >= 0,
         "this machine's own table parses");
 }
@@ -254,39 +279,184 @@ static void test_walk (void)
     free (n);
 }
 
-static void test_claim (void)
+/* A fresh private directory for the claim tests; its name (static). */
+static const char *scratch_dir (void)
 {
-    char prefix[64], longp[200];
-    int a, b, c;
+    static char path[] = "port-claims.XXXXXX";
 
-    snprintf (prefix, sizeof (prefix), "slurm-ddp-test/%ld/", (long) getpid ());
-    a = sp_port_claim (prefix, 30000);
-    ok (a >= 0, "a claim on a free name");
-    ok (a >= 0 && (fcntl (a, F_GETFD) & FD_CLOEXEC),
-        "... is close-on-exec (tasks do not inherit it)");
+    strcpy (path, "port-claims.XXXXXX");
+    return mkdtemp (path);
+}
+
+static void test_dir (void)
+{
+    const char *top = scratch_dir ();
+    char sub[128];
+    int t, d, e;
+
+    ok (top != NULL, "a scratch directory");
+    if (!top)
+        return;
+    t = open (top, O_RDONLY | O_DIRECTORY);
+    d = sp_port_dir (t, "claims");
+    ok (d >= 0 && (fcntl (d, F_GETFD) & FD_CLOEXEC),
+        "a missing directory is made and opened, close-on-exec");
+    if (d >= 0)
+        close (d);
+    d = sp_port_dir (t, "claims");
+    ok (d >= 0, "... and opened again");
+    if (d >= 0)
+        close (d);
+    snprintf (sub, sizeof (sub), "%s/claims", top);
+    chmod (sub, 0777);
     errno = 0;
-    b = sp_port_claim (prefix, 30000);
-    ok (b == -1 && errno == EADDRINUSE,
-        "a second claim on the same port: EADDRINUSE");
-    c = sp_port_claim (prefix, 30001);
-    ok (c >= 0, "another port: its own claim");
+    ok (sp_port_dir (t, "claims") == -1 && errno == EPERM,
+        "a directory others may write: EPERM");
+    chmod (sub, 0775);
+    errno = 0;
+    ok (sp_port_dir (t, "claims") == -1 && errno == EPERM,
+        "... its group may write: EPERM");
+    chmod (sub, 0755);
+    e = symlinkat ("claims", t, "link");
+    errno = 0;
+    ok (e == 0 && sp_port_dir (t, "link") == -1 && errno == ENOTDIR,
+        "a symbolic link to a good directory is not followed: ENOTDIR");
+    e = close (openat (t, "file", O_CREAT | O_WRONLY, 0600));
+    errno = 0;
+    ok (e == 0 && sp_port_dir (t, "file") == -1 && errno == ENOTDIR,
+        "a file: ENOTDIR");
+    errno = 0;
+    ok (sp_port_dir (t, "a/b") == -1 && errno == EINVAL, "a path: EINVAL");
+    errno = 0;
+    ok (sp_port_dir (t, "..") == -1 && errno == EINVAL, "'..': EINVAL");
+    errno = 0;
+    ok (sp_port_dir (t, NULL) == -1 && errno == EINVAL, "NULL: EINVAL");
+    unlinkat (t, "link", 0);
+    unlinkat (t, "file", 0);
+    unlinkat (t, "claims", AT_REMOVEDIR);
+    close (t);
+    rmdir (top);
+}
+
+/* Run sp_port_lock (DIR, PORT, ...) in a child; its exit status: 0 (got
+ * the claim), 1 (EADDRINUSE), 2 (another error). */
+static int lock_in_child (int dir, unsigned port)
+{
+    int st = 0;
+    pid_t pid = fork ();
+
+    if (pid == 0) {
+        int fd = sp_port_lock (dir, port, "child", NULL, 0);
+        _exit (fd >= 0 ? 0 : errno == EADDRINUSE ? 1 : 2);
+    }
+    if (pid < 0 || waitpid (pid, &st, 0) != pid || !WIFEXITED (st))
+        return -1;
+    return WEXITSTATUS (st);
+}
+
+/* A process that takes the claim on PORT in DIR and waits to be killed;
+ * its pid once it holds it, or -1. */
+static pid_t holder_process (int dir, unsigned port)
+{
+    int p[2];
+    char c = 0;
+    pid_t pid;
+
+    if (pipe (p) < 0)
+        return -1;
+    if ((pid = fork ()) == 0) {
+        int fd = sp_port_lock (dir, port, "job 7 step 3 (uid 1000)", NULL, 0);
+        c = fd >= 0 ? 'y' : 'n';
+        if (write (p[1], &c, 1) != 1 || fd < 0)
+            _exit (1);
+        for (;;)
+            pause ();
+    }
+    close (p[1]);
+    if (pid < 0 || read (p[0], &c, 1) != 1 || c != 'y') {
+        close (p[0]);
+        return -1;
+    }
+    close (p[0]);
+    return pid;
+}
+
+static void test_lock (void)
+{
+    const char *top = scratch_dir ();
+    char holder[64], path[128];
+    int t, a, b, st;
+    pid_t pid;
+
+    if (!top || (t = open (top, O_RDONLY | O_DIRECTORY)) < 0) {
+        ok (0, "a scratch directory");
+        return;
+    }
+    a = sp_port_lock (t, 30000, "job 1 step 0 (uid 0)", holder,
+                      sizeof (holder));
+    ok (a >= 0 && (fcntl (a, F_GETFD) & FD_CLOEXEC),
+        "a claim on a free port, close-on-exec");
+    is_int (lock_in_child (t, 30000), 1,
+            "another process claiming the same port: EADDRINUSE");
+    errno = 0;
+    b = sp_port_lock (t, 30000, "x", holder, sizeof (holder));
+    ok (b == -1 && errno == EADDRINUSE
+        && strcmp (holder, "job 1 step 0 (uid 0)") == 0,
+        "a second claim, even in the same process: EADDRINUSE, naming the "
+        "holder (%s)", holder);
+    is_int (lock_in_child (t, 30001), 0, "another port: its own claim");
     if (a >= 0)
         close (a);
-    b = sp_port_claim (prefix, 30000);
-    ok (b >= 0, "closed, the claim is free again");
+    is_int (lock_in_child (t, 30000), 0, "closed, the claim is free again");
+
+    pid = holder_process (t, 30002);
+    ok (pid > 0, "a process holds port 30002");
+    is_int (lock_in_child (t, 30002), 1, "... which nobody else can claim");
+    if (pid > 0) {
+        kill (pid, SIGKILL);
+        waitpid (pid, &st, 0);
+    }
+    b = sp_port_lock (t, 30002, "job 2 step 0 (uid 0)", holder,
+                      sizeof (holder));
+    ok (b >= 0, "killed with -9, its claim is free: no stale claim");
     if (b >= 0)
         close (b);
-    if (c >= 0)
-        close (c);
-    memset (longp, 'x', sizeof (longp) - 1);
-    longp[sizeof (longp) - 1] = '\0';
+
+    snprintf (path, sizeof (path), "%s/30003", top);
+    ok (symlink ("30001", path) == 0
+        && sp_port_lock (t, 30003, "x", NULL, 0) == -1 && errno == EPERM,
+        "a symbolic link in place of a lock file is not followed: EPERM");
+    snprintf (path, sizeof (path), "%s/30004", top);
+    a = open (path, O_CREAT | O_WRONLY, 0666);
+    fchmod (a, 0666);
+    close (a);
     errno = 0;
-    ok (sp_port_claim (longp, 30000) == -1 && errno == EINVAL,
-        "a name too long for sun_path: EINVAL");
+    ok (sp_port_lock (t, 30004, "x", NULL, 0) == -1 && errno == EPERM,
+        "a lock file others may write: EPERM");
+    snprintf (path, sizeof (path), "%s/30005", top);
+    snprintf (holder, sizeof (holder), "%s/30001", top);
     errno = 0;
-    ok (sp_port_claim (prefix, 0) == -1 && errno == EINVAL, "port 0: EINVAL");
+    ok (link (holder, path) == 0
+        && sp_port_lock (t, 30005, "x", NULL, 0) == -1 && errno == EPERM,
+        "a hard link to another lock file: EPERM");
     errno = 0;
-    ok (sp_port_claim (NULL, 1) == -1 && errno == EINVAL, "no prefix: EINVAL");
+    ok (sp_port_lock (t, 0, "x", NULL, 0) == -1 && errno == EINVAL,
+        "port 0: EINVAL");
+    errno = 0;
+    ok (sp_port_lock (t, 65536, "x", NULL, 0) == -1 && errno == EINVAL,
+        "port 65536: EINVAL");
+    errno = 0;
+    ok (sp_port_lock (t, 1, NULL, NULL, 0) == -1 && errno == EINVAL,
+        "no owner: EINVAL");
+    errno = 0;
+    ok (sp_port_lock (-1, 1, "x", NULL, 0) == -1 && errno == EBADF,
+        "no directory: EBADF");
+    for (a = 30000; a <= 30005; a++) {
+        snprintf (path, sizeof (path), "%d", a);
+        unlinkat (t, path, 0);
+    }
+    close (t);
+    rmdir (top);
 }
 
 int main (void)
@@ -355,6 +525,7 @@ int main (void)
     test_resv ();
     test_listening ();
     test_walk ();
-    test_claim ();
+    test_dir ();
+    test_lock ();
     return done_testing ();
 }
