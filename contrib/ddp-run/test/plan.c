@@ -117,14 +117,17 @@ static void test_ports (void)
 {
     const char *hdr = "  sl  local_address rem_address   st tx_queue "
                       "rx_queue\n";
-    char tcp[512];
+    char tcp[1024];
     const char *r = root_of ("ports");
 
     /* 0x7334 = 29492 listens; 0x7336 = 29494 is a connection, not a
-     * listener. */
+     * listener.  Whole lines, as the kernel writes them: the parser reads
+     * up to the uid. */
     snprintf (tcp, sizeof (tcp), "%s"
-              "   0: 00000000:7334 00000000:0000 0A 00000000:00000000\n"
-              "   1: 0100007F:7336 0100007F:9C40 01 00000000:00000000\n", hdr);
+              "   0: 00000000:7334 00000000:0000 0A 00000000:00000000"
+              " 00:00000000 00000000  1000        0 581 1 0 100 0 0 10 0\n"
+              "   1: 0100007F:7336 0100007F:9C40 01 00000000:00000000"
+              " 00:00000000 00000000  1000        0 582 1 0 100 0 0 10 0\n", hdr);
     ok (make ("ports", "proc/net/tcp", tcp) == 0
         && make ("ports", "proc/net/tcp6", hdr) == 0, "fake port tables made");
     is_int (dr_port_taken (r, 29492), 1, "a listener is seen");
@@ -132,8 +135,10 @@ static void test_ports (void)
     is_int (dr_port_pick (r, 29492, 29492, 29494), 29493,
             "the pick skips a taken port");
     snprintf (tcp, sizeof (tcp), "%s"
-              "   0: 00000000:7334 00000000:0000 0A 00000000:00000000\n"
-              "   1: 0100007F:7335 0100007F:9C40 0A 00000000:00000000\n", hdr);
+              "   0: 00000000:7334 00000000:0000 0A 00000000:00000000"
+              " 00:00000000 00000000  1000        0 581 1 0 100 0 0 10 0\n"
+              "   1: 0100007F:7335 0100007F:9C40 0A 00000000:00000000"
+              " 00:00000000 00000000  1000        0 583 1 0 100 0 0 10 0\n", hdr);
     /* Now 0x7335 = 29493 listens too, on IPv6. */
     ok (make ("ports", "proc/net/tcp6", tcp) == 0, "IPv6 table rewritten");
     is_int (dr_port_pick (r, 29493, 29492, 29494), 29494,
