@@ -314,14 +314,17 @@ static int parse_socket_line (const char *line, unsigned *port,
         || hex_field (&p, 4, ' ', port) < 0
         || hex_field (&p, 32, ':', &skip) < 0
         || hex_field (&p, 4, ' ', &skip) < 0
-        || hex_field (&p, 2, ' ', state) < 0
-        || hex_field (&p, 8, ':', &skip) < 0
+        || hex_field (&p, 2, ' ', state) < 0)
+        return -1;
+    /* The uid only names a holder: a line cut short of it (or a kernel
+     * that writes these fields otherwise) still says who listens where. */
+    if (hex_field (&p, 8, ':', &skip) < 0
         || hex_field (&p, 8, ' ', &skip) < 0
         || hex_field (&p, 2, ':', &skip) < 0
         || hex_field (&p, 8, ' ', &skip) < 0
-        || hex_field (&p, 8, ' ', &skip) < 0)
-        return -1;
-    return dec_field (&p, uid);
+        || hex_field (&p, 8, ' ', &skip) < 0 || dec_field (&p, uid) < 0)
+        *uid = -1;
+    return 0;
 }
 
 int sp_port_listener (const char *path, unsigned port, long *uid)

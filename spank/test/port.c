@@ -85,7 +85,7 @@ static void listener_uid (const char *text, unsigned port, long want,
                           const char *what)
 {
     const char *path = table (text);
-    long uid = -1;
+    long uid = 12345; /* set by the call in every case tested */
 
     ok (path && sp_port_listener (path, port, &uid) == 1 && uid == want,
         "%s", what);
@@ -129,8 +129,15 @@ static void test_listening (void)
         "00000000 65534        0 2 1 0000000000000000 100 0 0 10 0\n",
         30000, 65534, "the listener's uid, not a connection's (65534)");
     listening (HDR "   0: 00000000:7530 00000000:0000 0A 00000000:00000000 "
-               "00:00000000 00000000 x 0 1\n", 30000, -1,
-               "a uid that is no number is an error");
+               "00:00000000 00000000 x 0 1\n", 30000, 1,
+               "a uid that is no number: still a listener");
+    listener_uid (HDR "   0: 00000000:7530 00000000:0000 0A 00000000:00000000 "
+                  "00:00000000 00000000 x 0 1\n", 30000, -1,
+                  "... whose uid is unknown (-1)");
+    listener_uid (HDR "   0: 00000000:7530 00000000:0000 0A 00000000:00000000\n",
+                  30000, -1, "a line cut after the queues: a listener, uid -1");
+    listening (HDR "   0: 00000000:7530 00000000:0000\n", 30000, -1,
+               "a line cut before the state is an error");
     ok (sp_port_listening ("/proc/net/tcp", 1) >= 0,
         "this machine's own table parses");
 }
