@@ -767,6 +767,57 @@ int host_fault_mismatch (struct host *h, int other)
     return host_fault_set (h, ranks, 2, FAULT_MISMATCH);
 }
 
+/* fault.h.  The record names the earlier call (one_call reads each
+ * rank's description of it) and fails every call from it on (call_agree,
+ * host_record_stops). */
+int host_fault_history (struct host *h, int other, uint64_t call)
+{
+    int ranks[2];
+    int rc;
+
+    ranks[0] = other < h->rank ? other : h->rank;
+    ranks[1] = other < h->rank ? h->rank : other;
+    if (!h->hdr)
+        return host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+    host_fault_claim (h, ranks, 2, 2, FAULT_MISMATCH, h->rank,
+                      call ? call : h->call);
+    rc = report (h);
+    if (call == 0 && rc == DDP_EMISMATCH)
+        ddpi_error (rc, "%s #%llu: rank %d made other calls before this one "
+                    "than rank %d (a kind, count, dtype, op or root "
+                    "differed, more than %d calls ago or in more than one "
+                    "call; DDP_CHECK=1 names each rank's)",
+                    host_call_name (h->kind), (unsigned long long)h->call,
+                    other, h->rank, HOST_DESC_SLOTS - 1);
+    return rc;
+}
+
+/* fault.h.  Call h->call - k as calls[0], then those after it, nearest
+ * first. */
+uint64_t host_trail_blame (struct host *h, int other, uint64_t want)
+{
+    struct trail_call calls[HOST_DESC_SLOTS];
+
+    for (uint64_t k = 1; k < HOST_DESC_SLOTS && k < h->call; k++) {
+        uint64_t c = h->call - k;
+        int n = 0, r;
+        for (uint64_t j = c; j < h->call; j++)
+            calls[n++] = h->past[j % HOST_DESC_SLOTS];
+        int kind = HOST_DESC_KIND (calls[0].what);
+        if (kind >= HOST_DESC_BARRIER
+            || !ddp_coll_has_root ((enum ddp_coll_kind)kind)
+            || (r = trail_root_of (calls, n, want, h->size)) < 0)
+            continue;
+        h->mm_rank = other;
+        h->mm_what = (calls[0].what & UINT64_C(0xffffffff))
+                     | (uint64_t)(uint32_t)r << 32;
+        h->mm_count = calls[0].count;
+        h->mm_call = c;
+        return c;
+    }
+    return 0;
+}
+
 int host_fault (struct host *h, int bad_rank, int kind)
 {
     return host_fault_set (h, &bad_rank, 1, kind);
@@ -835,6 +886,13 @@ static int link_bad (struct host *h, const struct host_event *ev)
     unsigned long long c = (unsigned long long)h->call;
     int rc;
 
+    /* The same call after other ones: in ddp_finalize too. */
+    if (ev->got_data && ev->got_call == h->call
+        && ev->got_what == h->desc.what && ev->got_count == h->desc.count
+        && ev->got_trail != h->desc.trail && !host_record_set (h))
+        return host_fault_history (h, ev->rank,
+                                   host_trail_blame (h, ev->rank,
+                                                     ev->got_trail));
     if (h->leaving && ev->got_data)
         return host_fault_leave (h, h->call);
     if (ev->got_data && notice_came (h))

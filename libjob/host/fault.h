@@ -98,6 +98,24 @@ const char *host_desc_kind_name (int dkind);
 int host_fault_calls (struct host *h, int other, uint64_t what,
                       uint64_t count, uint64_t call);
 
+/* Rank other's calls before this one differ from this rank's (another
+ * trail: trail.h) though this call is the same on both.  call: the
+ * earlier call the two made differently where it is known (the error
+ * names both ranks' descriptions of it: this node's flags, or h->mm_*
+ * for a rank on another node), else 0 (the error says the calls before
+ * this one differed).  A FAULT_MISMATCH of the pair, in ddp_finalize as
+ * in any call (no rank leaves quietly over a disagreement that would
+ * have given wrong data).  Returns the DDP_E* code of the fault now in
+ * force (DDP_EMISMATCH unless another came first). */
+int host_fault_history (struct host *h, int other, uint64_t call);
+
+/* The earlier call in which rank other on another node, whose frame
+ * carried trail want before this call (this call the same on both),
+ * passed another root than this rank: its number, with h->mm_* set to
+ * rank other's description of it; 0 when no root of one of the last
+ * HOST_DESC_SLOTS - 1 calls explains want (trail_root_of). */
+uint64_t host_trail_blame (struct host *h, int other, uint64_t want);
+
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record
  * unless one is claimed already, tell the other nodes and the user.

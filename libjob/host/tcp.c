@@ -432,7 +432,7 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
     nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)(uint32_t)reporter
-                           | (uint64_t)(uint32_t)call << 32, 0, 0 };
+                           | (uint64_t)(uint32_t)call << 32, 0, 0, 0 };
     for (int i = 0; i < nlist; i++) {
         int32_t r = ranks[i];
         uint64_t st = states ? states[i] : 0;
@@ -512,7 +512,7 @@ static int pump_send (struct host *h, struct host_op *o)
 {
     struct link *l = &h->lk->l[o->link];
     struct frame f = { FRAME_DATA, (int32_t)o->tag, h->call, o->len,
-                       h->desc.what, h->desc.count };
+                       h->desc.what, h->desc.count, h->desc.trail };
     size_t hleft = sizeof (f) - o->hdone;
     struct iovec v[IOV_BATCH + 1];
     struct msghdr m;
@@ -566,13 +566,15 @@ static int check_header (struct host *h, struct host_op *o)
     }
     if (f->type != FRAME_DATA || f->seq != h->call
         || f->arg != (int32_t)o->tag || f->len != o->len
-        || f->what != h->desc.what || f->count != h->desc.count) {
+        || f->what != h->desc.what || f->count != h->desc.count
+        || f->trail != h->desc.trail) {
         h->ev.got_data = f->type == FRAME_DATA;
         h->ev.got_call = f->seq;
         h->ev.got_tag = f->arg;
         h->ev.got_len = f->len;
         h->ev.got_what = f->what;
         h->ev.got_count = f->count;
+        h->ev.got_trail = f->trail;
         h->ev.want_tag = o->tag;
         h->ev.want_len = o->len;
         h->ev.node = l->node;

@@ -1,0 +1,53 @@
+/* trail.c - the calls' running digest and the tags' signature (trail.h).
+ * No state; calls no other file of libjob/host. */
+#include "config.h"
+
+#include "trail.h"
+
+/* A bijective 64-bit mix (multiply-xorshift, as in SplitMix64's finish). */
+static uint64_t mix (uint64_t x)
+{
+    x ^= x >> 31;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 29;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 32;
+    return x;
+}
+
+/* trail.h.  Each word goes in through its own bijection of the state, so
+ * that for a fixed trail a different what or count gives a different
+ * result, and for a fixed call a different trail. */
+uint64_t trail_next (uint64_t trail, uint64_t what, uint64_t count)
+{
+    uint64_t x = mix (trail ^ what);
+
+    return mix (x + count + UINT64_C(0x9e3779b97f4a7c15));
+}
+
+/* trail.h. */
+uint32_t trail_sig (uint64_t what, uint64_t after)
+{
+    return (uint32_t)((what & 7) << 21 | (what >> 8 & 15) << 17
+                      | (after >> 40 & 0x1ffff));
+}
+
+/* trail.h. */
+int trail_root_of (const struct trail_call *calls, int n, uint64_t want,
+                   int size)
+{
+    if (n < 1)
+        return -1;
+    for (int r = 0; r < size; r++) {
+        uint64_t what = (calls[0].what & UINT64_C(0xffffffff))
+                        | (uint64_t)(uint32_t)r << 32;
+        uint64_t t = trail_next (calls[0].trail, what, calls[0].count);
+        if (what == calls[0].what)
+            continue;
+        for (int i = 1; i < n; i++)
+            t = trail_next (t, calls[i].what, calls[i].count);
+        if (t == want)
+            return r;
+    }
+    return -1;
+}

@@ -1,0 +1,51 @@
+/* trail.h - the trail: a running digest of the calls a rank made, and the
+ * 24-bit signature of a call that the segment's tags carry (trail.c).
+ * Pure arithmetic, at the bottom of the host backend with host_core.h;
+ * calls no other file of libjob/host.  Internal to libddp.
+ *
+ * Why: a call in which no rank reads what another posted (each rank the
+ * root of its own bcast, a gather's senders) cannot see that the ranks
+ * described it differently.  Every call's tags and frames therefore carry
+ * the trail before it, the digest of every call the rank made since
+ * ddp_init (host_desc's what and count, in order), as well as the call
+ * itself: ranks whose calls once differed carry different trails in every
+ * later call, and the first later call in which a rank reads another's
+ * tag or frame fails.  host.h ("Agreement") has where they travel. */
+#ifndef DDP_TRAIL_H
+#define DDP_TRAIL_H
+
+#include <stdint.h>
+
+/* The trail before a rank's first call (a zeroed struct host's). */
+#define TRAIL_START UINT64_C(0)
+
+/* The trail after a call described by what and count (host_desc's) made
+ * with trail before it.  A different what, count or trail gives a
+ * different result but once in 2^64 (a bijective mix of each word in
+ * turn). */
+uint64_t trail_next (uint64_t trail, uint64_t what, uint64_t count);
+
+/* The 24-bit signature of a call described by what, with after the
+ * trail after it (trail_next of the one before, what and count), for the
+ * segment's tags: the kind (3 bits) and dtype + 1 (4 bits) of what
+ * exactly, then 17 bits of after, so that every difference of kind or
+ * dtype is seen, and one of count, op, root or an earlier call but once
+ * in 2^17 calls. */
+uint32_t trail_sig (uint64_t what, uint64_t after);
+
+/* A call of a rank's past, as host_desc described it, and the trail
+ * before it. */
+struct trail_call {
+    uint64_t what, count, trail;
+};
+
+/* Which root would another rank have named in calls[0] (a call of a
+ * kind that takes one, whose root sits in what's high half) to carry
+ * trail want before the call after calls[n - 1], had it made calls[1..n-1]
+ * as this rank did?  Tries roots 0..size-1 (an error path: O(n size)).
+ * Returns that root, or -1 when none gives want (the calls differed
+ * otherwise) or n < 1. */
+int trail_root_of (const struct trail_call *calls, int n, uint64_t want,
+                   int size);
+
+#endif /* DDP_TRAIL_H */
