@@ -72,7 +72,9 @@ int host_record_kind (struct host *h);
  * the record as FAULT_LEFT of this rank (or add it to such a record), and
  * tell the other nodes (where from is h->call, on the side too:
  * flood.c).  Logs nothing unless the record is another fault; sets
- * h->leaving.  Returns the record's DDP_E* code. */
+ * h->leaving.  Returns the record's DDP_E* code.  A FAULT_MISMATCH record
+ * of this call or an earlier one is reported instead (DDP_EMISMATCH):
+ * ranks that disagreed never leave quietly. */
 int host_fault_leave (struct host *h, uint64_t from);
 
 /* Write the call a rank described (host_desc's what and count) to buf
