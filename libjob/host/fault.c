@@ -799,32 +799,6 @@ int host_fault_history (struct host *h, int other, uint64_t call)
     return rc;
 }
 
-/* fault.h.  Call h->call - k as calls[0], then those after it, nearest
- * first. */
-uint64_t host_trail_blame (struct host *h, int other, uint64_t want)
-{
-    struct trail_call calls[HOST_DESC_SLOTS];
-
-    for (uint64_t k = 1; k < HOST_DESC_SLOTS && k < h->call; k++) {
-        uint64_t c = h->call - k;
-        int n = 0, r;
-        for (uint64_t j = c; j < h->call; j++)
-            calls[n++] = h->past[j % HOST_DESC_SLOTS];
-        int kind = HOST_DESC_KIND (calls[0].what);
-        if (kind >= HOST_DESC_BARRIER
-            || !ddp_coll_has_root ((enum ddp_coll_kind)kind)
-            || (r = trail_root_of (calls, n, want, h->size)) < 0)
-            continue;
-        h->mm_rank = other;
-        h->mm_what = (calls[0].what & UINT64_C(0xffffffff))
-                     | (uint64_t)(uint32_t)r << 32;
-        h->mm_count = calls[0].count;
-        h->mm_call = c;
-        return c;
-    }
-    return 0;
-}
-
 int host_fault (struct host *h, int bad_rank, int kind)
 {
     return host_fault_set (h, &bad_rank, 1, kind);
@@ -921,10 +895,15 @@ static int earlier_bad (struct host *h, const struct host_event *ev)
     if (host_record_set (h))
         return 0;
     if (ev->got_call == h->call && ev->got_what == h->desc.what
-        && ev->got_count == h->desc.count && ev->got_trail != h->desc.trail)
-        return host_fault_history (h, ev->rank,
-                                   host_trail_blame (h, ev->rank,
-                                                     ev->got_trail));
+        && ev->got_count == h->desc.count && ev->got_trail != h->desc.trail) {
+        struct trail_call c;
+        h->mm_call = trail_blame (h->past, h->call, ev->got_trail, h->size,
+                                  &c);
+        h->mm_rank = h->mm_call ? ev->rank : -1;
+        h->mm_what = c.what;
+        h->mm_count = c.count;
+        return host_fault_history (h, ev->rank, h->mm_call);
+    }
     if (ev->got_call >= h->call || kind >= HOST_DESC_BARRIER
         || !ddp_coll_has_root ((enum ddp_coll_kind)kind))
         return 0;

@@ -111,13 +111,6 @@ int host_fault_calls (struct host *h, int other, uint64_t what,
  * force (DDP_EMISMATCH unless another came first). */
 int host_fault_history (struct host *h, int other, uint64_t call);
 
-/* The earlier call in which rank other on another node, whose frame
- * carried trail want before this call (this call the same on both),
- * passed another root than this rank: its number, with h->mm_* set to
- * rank other's description of it; 0 when no root of one of the last
- * HOST_DESC_SLOTS - 1 calls explains want (trail_root_of). */
-uint64_t host_trail_blame (struct host *h, int other, uint64_t want);
-
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record
  * unless one is claimed already, tell the other nodes and the user.

@@ -2,6 +2,7 @@
  * No state; calls no other file of libjob/host. */
 #include "config.h"
 
+#include "host_core.h"
 #include "trail.h"
 
 /* A bijective 64-bit mix (multiply-xorshift, as in SplitMix64's finish). */
@@ -50,4 +51,28 @@ int trail_root_of (const struct trail_call *calls, int n, uint64_t want,
             return r;
     }
     return -1;
+}
+
+/* trail.h.  Call call - k as calls[0], then those after it. */
+uint64_t trail_blame (const struct trail_call *past, uint64_t call,
+                      uint64_t want, int size, struct trail_call *theirs)
+{
+    struct trail_call calls[HOST_DESC_SLOTS];
+
+    *theirs = (struct trail_call){ 0, 0, 0 };
+    for (uint64_t k = 1; k < HOST_DESC_SLOTS && k < call; k++) {
+        uint64_t c = call - k;
+        int n = 0, kind = HOST_DESC_KIND (past[c % HOST_DESC_SLOTS].what), r;
+        for (uint64_t j = c; j < call; j++)
+            calls[n++] = past[j % HOST_DESC_SLOTS];
+        if (kind >= HOST_DESC_BARRIER
+            || !ddp_coll_has_root ((enum ddp_coll_kind)kind)
+            || (r = trail_root_of (calls, n, want, size)) < 0)
+            continue;
+        *theirs = calls[0];
+        theirs->what = (calls[0].what & UINT64_C(0xffffffff))
+                       | (uint64_t)(uint32_t)r << 32;
+        return c;
+    }
+    return 0;
 }

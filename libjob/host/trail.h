@@ -48,4 +48,15 @@ struct trail_call {
 int trail_root_of (const struct trail_call *calls, int n, uint64_t want,
                    int size);
 
+/* The earlier call in which another rank, whose trail before call
+ * (this rank's next call, made alike) is want, named another root than
+ * this rank: past holds this rank's last HOST_DESC_SLOTS calls, call c
+ * in past[c % HOST_DESC_SLOTS] (host_core.h); each of the last
+ * HOST_DESC_SLOTS - 1 that takes a root is tried, nearest first, with
+ * the ones after it (trail_root_of).  Returns its number, with *theirs
+ * set to the other rank's description of it; 0 when none explains want
+ * (*theirs zeroed). */
+uint64_t trail_blame (const struct trail_call *past, uint64_t call,
+                      uint64_t want, int size, struct trail_call *theirs);
+
 #endif /* DDP_TRAIL_H */

@@ -94,9 +94,32 @@ static void blame (void)
     ok (trail_root_of (c, 0, theirs, 8) == -1, "nothing for no calls");
 }
 
+/* This rank's calls 1-4 in its ring of past calls; the other named root
+ * 3 in call 3 (a bcast), the rest alike. */
+static void blame_past (void)
+{
+    struct trail_call past[HOST_DESC_SLOTS], theirs;
+    uint64_t whats[5] = { 0, allreduce (), allreduce (), bcast (0),
+                          allreduce () };
+    uint64_t t = TRAIL_START, o = TRAIL_START, c;
+
+    for (uint64_t i = 1; i <= 4; i++) {
+        past[i % HOST_DESC_SLOTS] = (struct trail_call){ whats[i], 2, t };
+        t = trail_next (t, whats[i], 2);
+        o = trail_next (o, i == 3 ? bcast (3) : whats[i], 2);
+    }
+    c = trail_blame (past, 5, o, 4, &theirs);
+    ok (c == 3 && theirs.what == bcast (3) && theirs.count == 2,
+        "trail_blame names call 3 and the other's root 3");
+    c = trail_blame (past, 5, trail_next (o, 1, 1), 4, &theirs);
+    ok (c == 0 && theirs.what == 0, "and nothing for a trail it cannot "
+        "explain");
+}
+
 int main (void)
 {
-    plan (16);
+    plan (18);
+    blame_past ();
     differences ();
     signature ();
     blame ();
