@@ -140,12 +140,16 @@ static void describe (struct host *h, int dkind, size_t count,
                                     data && ddp_coll_has_root (k) ? root : 0);
     uint64_t n = data ? (uint64_t)count : 0;
 
-    h->desc.what = what;
-    h->desc.count = n;
+    /* A loop makes the same call again and again: its hash stays. */
+    if (what != h->desc.what || n != h->desc.count) {
+        h->desc.what = what;
+        h->desc.count = n;
+        h->desc.hash = trail_hash (what, n);
+    }
     h->desc.trail = h->trail;
     h->past[h->call % HOST_DESC_SLOTS] = (struct trail_call){ what, n,
                                                               h->trail };
-    h->trail = trail_next (h->trail, what, n);
+    h->trail = trail_step (h->trail, h->desc.hash);
     h->desc.sig = trail_sig (what, h->trail);
     atomic_store_explicit (&d[1], h->desc.count, memory_order_relaxed);
     atomic_store_explicit (&d[0], HOST_DESC_STAMP (h->desc.what, h->call),

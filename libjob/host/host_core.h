@@ -353,6 +353,7 @@ struct host_desc {
     uint64_t what;
     uint64_t count;
     uint64_t trail;     /* trail.h: the digest of the calls before it */
+    uint64_t hash;      /* trail_hash of what and count */
     uint32_t sig;
 };
 

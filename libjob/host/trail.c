@@ -16,21 +16,18 @@ static uint64_t mix (uint64_t x)
     return x;
 }
 
-/* trail.h.  Each word goes in through its own bijection of the state, so
- * that for a fixed trail a different what or count gives a different
- * result, and for a fixed call a different trail. */
-uint64_t trail_next (uint64_t trail, uint64_t what, uint64_t count)
+/* trail.h.  Each word goes in through its own bijection of the state. */
+uint64_t trail_hash (uint64_t what, uint64_t count)
 {
-    uint64_t x = mix (trail ^ what);
+    uint64_t x = mix (what);
 
-    return mix (x + count + UINT64_C(0x9e3779b97f4a7c15));
+    return mix (x + count + UINT64_C(0x632be59bd9b4e019));
 }
 
 /* trail.h. */
-uint32_t trail_sig (uint64_t what, uint64_t after)
+uint64_t trail_next (uint64_t trail, uint64_t what, uint64_t count)
 {
-    return (uint32_t)((what & 7) << 21 | (what >> 8 & 15) << 17
-                      | (after >> 40 & 0x1ffff));
+    return trail_step (trail, trail_hash (what, count));
 }
 
 /* trail.h. */

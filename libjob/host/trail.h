@@ -19,19 +19,37 @@
 /* The trail before a rank's first call (a zeroed struct host's). */
 #define TRAIL_START UINT64_C(0)
 
-/* The trail after a call described by what and count (host_desc's) made
- * with trail before it.  A different what, count or trail gives a
- * different result but once in 2^64 (a bijective mix of each word in
- * turn). */
+/* The 64-bit hash of a call described by what and count (host_desc's):
+ * a bijective mix of each word in turn, so that a different what or
+ * count gives a different hash but once in 2^64.  Computed when the call
+ * differs from the one before (coll.c keeps it). */
+uint64_t trail_hash (uint64_t what, uint64_t count);
+
+/* The trail after a call of hash (trail_hash) made with trail before it:
+ * one multiply by an odd constant and an exclusive or, a bijection of
+ * either argument for a fixed other, so that ranks whose trails once
+ * differed keep different trails as long as they make the same calls,
+ * and a different call gives a different trail. */
+#define TRAIL_MUL UINT64_C(0x9e3779b97f4a7c15)
+static inline uint64_t trail_step (uint64_t trail, uint64_t hash)
+{
+    return trail * TRAIL_MUL ^ hash;
+}
+
+/* trail_step (trail, trail_hash (what, count)). */
 uint64_t trail_next (uint64_t trail, uint64_t what, uint64_t count);
 
 /* The 24-bit signature of a call described by what, with after the
- * trail after it (trail_next of the one before, what and count), for the
- * segment's tags: the kind (3 bits) and dtype + 1 (4 bits) of what
- * exactly, then 17 bits of after, so that every difference of kind or
- * dtype is seen, and one of count, op, root or an earlier call but once
- * in 2^17 calls. */
-uint32_t trail_sig (uint64_t what, uint64_t after);
+ * trail after it (trail_step of the one before and the call's hash), for
+ * the segment's tags: the kind (3 bits) and dtype + 1 (4 bits) of what
+ * exactly, then the top 17 bits of after, so that every difference of
+ * kind or dtype is seen, and one of count, op, root or an earlier call
+ * but once in 2^17 calls. */
+static inline uint32_t trail_sig (uint64_t what, uint64_t after)
+{
+    return (uint32_t)((what & 7) << 21 | (what >> 8 & 15) << 17
+                      | (after >> 47 & 0x1ffff));
+}
 
 /* A call of a rank's past, as host_desc described it, and the trail
  * before it. */
