@@ -428,13 +428,6 @@ struct host {
     long spin_env, yield_env;   /* DDP_SPIN, DDP_YIELD (us); -1: unset */
     uint64_t call;              /* collectives called: frames carry it */
     struct host_desc desc;      /* the call under way, as described */
-    /* The trail after the last call described (trail.h; TRAIL_START
-     * before the first), and the last HOST_DESC_SLOTS calls as described
-     * with the trail before each, call c in past[c % HOST_DESC_SLOTS]:
-     * what a frame's other trail is compared with to name the call that
-     * differed (fault.c). */
-    uint64_t trail;
-    struct trail_call past[HOST_DESC_SLOTS];
     /* The call a peer on another node described in the frame that told
      * the calls apart (fault.c names it): its rank (-1: none), what,
      * count, and its number. */
@@ -468,6 +461,14 @@ struct host {
     void *scratch[3];           /* kept between calls, grown on demand: */
     size_t scratch_len[3];      /* 0 a lane's work, 1 algo.c's receives,
                                    2 a lane's result */
+    /* The trail after the last call described (trail.h; TRAIL_START
+     * before the first), and the last HOST_DESC_SLOTS calls as described
+     * with the trail before each, call c in past[c % HOST_DESC_SLOTS]:
+     * what another rank's trail is compared with to name the call that
+     * differed (node.c, fault.c, trail_blame).  Last: the hot fields
+     * above keep their places. */
+    uint64_t trail;
+    struct trail_call past[HOST_DESC_SLOTS];
 };
 
 /* Where slot lr / the result of a bank live. */
