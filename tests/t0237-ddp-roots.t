@@ -18,19 +18,21 @@ rt () {
 
 # never_silent NAME NTASKS: every rank printed its three codes, and every
 # rank got an error in the call, the next one or ddp_finalize: DDP_EMISMATCH
-# (-14), or DDP_ETIMEOUT (-7) where ranks that each took another for the
-# root waited for each other (nothing was sent: a gather's two roots);
-# not every rank returned 0 from both the call and the next one.
+# (-14), or where ranks that each took themselves for the root waited for
+# each other (nothing was sent: two roots of a gather or reduce across
+# nodes) DDP_ETIMEDOUT (-7) or, the link carrying nothing while both are
+# alive, DDP_ETRANSPORT (-6); not every rank returned 0 from both the call
+# and the next one.
 never_silent () {
 	test "$(grep -c ": finalize: " "$1.out")" = "$2" &&
 	for r in $(seq 0 $(($2 - 1))); do
-		grep "^rank $r: \(call\|next\|finalize\): -\(14\|7\)$" \
+		grep "^rank $r: \(call\|next\|finalize\): -\(14\|7\|6\)$" \
 			"$1.out" ||
 		{ echo "rank $r returned 0 throughout"; return 1; }
 	done &&
 	test "$(grep -c "^rank [0-9]*: \(call\|next\): 0$" "$1.out")" -lt \
 		$(($2 * 2)) &&
-	grep -q "error: .* \(disagree\|DDP_TIMEOUT\)" "$1.err"
+	grep -q "error: .* \(disagree\|DDP_TIMEOUT\|root\)" "$1.err"
 }
 
 # all_ok NAME NTASKS: nothing differed, nothing failed.
@@ -70,6 +72,23 @@ for l in "1 2" "2 2" "2 1" "3 2"; do
 	test_expect_success "$1 x $2: reduce of 4 KiB, every rank its own root, then finalize: never silent" "
 		rt reduce.self.$1x$2 $1 $2 reduce self 4096 finalize &&
 		never_silent reduce.self.$1x$2 $nt
+	"
+done
+
+# A bcast's root facing all-reduces (the writer returns first): the
+# readers fail the call, the root the barrier after it, never later.
+MM=$DDP_PROGS/ddp_mismatch
+for l in "1 2" "2 2"; do
+	set -- $l
+	test_expect_success "$1 x $2: rank 0 the root of a bcast, rank 1 in an all-reduce: each fails the call or the next one" "
+		(unset DDP_CHECK; DDP_TIMEOUT=10 ddp_srun --ddp=host -N$1 \
+			--ntasks-per-node=$2 \"\$MM\" kind 2 >kind.$1x$2.out \
+			2>kind.$1x$2.err) &&
+		cat kind.$1x$2.out kind.$1x$2.err &&
+		for r in \$(seq 0 $(($1 * $2 - 1))); do
+			grep \"^rank \$r: \\(case kind\\|barrier\\): -14\" \
+				kind.$1x$2.out || return 1
+		done
 	"
 done
 

@@ -503,7 +503,9 @@ static int report_link (struct host *h, int who)
                        "node %d (rank %d) for %g s while both are alive and "
                        "in the call (%s; rank %d noticed it): network? (a "
                        "firewall, or the link between the nodes; no rank "
-                       "is absent)", h->rank_node[a], a, wn, who,
+                       "is absent), or the two disagree on this call's root "
+                       "and each waits for the other (DDP_CHECK=1 compares "
+                       "every call)", h->rank_node[a], a, wn, who,
                        h->cfg->timeout_s, h->rank_node[a] == h->node
                            ? "it took the fault record in on its node"
                            : "its node answered the swap of fault lists on "

@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
@@ -568,6 +569,47 @@ int host_tcp_connect (struct host *h)
     free (m.p);
     close (m.ep);
     return rc < 0 ? rc : links_watch (h);
+}
+
+/* Read and drop what link i's peer sent; true when it closed its side
+ * (or the link failed): nothing more will come. */
+static bool link_drained (struct host *h, int i)
+{
+    char buf[4096];
+    ssize_t r;
+
+    while ((r = recv (h->lk->l[i].fd, buf, sizeof (buf), MSG_DONTWAIT)) > 0)
+        ;
+    return r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK
+                      && errno != EINTR);
+}
+
+void host_tcp_linger (struct host *h, double window)
+{
+    const struct timespec step = { 0, 1000 * 1000 };
+    double end = ddpi_now () + window;
+    int open = 0;
+
+    if (!h->lk)
+        return;
+    for (int i = 0; i < h->lk->n; i++)
+        if (h->lk->l[i].fd >= 0 && !h->lk->l[i].closed
+            && shutdown (h->lk->l[i].fd, SHUT_WR) == 0)
+            open |= 1;
+    while (open && ddpi_now () < end) {
+        open = 0;
+        for (int i = 0; i < h->lk->n; i++) {
+            struct link *l = &h->lk->l[i];
+            if (l->fd < 0 || l->closed)
+                continue;
+            if (link_drained (h, i))
+                l->closed = true;
+            else
+                open = 1;
+        }
+        if (open)
+            nanosleep (&step, NULL);
+    }
 }
 
 void host_tcp_close (struct host *h)

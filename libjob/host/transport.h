@@ -104,6 +104,14 @@ int host_tcp_connect (struct host *h);
 /* Close every socket of this rank's links (no-op without links). */
 void host_tcp_close (struct host *h);
 
+/* Before host_tcp_close after a fault the others must hear of (a
+ * mismatch that no rank may miss, ddp_finalize included): end this
+ * rank's sending on every link (shutdown, after the bytes queued) and
+ * read and drop what comes until each peer closes its side or window
+ * seconds pass, so that the close sends no reset, which would drop the
+ * FAULT frame the peer has not read yet.  No-op without links. */
+void host_tcp_linger (struct host *h, double window);
+
 /* One message of a round (host_tcp_run).  link: the partner's index in
  * ascending node order (host_tcp_link()); tag: the message's place in the
  * algorithm, checked by the receiver with the call number; iov/iovcnt:
