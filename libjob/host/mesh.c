@@ -14,7 +14,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ddp_internal.h"
@@ -571,45 +570,43 @@ int host_tcp_connect (struct host *h)
     return rc < 0 ? rc : links_watch (h);
 }
 
-/* Read and drop what link i's peer sent; true when it closed its side
- * (or the link failed): nothing more will come. */
-static bool link_drained (struct host *h, int i)
+/* Links of this rank's that are open and whose peer has not closed its
+ * side yet: their pollfds into pfd (room for h->lk->n).  Returns how
+ * many. */
+static int links_open (struct host *h, struct pollfd *pfd)
 {
-    char buf[4096];
-    ssize_t r;
+    int n = 0;
 
-    while ((r = recv (h->lk->l[i].fd, buf, sizeof (buf), MSG_DONTWAIT)) > 0)
-        ;
-    return r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK
-                      && errno != EINTR);
+    for (int i = 0; i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        if (l->fd >= 0 && !l->closed)
+            pfd[n++] = (struct pollfd){ l->fd, POLLRDHUP, 0 };
+    }
+    return n;
 }
 
 void host_tcp_linger (struct host *h, double window)
 {
-    const struct timespec step = { 0, 1000 * 1000 };
     double end = ddpi_now () + window;
-    int open = 0;
+    struct pollfd *pfd;
+    int n;
 
-    if (!h->lk)
+    if (!h->lk || !(pfd = calloc ((size_t)h->lk->n + 1, sizeof (*pfd))))
         return;
     for (int i = 0; i < h->lk->n; i++)
-        if (h->lk->l[i].fd >= 0 && !h->lk->l[i].closed
-            && shutdown (h->lk->l[i].fd, SHUT_WR) == 0)
-            open |= 1;
-    while (open && ddpi_now () < end) {
-        open = 0;
-        for (int i = 0; i < h->lk->n; i++) {
-            struct link *l = &h->lk->l[i];
-            if (l->fd < 0 || l->closed)
-                continue;
-            if (link_drained (h, i))
-                l->closed = true;
-            else
-                open = 1;
-        }
-        if (open)
-            nanosleep (&step, NULL);
+        if (h->lk->l[i].fd >= 0 && !h->lk->l[i].closed)
+            (void)shutdown (h->lk->l[i].fd, SHUT_WR);
+    n = links_open (h, pfd);
+    while (n > 0 && ddpi_now () < end) {
+        int ms = (int)((end - ddpi_now ()) * 1000) + 1, k = 0;
+        if (poll (pfd, (nfds_t)n, ms) <= 0)
+            break;
+        for (int j = 0; j < n; j++)
+            if (!(pfd[j].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                pfd[k++] = pfd[j];
+        n = k;
     }
+    free (pfd);
 }
 
 void host_tcp_close (struct host *h)

@@ -106,10 +106,13 @@ void host_tcp_close (struct host *h);
 
 /* Before host_tcp_close after a fault the others must hear of (a
  * mismatch that no rank may miss, ddp_finalize included): end this
- * rank's sending on every link (shutdown, after the bytes queued) and
- * read and drop what comes until each peer closes its side or window
- * seconds pass, so that the close sends no reset, which would drop the
- * FAULT frame the peer has not read yet.  No-op without links. */
+ * rank's sending on every link (shutdown, after the bytes queued), then
+ * wait until each peer closed its side or window seconds passed, reading
+ * nothing: a peer still sending to this rank blocks and reads the FAULT
+ * frame, a peer in a call reads it, and neither meets a reset first (a
+ * close with unread input resets the connection, and a send that meets
+ * the reset names the peer dead before its frames are read).  No-op
+ * without links. */
 void host_tcp_linger (struct host *h, double window);
 
 /* One message of a round (host_tcp_run).  link: the partner's index in
