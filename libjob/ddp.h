@@ -113,7 +113,10 @@ typedef enum {
 int ddp_init (void);
 
 /* Release everything ddp_init() set up (after a final barrier when the peers
- * are alive).  Returns 0, or DDP_ENOINIT if not initialized. */
+ * are alive).  Returns 0, DDP_ENOINIT if not initialized, or DDP_EMISMATCH
+ * when the final barrier found that the ranks' calls differed earlier in a
+ * way no earlier call could see (the roots of a bcast or gather that no
+ * rank read: results may be wrong); everything is released all the same. */
 int ddp_finalize (void);
 
 /* Identity of this process.  Before ddp_init() they describe a single

@@ -13,7 +13,7 @@ HOST=$SRC/host
 # when it has none (a new file takes its place here and in the doc).
 layer () {
 	case $1 in
-	host_core.h|record.h|record.c|schedule.h|schedule.c|gate.h|gate.c) echo 0 ;;
+	host_core.h|record.h|record.c|schedule.h|schedule.c|gate.h|gate.c|trail.h|trail.c) echo 0 ;;
 	transport.h|tcp.h|shm.c|tcp.c|mesh.c|flood.c) echo 1 ;;
 	fault.h|fault.c) echo 2 ;;
 	algo.h|algo.c|node.h|node.c) echo 3 ;;

@@ -3,10 +3,10 @@
  *
  * The host backend agrees on each call's kind, count, dtype, op and root
  * in the call itself wherever a rank reads another's data or waits for it
- * (host.h); what no rank reads passes unseen: every rank naming itself
- * the root of a bcast (each keeps its own data), a gather whose ranks
- * name different roots, a count of 0 on some ranks only, or two ranks
- * that wait for each other until DDP_TIMEOUT; the NCCL backend compares
+ * (host.h), and a call that no rank read (every rank naming itself the
+ * root of a bcast) at the next call that some rank reads (the trail);
+ * a count of 0 on some ranks only passes unseen, and two ranks that wait
+ * for each other do so until DDP_TIMEOUT; the NCCL backend compares
  * nothing.  With DDP_CHECK=1 the core (core.c) describes
  * each call (struct check_sig), and before running it checks that every
  * rank describes the same call: one all-reduce of six 64-bit words (the

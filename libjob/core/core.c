@@ -298,13 +298,17 @@ static int check_call (const char *fn, int kind, const struct ddp_coll *k)
 
 int ddp_finalize (void)
 {
+    int rc = 0;
+
     if (!g.init)
         return DDP_ENOINIT;
     if (!g.broken && g.check)
         g.broken = check_call ("ddp_finalize", CHECK_FINALIZE, NULL);
     if (!g.broken)
-        (void)(g.be->finalize ? g.be->finalize (g.ctx)
-                              : g.be->barrier (g.ctx));
+        rc = g.be->finalize ? g.be->finalize (g.ctx) : g.be->barrier (g.ctx);
+    /* Only a disagreement is the caller's business here: results it
+     * already took were wrong (ddp.h).  A peer gone at the end is not. */
+    rc = rc == DDP_EMISMATCH ? rc : 0;
     g.be->destroy (g.ctx);
     bootstrap_destroy (g.boot);
     g.ctx = NULL;
@@ -314,7 +318,7 @@ int ddp_finalize (void)
     g.finalized = true;
     g.broken = 0;
     reset_identity ();
-    return 0;
+    return rc;
 }
 
 int ddp_rank (void) { return g.rank; }

@@ -122,23 +122,12 @@ static int strag_report (struct host *h)
 
 /* ------------------------------------------------------------ a call */
 
-/* The 24-bit signature of a call (host_core.h, host_desc): its kind and
- * dtype as they are, then 17 bits of a mix of the whole description. */
-static uint32_t desc_sig (uint64_t what, uint64_t count)
-{
-    uint64_t x = what * 0x9e3779b97f4a7c15ULL ^ count * 0xc2b2ae3d27d4eb4fULL;
-
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 29;
-    return (uint32_t)((what & 7) << 21 | (what >> 8 & 15) << 17
-                      | (x >> 40 & 0x1ffff));
-}
-
 /* Describe call h->call as this rank makes it (host_desc): dkind
  * (check.h's numbering: enum ddp_coll_kind, HOST_DESC_BARRIER), and of
- * count, dtype, op and root what the kind takes; show it to the node
- * (flags' desc, read only to name the call in a mismatch). */
+ * count, dtype, op and root what the kind takes, with the trail of the
+ * calls before it (trail.h), its signature of both, and keep it in past;
+ * show it to the node (flags' desc, read only to name the call in a
+ * mismatch). */
 static void describe (struct host *h, int dkind, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op, int root)
 {
@@ -151,12 +140,17 @@ static void describe (struct host *h, int dkind, size_t count,
                                     data && ddp_coll_has_root (k) ? root : 0);
     uint64_t n = data ? (uint64_t)count : 0;
 
-    /* A loop makes the same call again and again: its signature stays. */
+    /* A loop makes the same call again and again: its hash stays. */
     if (what != h->desc.what || n != h->desc.count) {
         h->desc.what = what;
         h->desc.count = n;
-        h->desc.sig = desc_sig (what, n);
+        h->desc.hash = trail_hash (what, n);
     }
+    h->desc.trail = h->trail;
+    h->past[h->call % HOST_DESC_SLOTS] = (struct trail_call){ what, n,
+                                                              h->trail };
+    h->trail = trail_step (h->trail, h->desc.hash);
+    h->desc.sig = trail_sig (what, h->trail);
     atomic_store_explicit (&d[1], h->desc.count, memory_order_relaxed);
     atomic_store_explicit (&d[0], HOST_DESC_STAMP (h->desc.what, h->call),
                            memory_order_release);

@@ -503,7 +503,9 @@ static int report_link (struct host *h, int who)
                        "node %d (rank %d) for %g s while both are alive and "
                        "in the call (%s; rank %d noticed it): network? (a "
                        "firewall, or the link between the nodes; no rank "
-                       "is absent)", h->rank_node[a], a, wn, who,
+                       "is absent), or the two disagree on this call's root "
+                       "and each waits for the other (DDP_CHECK=1 compares "
+                       "every call)", h->rank_node[a], a, wn, who,
                        h->cfg->timeout_s, h->rank_node[a] == h->node
                            ? "it took the fault record in on its node"
                            : "its node answered the swap of fault lists on "
@@ -713,6 +715,13 @@ int host_fault_leave (struct host *h, uint64_t from)
     int32_t me = h->rank;
     uint64_t st = FAULT_STATE (h->call, FAULT_KIND_FINALIZE, 1);
 
+    /* Ranks that disagreed on a call this rank made: it fails too (a
+     * bcast's root that read nothing learns it here at the latest). */
+    if (host_record_set (h)
+        && FAULT_KIND (host_record_kind (h)) == FAULT_MISMATCH
+        && h->hdr->fault_call <= h->call)
+        return report (h);
+
     h->leaving = true;
     h->left_mid = from <= h->call;
     if (h->relay && h->relay->flush && h->lk)
@@ -765,6 +774,31 @@ int host_fault_mismatch (struct host *h, int other)
     ranks[0] = other < h->rank ? other : h->rank;
     ranks[1] = other < h->rank ? h->rank : other;
     return host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+}
+
+/* fault.h.  The record names the earlier call (one_call reads each
+ * rank's description of it) and fails every call from it on (call_agree,
+ * host_record_stops). */
+int host_fault_history (struct host *h, int other, uint64_t call)
+{
+    int ranks[2];
+    int rc;
+
+    ranks[0] = other < h->rank ? other : h->rank;
+    ranks[1] = other < h->rank ? h->rank : other;
+    if (!h->hdr)
+        return host_fault_set (h, ranks, 2, FAULT_MISMATCH);
+    host_fault_claim (h, ranks, 2, 2, FAULT_MISMATCH, h->rank,
+                      call ? call : h->call);
+    rc = report (h);
+    if (call == 0 && rc == DDP_EMISMATCH)
+        ddpi_error (rc, "%s #%llu: rank %d made other calls before this one "
+                    "than rank %d (a kind, count, dtype, op or root "
+                    "differed, more than %d calls ago or in more than one "
+                    "call; DDP_CHECK=1 names each rank's)",
+                    host_call_name (h->kind), (unsigned long long)h->call,
+                    other, h->rank, HOST_DESC_SLOTS - 1);
+    return rc;
 }
 
 int host_fault (struct host *h, int bad_rank, int kind)
@@ -829,12 +863,67 @@ static bool notice_came (struct host *h)
  * different collectives under one number); of another call: they made
  * different sequences of calls.  Both fail every rank with DDP_EMISMATCH,
  * naming the pair; any other frame is a fault of the link. */
+/* A node-mate that described one of this rank's last HOST_DESC_SLOTS - 1
+ * calls otherwise (its flags' desc against this rank's past): a bcast's
+ * root that read nothing, in ddp_finalize, whose node-mate is still in
+ * that call.  host_fault_history of the first such pair, else 0. */
+static int mates_differ (struct host *h)
+{
+    if (!h->flags)
+        return 0;
+    for (int lr = 0; lr < h->lsize; lr++) {
+        for (uint64_t k = 1; lr != h->lrank && k < HOST_DESC_SLOTS
+                             && k < h->call; k++) {
+            uint64_t c = h->call - k, what, count;
+            const struct trail_call *p = &h->past[c % HOST_DESC_SLOTS];
+            if (host_desc_of (h, lr, c, &what, &count)
+                && (what != p->what || count != p->count))
+                return host_fault_history (h, h->local_ranks[lr], c);
+        }
+    }
+    return 0;
+}
+
+/* A data frame that tells of an earlier call made differently: of this
+ * call as this rank describes it but after other calls (another trail),
+ * or of an earlier call that takes a root, which this rank did not
+ * receive then (the two named different roots).  A mismatch of that
+ * earlier call (host_fault_history), in ddp_finalize too; 0 for another
+ * frame, or when a record is there already. */
+static int earlier_bad (struct host *h, const struct host_event *ev)
+{
+    int kind = HOST_DESC_KIND (ev->got_what);
+
+    if (host_record_set (h))
+        return 0;
+    if (ev->got_call == h->call && ev->got_what == h->desc.what
+        && ev->got_count == h->desc.count && ev->got_trail != h->desc.trail) {
+        struct trail_call c;
+        h->mm_call = trail_blame (h->past, h->call, ev->got_trail, h->size,
+                                  &c);
+        h->mm_rank = h->mm_call ? ev->rank : -1;
+        h->mm_what = c.what;
+        h->mm_count = c.count;
+        return host_fault_history (h, ev->rank, h->mm_call);
+    }
+    if (ev->got_call >= h->call || kind >= HOST_DESC_BARRIER
+        || !ddp_coll_has_root ((enum ddp_coll_kind)kind))
+        return 0;
+    h->mm_rank = ev->rank;
+    h->mm_what = ev->got_what;
+    h->mm_count = ev->got_count;
+    h->mm_call = ev->got_call;
+    return host_fault_history (h, ev->rank, ev->got_call);
+}
+
 static int link_bad (struct host *h, const struct host_event *ev)
 {
     const char *call = host_call_name (h->kind);
     unsigned long long c = (unsigned long long)h->call;
     int rc;
 
+    if (ev->got_data && (rc = earlier_bad (h, ev)) < 0)
+        return rc;
     if (h->leaving && ev->got_data)
         return host_fault_leave (h, h->call);
     if (ev->got_data && notice_came (h))
@@ -877,10 +966,12 @@ int host_fault_event (struct host *h)
     int rc;
 
     h->ev.kind = HOST_EV_NONE;
-    /* ddp_finalize's short wait ran out: the others are elsewhere. */
+    /* ddp_finalize's short wait ran out: the others are elsewhere, or
+     * still in a call this rank made differently. */
     if (h->leaving && (ev.kind == HOST_EV_ABSENT || ev.kind == HOST_EV_LATE
                        || ev.kind == HOST_EV_STALLED))
-        return host_fault_leave (h, h->call);
+        return (rc = mates_differ (h)) < 0 ? rc
+                                           : host_fault_leave (h, h->call);
     switch (ev.kind) {
     case HOST_EV_PEER_GONE:
         return peer_gone (h, ev.rank);

@@ -72,7 +72,9 @@ int host_record_kind (struct host *h);
  * the record as FAULT_LEFT of this rank (or add it to such a record), and
  * tell the other nodes (where from is h->call, on the side too:
  * flood.c).  Logs nothing unless the record is another fault; sets
- * h->leaving.  Returns the record's DDP_E* code. */
+ * h->leaving.  Returns the record's DDP_E* code.  A FAULT_MISMATCH record
+ * of this call or an earlier one is reported instead (DDP_EMISMATCH):
+ * ranks that disagreed never leave quietly. */
 int host_fault_leave (struct host *h, uint64_t from);
 
 /* Write the call a rank described (host_desc's what and count) to buf
@@ -97,6 +99,17 @@ const char *host_desc_kind_name (int dkind);
  * fault now in force (DDP_EMISMATCH unless another came first). */
 int host_fault_calls (struct host *h, int other, uint64_t what,
                       uint64_t count, uint64_t call);
+
+/* Rank other's calls before this one differ from this rank's (another
+ * trail: trail.h) though this call is the same on both.  call: the
+ * earlier call the two made differently where it is known (the error
+ * names both ranks' descriptions of it: this node's flags, or h->mm_*
+ * for a rank on another node), else 0 (the error says the calls before
+ * this one differed).  A FAULT_MISMATCH of the pair, in ddp_finalize as
+ * in any call (no rank leaves quietly over a disagreement that would
+ * have given wrong data).  Returns the DDP_E* code of the fault now in
+ * force (DDP_EMISMATCH unless another came first). */
+int host_fault_history (struct host *h, int other, uint64_t call);
 
 /* The event the transport reported in h->ev (it returned HOST_EVENT):
  * decide what it means (the fault kind, who is at fault), claim the record

@@ -564,6 +564,11 @@ static void stats_report (struct host *h)
         close (fd);
 }
 
+/* How long a rank that saw a mismatch waits at destroy for its FAULT
+ * frames to leave, and then for its peers to close their side (seconds,
+ * each; host_tcp_linger). */
+#define MISMATCH_LINGER 0.3
+
 static void host_destroy (void *ctx)
 {
     struct host *h = ctx;
@@ -573,6 +578,13 @@ static void host_destroy (void *ctx)
         return;
     if (h->hdr)
         stats_report (h);
+    /* A mismatch (the ranks' results differ) must reach every rank: the
+     * FAULT frames this rank queued go out, and no reset drops them. */
+    if (h->broken == DDP_EMISMATCH && h->lk) {
+        if (h->relay && h->relay->flush)
+            h->relay->flush (h, MISMATCH_LINGER);
+        host_tcp_linger (h, MISMATCH_LINGER);
+    }
     host_tcp_close (h);
     host_shm_destroy (h);
     for (i = 0; h->pidfds && i < h->lsize; i++)

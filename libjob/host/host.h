@@ -53,8 +53,13 @@
  * description, compared by the receiver.  The fault record (FAULT_MISMATCH)
  * then fails the call on every rank.  A rank that reads nothing from the
  * others in a call (a bcast's root, a gather's sender: they run ahead on
- * one node) fails a later call instead; DDP_CHECK's vote (core) sees what
- * no rank reads.
+ * one node) fails a later call instead.  Where no rank reads anything
+ * (each rank its own bcast root), the trail does it (trail.h): the
+ * signature and the frames also carry a digest of every earlier call,
+ * so the next call in which a rank reads another's tag or frame fails,
+ * naming that earlier call, and ddp_finalize at the latest
+ * (doc/host-backend.md, "the trail"); DDP_CHECK's vote (core) compares
+ * every call before it runs.
  *
  * The rings (one node only): a bcast or gather of at most HOST_RING_BYTES
  * (512) a rank goes through the writer's own ring (16 KiB a local rank)

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "backend.h"
+#include "trail.h"
 
 struct host;
 
@@ -133,8 +134,8 @@ struct host_event {
     size_t want_len;
     int node;
     /* HOST_EV_LINK_BAD, a data frame: the call its sender described
-     * (host_desc's what and count). */
-    uint64_t got_what, got_count;
+     * (host_desc's what and count) and its trail before it. */
+    uint64_t got_what, got_count, got_trail;
 };
 
 /* What a transport function returns when it filled h->ev.  Never leaves
@@ -334,8 +335,10 @@ struct host_links;
  * barrier).  sig: 24 bits of it for the tags of the segment (node.c):
  * the kind (3 bits) and dtype (4) exactly, then 17 bits of a hash of
  * the whole, so that every difference of kind or dtype is seen and one
- * of count, op or root but once in 2^17 calls.  The frames between nodes
- * carry what and count whole (tcp.h). */
+ * of count, op or root but once in 2^17 calls; since the hash takes the
+ * trail too (trail.h: the digest of every call before this one), so is
+ * one of an earlier call.  The frames between nodes carry what, count and
+ * trail whole (tcp.h). */
 #define HOST_DESC_BARRIER (DDP_COLL_ALLGATHER + 1)
 #define HOST_DESC_WHAT(kind, dt1, op1, root) \
     ((uint64_t)(kind) | (uint64_t)(dt1) << 8 | (uint64_t)(op1) << 16 \
@@ -349,6 +352,8 @@ struct host_links;
 struct host_desc {
     uint64_t what;
     uint64_t count;
+    uint64_t trail;     /* trail.h: the digest of the calls before it */
+    uint64_t hash;      /* trail_hash of what and count */
     uint32_t sig;
 };
 
@@ -456,6 +461,14 @@ struct host {
     void *scratch[3];           /* kept between calls, grown on demand: */
     size_t scratch_len[3];      /* 0 a lane's work, 1 algo.c's receives,
                                    2 a lane's result */
+    /* The trail after the last call described (trail.h; TRAIL_START
+     * before the first), and the last HOST_DESC_SLOTS calls as described
+     * with the trail before each, call c in past[c % HOST_DESC_SLOTS]:
+     * what another rank's trail is compared with to name the call that
+     * differed (node.c, fault.c, trail_blame).  Last: the hot fields
+     * above keep their places. */
+    uint64_t trail;
+    struct trail_call past[HOST_DESC_SLOTS];
 };
 
 /* Where slot lr / the result of a bank live. */

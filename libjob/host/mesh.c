@@ -570,6 +570,45 @@ int host_tcp_connect (struct host *h)
     return rc < 0 ? rc : links_watch (h);
 }
 
+/* Links of this rank's that are open and whose peer has not closed its
+ * side yet: their pollfds into pfd (room for h->lk->n).  Returns how
+ * many. */
+static int links_open (struct host *h, struct pollfd *pfd)
+{
+    int n = 0;
+
+    for (int i = 0; i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        if (l->fd >= 0 && !l->closed)
+            pfd[n++] = (struct pollfd){ l->fd, POLLRDHUP, 0 };
+    }
+    return n;
+}
+
+void host_tcp_linger (struct host *h, double window)
+{
+    double end = ddpi_now () + window;
+    struct pollfd *pfd;
+    int n;
+
+    if (!h->lk || !(pfd = calloc ((size_t)h->lk->n + 1, sizeof (*pfd))))
+        return;
+    for (int i = 0; i < h->lk->n; i++)
+        if (h->lk->l[i].fd >= 0 && !h->lk->l[i].closed)
+            (void)shutdown (h->lk->l[i].fd, SHUT_WR);
+    n = links_open (h, pfd);
+    while (n > 0 && ddpi_now () < end) {
+        int ms = (int)((end - ddpi_now ()) * 1000) + 1, k = 0;
+        if (poll (pfd, (nfds_t)n, ms) <= 0)
+            break;
+        for (int j = 0; j < n; j++)
+            if (!(pfd[j].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                pfd[k++] = pfd[j];
+        n = k;
+    }
+    free (pfd);
+}
+
 void host_tcp_close (struct host *h)
 {
     if (h->listen_fd >= 0)

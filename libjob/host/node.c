@@ -186,15 +186,36 @@ static uint64_t ring_tag (uint64_t s, uint32_t sig, size_t bytes)
     return (s & TAG_STEP_MASK) | size << 22 | (uint64_t)sig << 32;
 }
 
+/* Local rank lr describes this call as this rank does, but its tag's
+ * signature differs: so does its trail (trail.h), an earlier call
+ * differed.  The nearest of the last HOST_DESC_SLOTS - 1 calls whose
+ * descriptions differ (lr's flags against this rank's past), 0 when none
+ * still shows. */
+static uint64_t history_blame (struct host *h, int lr)
+{
+    for (uint64_t k = 1; k < HOST_DESC_SLOTS && k < h->call; k++) {
+        uint64_t c = h->call - k, what, count;
+        const struct trail_call *p = &h->past[c % HOST_DESC_SLOTS];
+        if (!host_desc_of (h, lr, c, &what, &count))
+            return 0;
+        if (what != p->what || count != p->count)
+            return c;
+    }
+    return 0;
+}
+
 /* A reader found another tag than that of local rank lr's data for this
  * step (same_step: the tag is of this step, with the signature sig and,
  * where a ring tag tells it, the size theirs; else SIZE_MAX): fail the
  * call (and, through the fault record, every rank's next one), naming
  * lr's rank and this one and the call each made: lr's as its flags
  * describe it (host_core.h), or, where it went on too far (a ring's
- * writer runs ahead), what its tag tells.  A tag of another step from a
- * rank that describes the same call: lr's data is not where this rank
- * looks (counts that differed in an earlier small call). */
+ * writer runs ahead), what its tag tells.  A tag of this step from a rank
+ * that describes the same call: its earlier calls differed (another
+ * trail: the root of a bcast that no rank read), named by
+ * history_blame.  A tag of another step from a rank that describes the
+ * same call: lr's data is not where this rank looks (counts that
+ * differed in an earlier small call). */
 static int tag_bad (struct host *h, int lr, bool same_step, uint32_t sig,
                     size_t theirs)
 {
@@ -204,9 +225,12 @@ static int tag_bad (struct host *h, int lr, bool same_step, uint32_t sig,
     unsigned long long c = (unsigned long long)h->call;
     char mine[96], n[32] = "";
 
-    if (host_desc_of (h, lr, h->call, &what, &count)
-        && (what != h->desc.what || count != h->desc.count))
-        return host_fault_calls (h, them, what, count, h->call);
+    if (host_desc_of (h, lr, h->call, &what, &count)) {
+        if (what != h->desc.what || count != h->desc.count)
+            return host_fault_calls (h, them, what, count, h->call);
+        if (same_step && sig != h->desc.sig)
+            return host_fault_history (h, them, history_blame (h, lr));
+    }
     rc = host_fault_mismatch (h, them);
     if (rc != DDP_EMISMATCH)    /* them or this rank left (ddp_finalize) */
         return rc;

@@ -432,7 +432,7 @@ size_t host_fault_msg_fill (struct fault_msg *m, const int *ranks,
     nb = (size_t)nlist * sizeof (int32_t);
     m->f = (struct frame){ FRAME_FAULT, ranks[0], FAULT_SEQ (kind, nlist, n),
                            (uint64_t)(uint32_t)reporter
-                           | (uint64_t)(uint32_t)call << 32, 0, 0 };
+                           | (uint64_t)(uint32_t)call << 32, 0, 0, 0 };
     for (int i = 0; i < nlist; i++) {
         int32_t r = ranks[i];
         uint64_t st = states ? states[i] : 0;
@@ -512,7 +512,7 @@ static int pump_send (struct host *h, struct host_op *o)
 {
     struct link *l = &h->lk->l[o->link];
     struct frame f = { FRAME_DATA, (int32_t)o->tag, h->call, o->len,
-                       h->desc.what, h->desc.count };
+                       h->desc.what, h->desc.count, h->desc.trail };
     size_t hleft = sizeof (f) - o->hdone;
     struct iovec v[IOV_BATCH + 1];
     struct msghdr m;
@@ -545,6 +545,51 @@ static int pump_send (struct host *h, struct host_op *o)
     return 1;
 }
 
+/* Link l's frame (its header in l->in) is not the one awaited (an op's
+ * of tag and len; 0 and 0: none): report it (HOST_EV_LINK_BAD). */
+static int frame_bad (struct host *h, struct link *l, uint32_t tag,
+                      size_t len)
+{
+    const struct frame *f = &l->in;
+
+    h->ev.got_data = f->type == FRAME_DATA;
+    h->ev.got_call = f->seq;
+    h->ev.got_tag = f->arg;
+    h->ev.got_len = f->len;
+    h->ev.got_what = f->what;
+    h->ev.got_count = f->count;
+    h->ev.got_trail = f->trail;
+    h->ev.want_tag = tag;
+    h->ev.want_len = len;
+    h->ev.node = l->node;
+    return host_event (h, HOST_EV_LINK_BAD, l->peer);
+}
+
+/* A data frame parked on a link (drain) that no op of this call will
+ * take: of this call as its sender described it otherwise (another
+ * count, op, root, or earlier calls: trail.h), or of an earlier call that
+ * takes a root, which this rank did not receive then (the two named
+ * different roots).  Seen while this rank waits (its sends blocked, its
+ * receives on other links): both ranks of a bcast that each take for its
+ * root send, neither receives.  HOST_EV_LINK_BAD for the first, else 0. */
+static int parked_bad (struct host *h)
+{
+    for (int i = 0; i < h->lk->n; i++) {
+        struct link *l = &h->lk->l[i];
+        const struct frame *f = &l->in;
+        int kind = HOST_DESC_KIND (f->what);
+        if (!l->parked || f->type != FRAME_DATA || f->seq > h->call)
+            continue;
+        if (f->seq == h->call
+            ? f->what != h->desc.what || f->count != h->desc.count
+                  || f->trail != h->desc.trail
+            : kind < HOST_DESC_BARRIER
+                  && ddp_coll_has_root ((enum ddp_coll_kind)kind))
+            return frame_bad (h, l, 0, 0);
+    }
+    return 0;
+}
+
 /* The header of link i's frame is in: is it the one op o waits for?
  * Returns 0; 1: a FAULT frame that does not end this call (a later
  * call's mismatch, host_record_stops) was taken, o's header is still to
@@ -566,18 +611,9 @@ static int check_header (struct host *h, struct host_op *o)
     }
     if (f->type != FRAME_DATA || f->seq != h->call
         || f->arg != (int32_t)o->tag || f->len != o->len
-        || f->what != h->desc.what || f->count != h->desc.count) {
-        h->ev.got_data = f->type == FRAME_DATA;
-        h->ev.got_call = f->seq;
-        h->ev.got_tag = f->arg;
-        h->ev.got_len = f->len;
-        h->ev.got_what = f->what;
-        h->ev.got_count = f->count;
-        h->ev.want_tag = o->tag;
-        h->ev.want_len = o->len;
-        h->ev.node = l->node;
-        return host_event (h, HOST_EV_LINK_BAD, l->peer);
-    }
+        || f->what != h->desc.what || f->count != h->desc.count
+        || f->trail != h->desc.trail)
+        return frame_bad (h, l, o->tag, o->len);
     l->in_hdr = 0;
     o->hdr = true;
     return 0;
@@ -831,6 +867,8 @@ int host_tcp_run (struct host *h, struct host_op *ops, int nops)
             rc = host_event (h, HOST_EV_RECORD, -1);
             break;
         }
+        if ((rc = parked_bad (h)) < 0)
+            break;
         if (t - last > limit) {
             rc = stalled (h, ops, nops);
             break;

@@ -35,18 +35,22 @@ struct hello {
  * in its algorithm, seq the call number, len the payload bytes that
  * follow, what and count the call as its sender described it (host_desc:
  * kind, dtype, op, root; count), so that a receiver whose call differs
- * fails it naming both calls (fault.c), even where the bytes agree.  FAULT and LIST: arg is the first rank at fault (or the
- * fallback of an empty list; LIST: the sender's node), seq packs the kind
- * (bits 0-15), how many ranks follow (16-31) and how many there are in
- * all (32-63); len is who noticed.  The ranks follow as int32, then what
+ * fails it naming both calls (fault.c), even where the bytes agree, and
+ * trail the digest of the sender's calls before it (trail.h), so that a
+ * receiver whose earlier calls differed (a bcast's root that no rank
+ * read) fails this one.  FAULT and LIST: arg is the first rank at fault
+ * (or the fallback of an empty list; LIST: the sender's node), seq packs
+ * the kind (bits 0-15), how many ranks follow (16-31) and how many there
+ * are in all (32-63); len is who noticed.  The ranks follow as int32, then what
  * each was doing as uint64 (host_core.h: FAULT_STATE; 0 unknown). */
 struct frame {
     uint32_t type;
     int32_t arg;
     uint64_t seq;
     uint64_t len;
-    uint64_t what;      /* DATA: host_desc's what and count; else 0 */
+    uint64_t what;      /* DATA: host_desc's what, count, trail; else 0 */
     uint64_t count;
+    uint64_t trail;
 };
 
 #define FAULT_SEQ(kind, nlist, n) \

@@ -104,6 +104,17 @@ int host_tcp_connect (struct host *h);
 /* Close every socket of this rank's links (no-op without links). */
 void host_tcp_close (struct host *h);
 
+/* Before host_tcp_close after a fault the others must hear of (a
+ * mismatch that no rank may miss, ddp_finalize included): end this
+ * rank's sending on every link (shutdown, after the bytes queued), then
+ * wait until each peer closed its side or window seconds passed, reading
+ * nothing: a peer still sending to this rank blocks and reads the FAULT
+ * frame, a peer in a call reads it, and neither meets a reset first (a
+ * close with unread input resets the connection, and a send that meets
+ * the reset names the peer dead before its frames are read).  No-op
+ * without links. */
+void host_tcp_linger (struct host *h, double window);
+
 /* One message of a round (host_tcp_run).  link: the partner's index in
  * ascending node order (host_tcp_link()); tag: the message's place in the
  * algorithm, checked by the receiver with the call number; iov/iovcnt:

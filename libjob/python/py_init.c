@@ -78,6 +78,9 @@ PyDoc_STRVAR (finalize_doc,
 "call fails naming it ('rank 1 left (ddp_finalize) before ...').  Done at\n"
 "exit by itself, unless the program ends with an uncaught exception: then\n"
 "the process just exits and the other ranks name it by how it ended.\n"
+"Raises when its barrier found that the ranks' earlier calls differed\n"
+"where no call since could see it (each rank its own bcast root:\n"
+"DDP_EMISMATCH); libddp is released all the same.\n"
 "A later call of any function initializes again.  Does nothing when not\n"
 "initialized.");
 

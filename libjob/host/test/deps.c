@@ -34,6 +34,7 @@ static int edge[MAXOBJ][MAXOBJ];
  * file of the backend takes its place here and in doc/host-backend.md). */
 static const struct { const char *obj; int layer; } layers[] = {
     { "record.o", 0 }, { "schedule.o", 0 }, { "gate.o", 0 },
+    { "trail.o", 0 },
     { "shm.o", 1 }, { "tcp.o", 1 }, { "mesh.o", 1 }, { "flood.o", 1 },
     { "fault.o", 2 },
     { "algo.o", 3 }, { "node.o", 3 },
