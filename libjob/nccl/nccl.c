@@ -109,7 +109,7 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
                          int nroots, struct nccl_blob *me)
 {
     char why[128], cause[160];
-    const char *cvd = getenv ("CUDA_VISIBLE_DEVICES");
+    const char *cvd = getenv ("CUDA_VISIBLE_DEVICES"), *hint;
     struct cudaDeviceProp prop;
     cudaError_t e;
     int ndev = 0;
@@ -118,9 +118,8 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
     me->device = -1;
     if ((e = DL (cudaGetDeviceCount) (&ndev)) != cudaSuccess) {
         (void)DL (cudaGetLastError) ();
-        blob_fail (me, DDP_ECUDA, "%s: %s",
-                   nccl_dl_cuda_cause (e, cause, sizeof (cause)),
-                   nccl_dl_cuda_hint (e));
+        nccl_dl_cuda_cause (e, cause, sizeof (cause), &hint);
+        blob_fail (me, DDP_ECUDA, "%s: %s", cause, hint);
         return;
     }
     if ((c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
@@ -452,7 +451,7 @@ int nccl_backend_probe (char *why, size_t whylen)
     if ((e = DL (cudaGetDeviceCount) (&n)) != cudaSuccess) {
         (void)DL (cudaGetLastError) ();
         snprintf (why, whylen, "no usable CUDA device: %s",
-                  nccl_dl_cuda_cause (e, cause, sizeof (cause)));
+                  nccl_dl_cuda_cause (e, cause, sizeof (cause), NULL));
         return DDP_ECUDA;
     }
     if (n < 1) {

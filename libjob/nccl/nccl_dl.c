@@ -303,34 +303,31 @@ static bool driver_present (void)
     return true;
 }
 
-const char *nccl_dl_cuda_cause (cudaError_t e, char *buf, size_t len)
+const char *nccl_dl_cuda_cause (cudaError_t e, char *buf, size_t len,
+                                const char **hint)
 {
-    const char *cvd = getenv ("CUDA_VISIBLE_DEVICES");
+    const char *cvd = getenv ("CUDA_VISIBLE_DEVICES"), *todo;
 
-    if (e == cudaErrorInsufficientDriver && !driver_present ())
+    if (e == cudaErrorInsufficientDriver && !driver_present ()) {
         snprintf (buf, len, "no NVIDIA driver on this node (libcuda.so.1"
                   " cannot be loaded)");
-    else if (e == cudaErrorInsufficientDriver)
+        todo = "run NCCL steps on GPU nodes, or use --ddp=auto or"
+               " --ddp=host here";
+    } else if (e == cudaErrorInsufficientDriver) {
         snprintf (buf, len, "the NVIDIA driver on this node is older than"
                   " the CUDA %d.%d runtime this build uses",
                   CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
-    else if (e == cudaErrorNoDevice)
+        todo = "update the driver, or use a build made with an older CUDA";
+    } else if (e == cudaErrorNoDevice) {
         snprintf (buf, len, "no CUDA device visible to this task"
                   " (CUDA_VISIBLE_DEVICES=%s)", cvd ? cvd : "unset");
-    else
+        todo = "request GPUs (--gres=gpu:N or --gpus-per-task=N)";
+    } else {
         snprintf (buf, len, "cudaGetDeviceCount: %s",
                   DL (cudaGetErrorString) (e));
+        todo = "check the node's GPUs (nvidia-smi), or use --ddp=host";
+    }
+    if (hint)
+        *hint = todo;
     return buf;
-}
-
-const char *nccl_dl_cuda_hint (cudaError_t e)
-{
-    if (e == cudaErrorInsufficientDriver && !driver_present ())
-        return "run NCCL steps on GPU nodes, or use --ddp=auto or"
-               " --ddp=host here";
-    if (e == cudaErrorInsufficientDriver)
-        return "update the driver, or use a build made with an older CUDA";
-    if (e == cudaErrorNoDevice)
-        return "request GPUs (--gres=gpu:N or --gpus-per-task=N)";
-    return "check the node's GPUs (nvidia-smi), or use --ddp=host";
 }

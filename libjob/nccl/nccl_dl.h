@@ -86,12 +86,10 @@ const char *nccl_dl_describe (char *buf, size_t len);
  * act on, into buf (len bytes): no NVIDIA driver on this node
  * (libcuda.so.1 cannot be loaded), a driver older than the runtime, no
  * device visible, or "cudaGetDeviceCount: " and CUDA's own words for
- * anything else.  Returns buf. */
-const char *nccl_dl_cuda_cause (cudaError_t e, char *buf, size_t len);
-
-/* What to do about the cause nccl_dl_cuda_cause() gives for e, for a step
- * that asked for NCCL ("request GPUs (--gres=gpu:N ...)").  A constant
- * string. */
-const char *nccl_dl_cuda_hint (cudaError_t e);
+ * anything else.  When hint is not NULL, *hint is what a step that asked
+ * for NCCL can do about it ("request GPUs (--gres=gpu:N ...)"), a
+ * constant string.  Returns buf. */
+const char *nccl_dl_cuda_cause (cudaError_t e, char *buf, size_t len,
+                                const char **hint);
 
 #endif /* DDP_NCCL_DL_H */
