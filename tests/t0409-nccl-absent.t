@@ -21,21 +21,13 @@ CUDART=$(ldconfig -p | awk '$1 ~ /^libcudart\.so\./ { print $NF; exit }')
 NCCL=$(ldconfig -p | awk '$1 ~ /^libnccl\.so\./ { print $NF; exit }')
 . "$DDP_BUILD_DIR/libjob/python/build.env"
 test "$DDP_PYTHON_BUILT" = yes && test_set_prereq PYMOD
-# ./python: the build's interpreter with the build tree's module; in a
-# sanitizer build with the ASan runtime preloaded (as for t0720).
+# ./python: the build's interpreter (ASan preloaded in a sanitizer build:
+# ddp_python_script), the build tree's module on PYTHONPATH, which srun
+# passes on to the tasks.
 if test_have_prereq PYMOD; then
-	asan=$(ldd "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null |
-		sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-	{
-		echo "#!/bin/sh"
-		if test -n "$asan"; then
-			echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
-			echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
-			echo "export LD_PRELOAD ASAN_OPTIONS"
-		fi
-		echo "PYTHONPATH=$DDP_PYTHON_STAGE; export PYTHONPATH"
-		echo "exec \"$DDP_PYTHON\" \"\$@\""
-	} >python && chmod +x python
+	PYTHONPATH=$DDP_PYTHON_STAGE
+	export PYTHONPATH
+	ddp_python_script "$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so)" "$DDP_PYTHON"
 fi
 
 # cuda_needed FILE...: the CUDA or NCCL libraries the files need (ldd).

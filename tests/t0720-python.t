@@ -25,22 +25,9 @@ unset SLURM_RESTART_COUNT
 DDP_BACKEND=host
 export DDP_BACKEND
 
-# ./python: the interpreter the module was built for.  In a sanitizer
-# build (configure --enable-sanitizers) the module and libddp carry ASan,
-# the interpreter does not: its runtime must be loaded first (preloaded),
-# and Python's own allocations left at exit are not the module's leaks.
-asan=$(ldd "$DDP_PYTHON_STAGE"/ddp/_ddp*.so 2>/dev/null |
-	sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-{
-	echo "#!/bin/sh"
-	if test -n "$asan"; then
-		echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
-		echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
-		echo "export LD_PRELOAD ASAN_OPTIONS"
-	fi
-	echo "exec \"$DDP_PYTHON\" \"\$@\""
-} >python &&
-chmod +x python
+# ./python: the interpreter the module was built for (ASan preloaded in a
+# sanitizer build: ddp_python_script).
+ddp_python_script "$(ls "$DDP_PYTHON_STAGE"/ddp/_ddp*.so)" "$DDP_PYTHON"
 PY=$PWD/python
 
 py () {

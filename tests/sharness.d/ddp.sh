@@ -317,31 +317,40 @@ ddp_torch_setup () {
 	say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 }
 
-# ddp_torch_python: write ./python, which runs TORCH_PY (ddp_torch_require
-# first).  In a sanitizer build (the module and libddp carry ASan) the ASan
-# runtime is preloaded, as for t0720's interpreter, and libstdc++ with it:
-# ASan finds the C++ runtime's __cxa_throw when it starts, and without it
-# there the first exception torch throws (gloo's threads, when a peer
-# closes) is an ASan "CHECK failed: real___cxa_throw" and exit 86.
-ddp_torch_python () {
-	local asan cxx
-	asan=$(ldd "$DDP_PYTHON_MOD" 2>/dev/null |
+# ddp_python_script MODULE INTERP [CXX_LIB]: write ./python, which runs
+# INTERP.  When MODULE (the built _ddp*.so) carries ASan (a sanitizer
+# build), the interpreter does not: the ASan runtime is preloaded (and
+# CXX_LIB after it, when given), and Python's own allocations left at exit
+# are not reported as the module's leaks.
+ddp_python_script () {
+	local asan
+	asan=$(ldd "$1" 2>/dev/null |
 		sed -n "s/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-	if test -n "$asan"; then
-		cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
-			sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
-		asan=$asan${cxx:+:$cxx}
-	fi
 	{
 		echo "#!/bin/sh"
 		if test -n "$asan"; then
-			echo "LD_PRELOAD=$asan\${LD_PRELOAD:+:\$LD_PRELOAD}"
+			echo "LD_PRELOAD=$asan${3:+:$3}\${LD_PRELOAD:+:\$LD_PRELOAD}"
 			echo "ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
 			echo "export LD_PRELOAD ASAN_OPTIONS"
 		fi
-		echo "exec \"$TORCH_PY\" \"\$@\""
+		echo "exec \"$2\" \"\$@\""
 	} >python &&
 	chmod +x python
+}
+
+# ddp_torch_python: write ./python, which runs TORCH_PY (ddp_torch_require
+# first), as ddp_python_script does.  In a sanitizer build libstdc++ is
+# preloaded with ASan: ASan finds the C++ runtime's __cxa_throw when it
+# starts, and without it there the first exception torch throws (gloo's
+# threads, when a peer closes) is an ASan "CHECK failed: real___cxa_throw"
+# and exit 86.
+ddp_torch_python () {
+	local cxx=
+	if ldd "$DDP_PYTHON_MOD" 2>/dev/null | grep -q libasan; then
+		cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
+			sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
+	fi
+	ddp_python_script "$DDP_PYTHON_MOD" "$TORCH_PY" "$cxx"
 }
 
 # ddp_wait_for_line FILE PATTERN SECS: wait until a line of FILE matches
