@@ -243,8 +243,148 @@ int ddp_gather (const void *sendbuf, void *recvbuf, size_t count,
 int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype);
 
+/* Reduce world_size * recvcount elements of every rank's sendbuf with op
+ * and leave block r of the result (elements r * recvcount ..
+ * (r + 1) * recvcount - 1) in rank r's recvbuf (recvcount elements):
+ * MPI_Reduce_scatter_block, ncclReduceScatter.  In place when recvbuf is
+ * this rank's block of sendbuf.  Same arithmetic, order and errors as
+ * ddp_allreduce(); AVG divides by the world size. */
+int ddp_reduce_scatter (const void *sendbuf, void *recvbuf, size_t recvcount,
+                        ddp_dtype_t dtype, ddp_op_t op);
+
 /* Size in bytes of one element of dtype, or 0 for an unknown dtype. */
 size_t ddp_dtype_size (ddp_dtype_t dtype);
+
+/* ---- Communicators: groups of ranks ---------------------------------- *
+ * A communicator is a set of ranks that make collectives together, each
+ * with its own rank 0 .. size-1 in it.  The world (every rank of the job)
+ * is one: ddp_comm_world(), and a NULL comm means it in every call below.
+ * ddp_comm_split() makes groups of any subset (as MPI_Comm_split and
+ * ncclCommSplit): data-, tensor- and pipeline-parallel groups, a node's
+ * ranks, torch's new_group.  Disjoint groups run at the same time without
+ * waiting for each other; a rank may be in many.
+ *
+ * Each communicator has its own agreement (the ranks' calls are compared
+ * as the world's are), its own timeout bound (DDP_TIMEOUT) and its own
+ * fault state: a rank that dies fails the pending and next calls of every
+ * communicator it is in, within DDP_TIMEOUT + 1 s, naming it by its rank
+ * in that communicator and in the world; a communicator it is not in goes
+ * on (the world fails at its next call).  A fault is sticky per
+ * communicator.  Messages and ddp_last_error() name ranks as "rank R" (the
+ * world's) and, for a group, "group rank G".
+ *
+ * Threads: as for the world, one thread at a time per communicator;
+ * different communicators may be used from different threads at once.
+ * Requests (below) complete on a thread of the library. */
+typedef struct ddp_comm ddp_comm_t;
+
+/* The colour of a rank that joins no group in ddp_comm_split(). */
+#define DDP_UNDEFINED (-1)
+
+/* The world communicator, or NULL before ddp_init() / after
+ * ddp_finalize() (where NULL also means the world: such calls then fail
+ * with DDP_ENOINIT). */
+ddp_comm_t *ddp_comm_world (void);
+
+/* Collective over parent (NULL: the world): every rank of parent calls it
+ * in the same order as its other calls on parent.  Ranks that pass the same
+ * colour (>= 0) form one new communicator, ordered by key, then by their
+ * rank in parent; a rank that passes DDP_UNDEFINED gets *newcomm = NULL.
+ * Returns 0; DDP_EINVAL (newcomm NULL, colour < 0 and not DDP_UNDEFINED:
+ * this rank still takes part, as DDP_UNDEFINED), DDP_ENOINIT, DDP_ENOMEM,
+ * or parent's collective errors (DDP_ETIMEDOUT, DDP_EPEER, ...), or the
+ * error of setting a group up on any rank (then every rank of parent fails,
+ * naming it, and no group exists).  Free each with ddp_comm_free(). */
+int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
+                    ddp_comm_t **newcomm);
+
+/* Collective over comm: wait for its pending requests, a final barrier
+ * when its peers are alive, then release it; *comm becomes NULL.  The
+ * world cannot be freed (DDP_EINVAL; ddp_finalize() does that), and
+ * ddp_finalize() frees the groups not yet freed (without the barrier).
+ * NULL or *comm NULL: returns 0.  Returns 0 or DDP_EINVAL; a fault in the
+ * final barrier is not reported (as in ddp_finalize). */
+int ddp_comm_free (ddp_comm_t **comm);
+
+/* This rank's rank in comm (0 .. size-1), and comm's size.  NULL: the
+ * world (ddp_rank(), ddp_world_size()). */
+int ddp_comm_rank (const ddp_comm_t *comm);
+int ddp_comm_size (const ddp_comm_t *comm);
+
+/* The world rank of comm's rank r, or DDP_EINVAL when r is not a rank of
+ * comm. */
+int ddp_comm_world_rank (const ddp_comm_t *comm, int r);
+
+/* The collectives on a communicator: the world calls above, with comm
+ * first (NULL: the world); root and the rank order of (all)gather and
+ * reduce-scatter are ranks of comm, AVG divides by comm's size. */
+int ddp_comm_barrier (ddp_comm_t *comm);
+int ddp_comm_bcast (ddp_comm_t *comm, void *buf, size_t count,
+                    ddp_dtype_t dtype, int root);
+int ddp_comm_reduce (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                     size_t count, ddp_dtype_t dtype, ddp_op_t op, int root);
+int ddp_comm_allreduce (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, ddp_dtype_t dtype, ddp_op_t op);
+int ddp_comm_gather (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                     size_t count, ddp_dtype_t dtype, int root);
+int ddp_comm_allgather (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, ddp_dtype_t dtype);
+int ddp_comm_reduce_scatter (ddp_comm_t *comm, const void *sendbuf,
+                             void *recvbuf, size_t recvcount,
+                             ddp_dtype_t dtype, ddp_op_t op);
+
+/* ---- Nonblocking collectives ------------------------------------------ *
+ * ddp_comm_iX() starts what ddp_comm_X() does and returns at once with a
+ * request in *req; the collective runs on a thread of the library while
+ * the caller computes, and completes when ddp_wait() or ddp_test() says
+ * so.  Until then the buffers belong to the library: do not touch them.
+ * Several may be in flight on a communicator; they run, and complete, in
+ * the order they were started, and a blocking call on the same
+ * communicator first waits for them (it keeps its place in the order).
+ * Every rank must start the same calls in the same order, as for the
+ * blocking ones.  A start checks the arguments as the blocking call does
+ * (DDP_EINVAL, DDP_ENOINIT, a communicator already broken: returned at
+ * once, *req NULL); faults met while it runs are returned by
+ * ddp_wait()/ddp_test(), bounded by DDP_TIMEOUT as always, and break the
+ * communicator (its later requests fail with the same code). */
+typedef struct ddp_request ddp_request_t;
+
+int ddp_comm_ibarrier (ddp_comm_t *comm, ddp_request_t **req);
+int ddp_comm_ibcast (ddp_comm_t *comm, void *buf, size_t count,
+                     ddp_dtype_t dtype, int root, ddp_request_t **req);
+int ddp_comm_ireduce (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, ddp_op_t op, int root,
+                      ddp_request_t **req);
+int ddp_comm_iallreduce (ddp_comm_t *comm, const void *sendbuf,
+                         void *recvbuf, size_t count, ddp_dtype_t dtype,
+                         ddp_op_t op, ddp_request_t **req);
+int ddp_comm_igather (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                      size_t count, ddp_dtype_t dtype, int root,
+                      ddp_request_t **req);
+int ddp_comm_iallgather (ddp_comm_t *comm, const void *sendbuf,
+                         void *recvbuf, size_t count, ddp_dtype_t dtype,
+                         ddp_request_t **req);
+int ddp_comm_ireduce_scatter (ddp_comm_t *comm, const void *sendbuf,
+                              void *recvbuf, size_t recvcount,
+                              ddp_dtype_t dtype, ddp_op_t op,
+                              ddp_request_t **req);
+
+/* Wait (bounded by DDP_TIMEOUT on every peer, as a blocking call) until
+ * *req completed, free it and set *req to NULL.  Returns the collective's
+ * result: 0 or its DDP_E* code (ddp_last_error() says why, on this
+ * thread).  *req NULL: returns 0 at once.  req NULL: DDP_EINVAL. */
+int ddp_wait (ddp_request_t **req);
+
+/* Wait for n requests (reqs[i] NULL are skipped), each as ddp_wait();
+ * returns 0 or the first failure's code (the rest are still waited for
+ * and freed). */
+int ddp_waitall (size_t n, ddp_request_t **reqs);
+
+/* Has *req completed?  Never blocks.  Sets *done; when true, frees the
+ * request, sets *req to NULL and returns the collective's result as
+ * ddp_wait() does; else returns 0.  *req NULL: *done true, returns 0.
+ * DDP_EINVAL for req or done NULL. */
+int ddp_test (ddp_request_t **req, bool *done);
 
 /* ---- Variable-size data (the C form of broadcasting Python objects) --- */
 

@@ -21,7 +21,16 @@
  * collectives' one after create() and the first barrier.  Collectives must give bitwise identical results on every
  * rank (a fixed reduction order); reduce.h has the element arithmetic.
  *
- * Threading: the core calls a backend from one thread at a time.
+ * Contexts: one per communicator (the world's from create(), a group's
+ * from split() or create() on the group's bootstrap); a backend keeps no
+ * state outside its contexts that one communicator could disturb in
+ * another.  Ranks in a context are that communicator's (0 .. size-1);
+ * the core translates them to world ranks in what it tells the user.
+ *
+ * Threading: the core calls a context from one thread at a time, not
+ * always the same one (nonblocking calls run on the communicator's
+ * worker thread); different contexts may be called from different
+ * threads at once.
  */
 #ifndef DDP_BACKEND_H
 #define DDP_BACKEND_H
@@ -53,7 +62,12 @@ enum ddp_coll_kind {
     DDP_COLL_ALLREDUCE,
     DDP_COLL_GATHER,
     DDP_COLL_ALLGATHER,
+    DDP_COLL_REDUCE_SCATTER, /* count: the block each rank receives */
 };
+
+/* How many kinds there are (a backend's own kinds, such as the host
+ * backend's barrier, number from here). */
+#define DDP_COLL_NKINDS (DDP_COLL_REDUCE_SCATTER + 1)
 
 /* Does a collective of kind take a root (bcast, reduce, gather)? */
 static inline bool ddp_coll_has_root (enum ddp_coll_kind kind)
@@ -65,14 +79,17 @@ static inline bool ddp_coll_has_root (enum ddp_coll_kind kind)
 /* Does it take an op (reduce, all-reduce)? */
 static inline bool ddp_coll_has_op (enum ddp_coll_kind kind)
 {
-    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_ALLREDUCE;
+    return kind == DDP_COLL_REDUCE || kind == DDP_COLL_ALLREDUCE
+           || kind == DDP_COLL_REDUCE_SCATTER;
 }
 
 struct ddp_coll {
     enum ddp_coll_kind kind;
     const void *sendbuf; /* bcast: the buffer (as recvbuf) */
     void *recvbuf;       /* NULL on non-root ranks of reduce and gather */
-    size_t count;        /* elements per rank, > 0 */
+    size_t count;        /* elements per rank, > 0 (reduce-scatter: the
+                            block each rank receives; sendbuf holds size
+                            blocks) */
     ddp_dtype_t dtype;
     ddp_op_t op;         /* reduce and allreduce only */
     int root;            /* bcast, reduce and gather only */
@@ -114,9 +131,22 @@ struct ddp_backend {
      * known).  Returns 0 or a negative DDP_E* code.  May be NULL: barrier. */
     int (*finalize) (void *ctx);
 
+    /* Make the context of a group: called on every rank of the parent
+     * communicator (parent: its context), in the same order as the
+     * parent's collectives, with colour and key as ddp_comm_split() got
+     * them (colour DDP_UNDEFINED: this rank joins no group, sub is NULL,
+     * *ctxp is left NULL, but the rank takes part in whatever the backend
+     * does collectively on parent).  sub is a bootstrap of the group's
+     * ranks only (bootstrap.h: the "group" method; its rounds travel over
+     * the parent's collectives).  Returns 0 or a DDP_E* code after
+     * ddpi_error(), leaving nothing behind.  NULL: the core calls
+     * create (sub, cfg, ctxp) on the ranks with a colour. */
+    int (*split) (void *parent, int colour, int key, struct bootstrap *sub,
+                  const struct ddp_config *cfg, void **ctxp);
+
     /* The collectives, either as one function taking the call's description
      * (coll, which also serves the _stream calls: with !k->on_stream it runs
-     * on the backend's own means and returns when complete), or as the five
+     * on the backend's own means and returns when complete), or as the six
      * functions below it (used when coll is NULL). */
     int (*coll) (void *ctx, const struct ddp_coll *k);
     int (*bcast) (void *ctx, void *buf, size_t count, ddp_dtype_t dtype,
@@ -130,6 +160,10 @@ struct ddp_backend {
                    ddp_dtype_t dtype, int root);
     int (*allgather) (void *ctx, const void *sendbuf, void *recvbuf,
                       size_t count, ddp_dtype_t dtype);
+    /* sendbuf holds size * recvcount elements; recvbuf may be this rank's
+     * block of it (in place).  NULL: the core answers DDP_ENOTSUP. */
+    int (*reduce_scatter) (void *ctx, const void *sendbuf, void *recvbuf,
+                           size_t recvcount, ddp_dtype_t dtype, ddp_op_t op);
 
     /* Best effort, must not block: tell the peers this rank is aborting so
      * their pending and next collectives fail with DDP_EPEER naming it.  Called

@@ -14,12 +14,15 @@
 
 _Static_assert (DDP_COLL_BCAST == 0 && DDP_COLL_REDUCE == 1
                 && DDP_COLL_ALLREDUCE == 2 && DDP_COLL_GATHER == 3
-                && DDP_COLL_ALLGATHER == 4,
+                && DDP_COLL_ALLGATHER == 4
+                && DDP_COLL_REDUCE_SCATTER == 5
+                && DDP_COLL_NKINDS == CHECK_BARRIER,
                 "check.h's kinds follow enum ddp_coll_kind");
 
 static const char *const kind_names[CHECK_KINDS] = {
     "ddp_bcast", "ddp_reduce", "ddp_allreduce", "ddp_gather",
-    "ddp_allgather", "ddp_barrier", "ddp_finalize",
+    "ddp_allgather", "ddp_reduce_scatter", "ddp_barrier", "ddp_finalize",
+    "ddp_comm_split", "ddp_comm_free",
 };
 
 /* Word 0: the kind, the dtype (+1, 0: none) and the op (+1, 0: none). */

@@ -27,12 +27,14 @@
 
 #include "ddp.h"
 
-/* The calls a description tells apart: enum ddp_coll_kind's five
+/* The calls a description tells apart: enum ddp_coll_kind's six
  * (backend.h), then these. */
 enum {
-    CHECK_BARRIER = 5,
-    CHECK_FINALIZE = 6,
-    CHECK_KINDS = 7,
+    CHECK_BARRIER = 6,
+    CHECK_FINALIZE = 7,
+    CHECK_SPLIT = 8,     /* ddp_comm_split (its colour is not compared) */
+    CHECK_FREE = 9,      /* ddp_comm_free */
+    CHECK_KINDS = 10,
 };
 
 /* Words of a description that must agree; w[CHECK_CMP] is the rank's own

@@ -475,11 +475,13 @@ static int check_args (const char *fn, const struct ddp_coll *k)
     bool rooted = ddp_coll_has_root (k->kind);
     bool reduces = ddp_coll_has_op (k->kind);
     bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
+    bool scatters = k->kind == DDP_COLL_REDUCE_SCATTER;
     size_t mult = gathers ? (size_t)g.size : 1;
     int rc;
 
     if ((rc = check_buf (fn, k->kind == DDP_COLL_BCAST ? "buf" : "sendbuf",
-                         k->sendbuf, k->count, k->dtype, 1)) < 0
+                         k->sendbuf, k->count, k->dtype,
+                         scatters ? (size_t)g.size : 1)) < 0
         || (!rooted && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count,
                                         k->dtype, mult)) < 0)
         || (reduces && (rc = check_op (fn, k->op)) < 0)
@@ -511,6 +513,12 @@ static int run_each (const struct ddp_coll *k)
     case DDP_COLL_ALLGATHER:
         return be->allgather (g.ctx, k->sendbuf, k->recvbuf, k->count,
                               k->dtype);
+    case DDP_COLL_REDUCE_SCATTER:
+        if (!be->reduce_scatter)
+            return ddpi_error (DDP_ENOTSUP, "ddp_reduce_scatter: the %s "
+                               "backend has none", be->name);
+        return be->reduce_scatter (g.ctx, k->sendbuf, k->recvbuf, k->count,
+                                   k->dtype, k->op);
     }
     return ddpi_error (DDP_EINVAL, "unknown collective %d", (int)k->kind);
 }
@@ -578,6 +586,13 @@ int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
 {
     return coll ("ddp_allgather", DDP_COLL_ALLGATHER, sendbuf, recvbuf, count,
                  dtype, DDP_SUM, 0, NULL);
+}
+
+int ddp_reduce_scatter (const void *sendbuf, void *recvbuf, size_t recvcount,
+                        ddp_dtype_t dtype, ddp_op_t op)
+{
+    return coll ("ddp_reduce_scatter", DDP_COLL_REDUCE_SCATTER, sendbuf,
+                 recvbuf, recvcount, dtype, op, 0, NULL);
 }
 
 /* ---- the NCCL section of ddp.h ----------------------------------------- */

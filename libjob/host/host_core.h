@@ -339,7 +339,7 @@ struct host_links;
  * trail too (trail.h: the digest of every call before this one), so is
  * one of an earlier call.  The frames between nodes carry what, count and
  * trail whole (tcp.h). */
-#define HOST_DESC_BARRIER (DDP_COLL_ALLGATHER + 1)
+#define HOST_DESC_BARRIER DDP_COLL_NKINDS
 #define HOST_DESC_WHAT(kind, dt1, op1, root) \
     ((uint64_t)(kind) | (uint64_t)(dt1) << 8 | (uint64_t)(op1) << 16 \
      | (uint64_t)(uint32_t)(root) << 32)

@@ -147,6 +147,10 @@ static void coll_sizes (struct nccl_ctx *c, struct coll *k, size_t es)
             k->send_bytes = b;
             k->recv_bytes = b * (size_t)c->size;
             break;
+        case DDP_COLL_REDUCE_SCATTER:
+            k->send_bytes = b * (size_t)c->size;
+            k->recv_bytes = b;
+            break;
     }
     if (k->recv_bytes == 0 && k->kind != DDP_COLL_BCAST)
         k->recvbuf = NULL;
@@ -204,6 +208,8 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
             return DL (ncclAllReduce) (ds, dr, k->count, k->dt, k->op, c->comm, s);
         case DDP_COLL_ALLGATHER:
             return DL (ncclAllGather) (ds, dr, k->count, k->dt, c->comm, s);
+        case DDP_COLL_REDUCE_SCATTER: /* not yet: the NCCL part */
+            return ncclInvalidUsage;
         case DDP_COLL_GATHER:
             break;
     }
