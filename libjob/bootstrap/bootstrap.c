@@ -32,7 +32,7 @@ static const char *const known_methods[] = { "local", "pmix", "single", NULL };
 
 /* Rounds are numbered across handles, so that a key is never reused, not
  * even by a later ddp_init() of the same process. */
-static unsigned long round_seq;
+static _Atomic unsigned long round_seq;
 
 /* Strictly parse an optional environment integer in [min, max].
  * Returns 1 and sets *out if set, 0 if unset, or DDP_EINVAL. */

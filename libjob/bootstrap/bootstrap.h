@@ -182,6 +182,43 @@ int bootstrap_victim (struct bootstrap *b, const char *why);
  * bootstrap_victim() does. */
 int bootstrap_reason (struct bootstrap *b, const char *why);
 
+/* A group's round (bootstrap_create_group): every rank of the group
+ * passes its message (len bytes) and receives every group rank's, as
+ * bootstrap_exchange() returns them (*all malloc'd; all_off and all_len:
+ * the group's size entries, by group rank).  Returns 0 or a DDP_E* code
+ * with a reason in err.  A group rank that sent nothing in the round
+ * (it left the set-up) gets a 0-byte message. */
+typedef int (*bootstrap_round_fn) (void *arg, const void *blob, size_t len,
+                                   void **all, size_t *all_off,
+                                   size_t *all_len, char *err, size_t errlen);
+
+/* What a group is (ddp_comm_split): this rank's rank in it, its size, the
+ * node of each group rank (0 .. nodes-1, every number used), a job id
+ * unique to the group, and the function that carries its rounds. */
+struct bootstrap_group {
+    int rank, size;
+    const int *rank_node;
+    const char *job_id;
+    bootstrap_round_fn round;
+    void *arg;
+};
+
+/* A handle for the ranks of a group (method "group", never probed): its
+ * info describes the group (local ranks: the group's ranks on this node),
+ * its layout is spec's, and its exchanges, puts and syncs run as rounds of
+ * spec->round.  abort, victim and reason answer DDP_ENOTSUP (the world's
+ * handle tells the launcher).  Returns 0 and sets *bp, or DDP_EINVAL /
+ * DDP_ENOMEM with err. */
+int bootstrap_create_group (struct bootstrap **bp,
+                            const struct bootstrap_group *spec,
+                            double timeout_s, const char *timeout_name,
+                            char *err, size_t errlen);
+
+/* The group's set-up is over: its round function is not called again
+ * (a later round fails with DDP_EINVAL).  NULL or another method's
+ * handle: nothing. */
+void bootstrap_group_close (struct bootstrap *b);
+
 /* Free the handle (NULL is a no-op).  The connection to the launcher stays
  * until the process exits (a PMIx client re-initialized no longer sees the
  * job data), so that a later bootstrap_create() finds it again. */

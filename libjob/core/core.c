@@ -1,9 +1,12 @@
 /* core.c - libddp's public entry points: init/finalize, identity, argument
- * checks, and dispatch of the collectives to the backend (backend.h),
- * the NCCL section of ddp.h included (DDP_ENOTSUP where the backend has no
- * GPU operations or libddp was built without NCCL). */
+ * checks, and dispatch of the collectives on a communicator (comm.h) to
+ * its backend context (backend.h), the NCCL section of ddp.h included
+ * (DDP_ENOTSUP where the backend has no GPU operations or libddp was built
+ * without NCCL).  The world is the communicator ddp_init makes; split.c
+ * makes groups, request.c runs nonblocking calls. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "bootstrap.h"
 #include "check.h"
 #include "choice.h"
+#include "comm.h"
 #include "ddp_internal.h"
 #include "wait.h"
 #ifdef HAVE_NCCL
@@ -30,19 +34,67 @@
  * the stderr pipe before the step is ended (ddpi_wait_pipe_read). */
 #define ABORT_DRAIN_S 1.0
 
+/* The library's state: the world communicator, and what is the job's
+ * rather than a communicator's. */
 static struct {
-    bool init;
+    _Atomic bool init;
     bool finalized; /* ddp_finalize was called, ddp_init not since */
     struct bootstrap *boot;
-    const struct ddp_backend *be;
-    void *ctx;
     struct ddp_config cfg;
     int rank, size, lrank, lsize, node, nnodes;
-    int broken;     /* sticky failure code, 0 if healthy */
     bool check;     /* DDP_CHECK=1 on every rank (check.h) */
-    uint64_t calls; /* collectives this rank entered, ddp_init's barrier
-                       the first (DDP_CHECK counts them) */
-} g = { .size = 1, .lsize = 1, .nnodes = 1 };
+    struct ddp_comm world;  /* its calls: ddp_init's barrier the first */
+    pthread_mutex_t lock;   /* guards groups */
+    struct ddp_comm *groups; /* made by ddp_comm_split, not freed yet */
+} g = { .size = 1, .lsize = 1, .nnodes = 1,
+        .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct ddp_comm *core_world (void) { return &g.world; }
+const struct ddp_config *core_config (void) { return &g.cfg; }
+struct bootstrap *core_boot (void) { return g.boot; }
+
+struct ddp_comm *core_comm (ddp_comm_t *comm)
+{
+    if (!g.init)
+        return NULL;
+    return comm ? comm : &g.world;
+}
+
+ddp_comm_t *ddp_comm_world (void)
+{
+    return g.init ? &g.world : NULL;
+}
+
+void core_add_group (struct ddp_comm *c)
+{
+    pthread_mutex_lock (&g.lock);
+    c->next = g.groups;
+    g.groups = c;
+    pthread_mutex_unlock (&g.lock);
+}
+
+void core_remove_group (struct ddp_comm *c)
+{
+    pthread_mutex_lock (&g.lock);
+    for (struct ddp_comm **p = &g.groups; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    pthread_mutex_unlock (&g.lock);
+}
+
+/* Is c the world or a group not yet freed? */
+static bool known_comm (struct ddp_comm *c)
+{
+    bool found = c == &g.world;
+
+    pthread_mutex_lock (&g.lock);
+    for (struct ddp_comm *p = g.groups; p && !found; p = p->next)
+        found = p == c;
+    pthread_mutex_unlock (&g.lock);
+    return found;
+}
 
 /* A timeout variable: unset or empty leaves *out alone.  Returns 0 or
  * DDP_EINVAL saying what is allowed (env.c). */
@@ -183,7 +235,7 @@ int ddp_init (void)
 
     if (g.init)
         return 0;
-    g.broken = 0;
+    g.world = (struct ddp_comm){ .rank = 0, .size = 1 };
     g.finalized = false;
     if ((rc = read_config (&g.cfg)) < 0)
         return init_failed (rc);
@@ -203,27 +255,30 @@ int ddp_init (void)
     g.lsize = in->local_size;
     ddpi_log_set_identity (g.rank, g.size);
     t1 = ddpi_now ();
-    if ((rc = agree_backend (&vote, &g.be)) < 0)
+    if ((rc = agree_backend (&vote, &g.world.be)) < 0)
         goto error;
     /* Known after the first exchange (bootstrap.h). */
     g.node = in->node_rank;
     g.nnodes = in->num_nodes;
     tc = ddpi_now ();
-    if ((rc = g.be->create (g.boot, &g.cfg, &g.ctx)) < 0)
+    if ((rc = g.world.be->create (g.boot, &g.cfg, &g.world.ctx)) < 0)
         goto error;
     t2 = ddpi_now ();
-    if ((rc = g.be->barrier (g.ctx)) < 0) {
-        g.be->destroy (g.ctx);
+    if ((rc = g.world.be->barrier (g.world.ctx)) < 0) {
+        g.world.be->destroy (g.world.ctx);
         goto error;
     }
     t3 = ddpi_now ();
+    g.world.rank = g.rank;
+    g.world.size = g.size;
+    g.world.calls = 1; /* that barrier: numbered as the backends number
+                          calls */
     g.init = true;
-    g.calls = 1; /* that barrier: numbered as the backends number calls */
     set_coll_timeout (&g.cfg, g.boot);
     ddpi_debug ("init: libddp %s, bootstrap %s (job %s), rank %d/%d, local "
                 "%d/%d, node %d/%d, backend %s, timeout %g s (init %g s)",
                 PACKAGE_VERSION, in->method, in->job_id, g.rank, g.size,
-                g.lrank, g.lsize, g.node, g.nnodes, g.be->name,
+                g.lrank, g.lsize, g.node, g.nnodes, g.world.be->name,
                 g.cfg.timeout_s, g.cfg.init_timeout_s);
     ddpi_debug ("init: bootstrap %.3f ms, backend choice %.3f ms, backend "
                 "setup %.3f ms, first barrier %.3f ms, total %.3f ms",
@@ -231,35 +286,36 @@ int ddp_init (void)
                 (t3 - t2) * 1e3, (t3 - t0) * 1e3);
     return 0;
 error:
-    g.ctx = NULL;
+    g.world = (struct ddp_comm){ .rank = 0, .size = 1 };
     bootstrap_destroy (g.boot);
     g.boot = NULL;
-    g.be = NULL;
     /* Logged while the prefix still names this rank ("[ddp rank 3/4]"). */
     init_failed (rc);
     reset_identity ();
     return rc;
 }
 
-/* Run k on the backend, its arguments valid (backend.h). */
-static int run_each (const struct ddp_coll *k);
+/* Run k on c's backend, its arguments valid (backend.h). */
+static int run_each (struct ddp_comm *c, const struct ddp_coll *k);
 
-static int run_backend (const struct ddp_coll *k)
+static int run_backend (struct ddp_comm *c, const struct ddp_coll *k)
 {
-    return g.be->coll ? g.be->coll (g.ctx, k) : run_each (k);
+    return c->be->coll ? c->be->coll (c->ctx, k) : run_each (c, k);
 }
 
-/* DDP_CHECK (check.h): does every rank enter the call this one is about
- * to run (kind; k: its arguments, NULL for a barrier or ddp_finalize)?
- * Counts the call.  0; DDP_EMISMATCH naming each rank's call, logged the
- * same on every rank; or the code of the check's own collectives, which
- * the backend names as an all-reduce or all-gather. */
-static int check_call (const char *fn, int kind, const struct ddp_coll *k)
+/* DDP_CHECK (check.h): does every rank of c enter the call this one is
+ * about to run (kind; k: its arguments, NULL for a barrier, ddp_finalize,
+ * a split or a free)?  Counts the call.  0; DDP_EMISMATCH naming each
+ * rank's call, logged the same on every rank; or the code of the check's
+ * own collectives, which the backend names as an all-reduce or
+ * all-gather. */
+static int check_call (struct ddp_comm *c, const char *fn, int kind,
+                       const struct ddp_coll *k)
 {
     struct check_sig me = check_sig_make (kind, k ? k->count : 0,
                                           k ? k->dtype : DDP_INT8,
                                           k ? k->op : DDP_SUM,
-                                          k ? k->root : 0, ++g.calls);
+                                          k ? k->root : 0, ++c->calls);
     uint64_t v[2 * CHECK_CMP], m[2 * CHECK_CMP] = { 0 };
     struct ddp_coll x = {.kind = DDP_COLL_ALLREDUCE, .sendbuf = v,
                          .recvbuf = m, .count = 2 * CHECK_CMP,
@@ -274,20 +330,20 @@ static int check_call (const char *fn, int kind, const struct ddp_coll *k)
         v[i] = me.w[i];
         v[CHECK_CMP + i] = ~me.w[i];
     }
-    if ((rc = run_backend (&x)) < 0)
+    if ((rc = run_backend (c, &x)) < 0)
         return rc;
     for (i = 0; i < CHECK_CMP && m[i] == ~m[CHECK_CMP + i]; i++)
         ;
     if (i == CHECK_CMP)
         return 0;
-    if (!(all = malloc ((size_t)g.size * sizeof (*all))))
+    if (!(all = malloc ((size_t)c->size * sizeof (*all))))
         return ddpi_error (DDP_ENOMEM, "%s: the ranks' calls differ "
                            "(DDP_CHECK); no memory to tell how", fn);
     x = (struct ddp_coll){.kind = DDP_COLL_ALLGATHER, .sendbuf = me.w,
                           .recvbuf = all, .count = CHECK_CMP + 1,
                           .dtype = DDP_UINT64};
-    if ((rc = run_backend (&x)) == 0) {
-        check_report (list, sizeof (list), all, g.size);
+    if ((rc = run_backend (c, &x)) == 0) {
+        check_report (list, sizeof (list), all, c->size);
         rc = ddpi_error (DDP_EMISMATCH, "%s: the ranks' calls differ "
                          "(DDP_CHECK): %s; every rank must make the same "
                          "calls (count, dtype, op, root)", fn, list);
@@ -296,27 +352,40 @@ static int check_call (const char *fn, int kind, const struct ddp_coll *k)
     return rc;
 }
 
+/* Free every group still there, without the barrier: the program did not
+ * free them, so their peers may be anywhere. */
+static void release_groups (void)
+{
+    struct ddp_comm *c;
+
+    while ((c = g.groups))
+        split_release (c, false);
+}
+
 int ddp_finalize (void)
 {
-    int rc = 0;
+    struct ddp_comm *w = &g.world;
+    int rc = 0, broken;
 
     if (!g.init)
         return DDP_ENOINIT;
-    if (!g.broken && g.check)
-        g.broken = check_call ("ddp_finalize", CHECK_FINALIZE, NULL);
-    if (!g.broken)
-        rc = g.be->finalize ? g.be->finalize (g.ctx) : g.be->barrier (g.ctx);
+    release_groups ();
+    request_stop (w);
+    broken = w->broken;
+    if (!broken && g.check)
+        broken = check_call (w, "ddp_finalize", CHECK_FINALIZE, NULL);
+    if (!broken)
+        rc = w->be->finalize ? w->be->finalize (w->ctx)
+                             : w->be->barrier (w->ctx);
     /* Only a disagreement is the caller's business here: results it
      * already took were wrong (ddp.h).  A peer gone at the end is not. */
     rc = rc == DDP_EMISMATCH ? rc : 0;
-    g.be->destroy (g.ctx);
+    w->be->destroy (w->ctx);
     bootstrap_destroy (g.boot);
-    g.ctx = NULL;
     g.boot = NULL;
-    g.be = NULL;
     g.init = false;
+    g.world = (struct ddp_comm){ .rank = 0, .size = 1 };
     g.finalized = true;
-    g.broken = 0;
     reset_identity ();
     return rc;
 }
@@ -333,7 +402,23 @@ bool ddp_is_distributed (void) { return g.init && g.size > 1; }
 
 const char *ddp_backend_name (void)
 {
-    return g.init ? g.be->name : "none";
+    return g.init ? g.world.be->name : "none";
+}
+
+/* Every communicator's peers hear that this rank aborts. */
+static void abort_all (void)
+{
+    struct ddp_comm *w = &g.world;
+
+    if (w->be->abort) {
+        pthread_mutex_lock (&g.lock);
+        for (struct ddp_comm *c = g.groups; c; c = c->next)
+            if (c->ctx)
+                w->be->abort (c->ctx);
+        pthread_mutex_unlock (&g.lock);
+        w->be->abort (w->ctx);
+    }
+    w->broken = DDP_EPEER;
 }
 
 int ddp_abort (int errcode, const char *msg)
@@ -345,9 +430,7 @@ int ddp_abort (int errcode, const char *msg)
     fflush (NULL);
     (void) ddpi_wait_pipe_read (STDERR_FILENO, ABORT_DRAIN_S);
     if (g.init) {
-        if (g.be->abort)
-            g.be->abort (g.ctx);
-        g.broken = DDP_EPEER;
+        abort_all ();
         rc = bootstrap_abort (g.boot, errcode, msg);
         if (rc == 0 || rc == DDP_ENOTSUP) {
             fflush (NULL);
@@ -365,22 +448,29 @@ int ddp_exit_reason (const char *why)
         return DDP_ENOINIT;
     if (!why)
         return DDP_EINVAL;
-    if (!g.broken)      /* a victim's reason repeats its error */
+    if (!g.world.broken)      /* a victim's reason repeats its error */
         ddpi_log ("this rank ends: it %s", why);
     return bootstrap_reason (g.boot, why);
 }
 
-/* Checks shared by every collective; returns 0 to go on. */
-static int check_common (const char *fn)
+/* comm.h. */
+int core_check (struct ddp_comm *c, const char *fn)
 {
+    int broken;
+
     if (!g.init)
         return ddpi_error (DDP_ENOINIT, "%s: called %s", fn,
                            g.finalized ? "after ddp_finalize"
                                        : "before ddp_init");
-    if (g.broken)
-        return ddpi_error_quiet (g.broken, "%s: an earlier failure (%s) "
-                                 "broke the job's collectives", fn,
-                                 ddp_strerror (g.broken));
+    if (!c || !known_comm (c))
+        return ddpi_error (DDP_EINVAL, "%s: not a communicator of this job "
+                           "(freed already, or never made by "
+                           "ddp_comm_split)", fn);
+    if ((broken = c->broken))
+        return ddpi_error_quiet (broken, "%s: an earlier failure (%s) "
+                                 "broke the collectives of this %s", fn,
+                                 ddp_strerror (broken),
+                                 c->id ? "group" : "job");
     return 0;
 }
 
@@ -409,50 +499,60 @@ static int check_op (const char *fn, ddp_op_t op)
     return 0;
 }
 
-static int check_root (const char *fn, int root)
+static int check_root (struct ddp_comm *c, const char *fn, int root)
 {
-    if (root < 0 || root >= g.size)
-        return ddpi_error (DDP_EINVAL, "%s: root %d is not a rank of 0..%d",
-                           fn, root, g.size - 1);
+    if (root < 0 || root >= c->size)
+        return ddpi_error (DDP_EINVAL, "%s: root %d is not a rank of 0..%d%s",
+                           fn, root, c->size - 1,
+                           c->id ? " (the group's ranks)" : "");
     return 0;
 }
 
-/* After a backend call: a fault is sticky (a mismatch too: the host
- * backend's node-mates are out of step after one).  The first one tells
- * the launcher that this rank is a victim, in the backend's words (which
- * name the rank at fault): ddp-run then names the rank that failed first,
- * not the first to exit. */
-static int done (int rc)
+/* A group's ranks as the world's: what a user reads "rank 1" as in a
+ * group's message (logged once per fault, after the backend's). */
+static void name_group_ranks (struct ddp_comm *c, int rc)
 {
-    if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT
-        || rc == DDP_EMISMATCH) {
-        if (!g.broken && g.boot)
-            (void)bootstrap_victim (g.boot, ddp_last_error ());
-        g.broken = rc;
-    }
-    return rc;
+    char list[200], why[300];
+
+    ddpi_format_ranks (list, sizeof (list), c->world_ranks, c->size);
+    snprintf (why, sizeof (why), "%s", ddp_last_error ());
+    if (ddpi_last_error_logged ())
+        ddpi_log ("(in that message, ranks are group %u's: its ranks 0..%d "
+                  "are world ranks %s)", c->id, c->size - 1, list);
+    ddpi_error_quiet (rc, "%s (ranks of group %u: its ranks 0..%d are world "
+                      "ranks %s)", why, c->id, c->size - 1, list);
 }
 
-int ddp_barrier (void)
+/* comm.h.  A mismatch is sticky too: the host backend's node-mates are
+ * out of step after one.  The first fault tells the launcher that this
+ * rank is a victim, in the backend's words (which name the rank at
+ * fault): ddp-run then names the rank that failed first, not the first
+ * to exit. */
+int core_done (struct ddp_comm *c, int rc)
 {
-    int rc;
+    int healthy = 0;
 
-    if ((rc = check_common ("ddp_barrier")) < 0)
-        return rc;
-    if (g.check && (rc = check_call ("ddp_barrier", CHECK_BARRIER, NULL)) < 0)
-        return done (rc);
-    return done (g.be->barrier (g.ctx));
+    if (rc == DDP_EPEER || rc == DDP_ETIMEDOUT || rc == DDP_ETRANSPORT
+        || rc == DDP_EMISMATCH) {
+        if (atomic_compare_exchange_strong (&c->broken, &healthy, rc)) {
+            if (c->id)
+                name_group_ranks (c, rc);
+            if (g.boot && !g.world.broken)
+                (void)bootstrap_victim (g.boot, ddp_last_error ());
+        }
+    }
+    return rc;
 }
 
 /* The NCCL section of ddp.h needs a backend with GPU operations. */
 static int check_gpu (const char *fn)
 {
 #ifdef HAVE_NCCL
-    int rc = check_common (fn);
+    int rc = core_check (&g.world, fn);
 
-    if (rc == 0 && !g.be->gpu)
+    if (rc == 0 && !g.world.be->gpu)
         rc = ddpi_error (DDP_ENOTSUP, "%s: the %s backend is in use, not nccl",
-                         fn, g.be->name);
+                         fn, g.world.be->name);
     return rc;
 #else
     (void)fn;
@@ -467,132 +567,231 @@ static bool root_receives (enum ddp_coll_kind kind)
     return kind == DDP_COLL_REDUCE || kind == DDP_COLL_GATHER;
 }
 
-/* The argument checks of every collective, plain or _stream, in one place.
- * Order: send buffer, the receive buffer of a collective without a root,
- * op, root, the root's receive buffer.  Returns 0 to go on. */
-static int check_args (const char *fn, const struct ddp_coll *k)
+/* comm.h.  Order: send buffer, the receive buffer of a collective without
+ * a root, op, root, the root's receive buffer.  Leaves a non-root's
+ * receive buffer of reduce/gather NULL. */
+int core_check_args (struct ddp_comm *c, const char *fn, struct ddp_coll *k)
 {
     bool rooted = ddp_coll_has_root (k->kind);
     bool reduces = ddp_coll_has_op (k->kind);
     bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
     bool scatters = k->kind == DDP_COLL_REDUCE_SCATTER;
-    size_t mult = gathers ? (size_t)g.size : 1;
+    size_t mult = gathers ? (size_t)c->size : 1;
     int rc;
 
     if ((rc = check_buf (fn, k->kind == DDP_COLL_BCAST ? "buf" : "sendbuf",
                          k->sendbuf, k->count, k->dtype,
-                         scatters ? (size_t)g.size : 1)) < 0
+                         scatters ? (size_t)c->size : 1)) < 0
         || (!rooted && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count,
                                         k->dtype, mult)) < 0)
         || (reduces && (rc = check_op (fn, k->op)) < 0)
-        || (rooted && (rc = check_root (fn, k->root)) < 0)
-        || (root_receives (k->kind) && g.rank == k->root
+        || (rooted && (rc = check_root (c, fn, k->root)) < 0)
+        || (root_receives (k->kind) && c->rank == k->root
             && (rc = check_buf (fn, "recvbuf", k->recvbuf, k->count, k->dtype,
                                 mult)) < 0))
         return rc;
+    if (root_receives (k->kind) && c->rank != k->root)
+        k->recvbuf = NULL;
     return 0;
 }
 
 /* Hand a checked collective to a backend without coll. */
-static int run_each (const struct ddp_coll *k)
+static int run_each (struct ddp_comm *c, const struct ddp_coll *k)
 {
-    const struct ddp_backend *be = g.be;
+    const struct ddp_backend *be = c->be;
 
     switch (k->kind) {
     case DDP_COLL_BCAST:
-        return be->bcast (g.ctx, k->recvbuf, k->count, k->dtype, k->root);
+        return be->bcast (c->ctx, k->recvbuf, k->count, k->dtype, k->root);
     case DDP_COLL_REDUCE:
-        return be->reduce (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+        return be->reduce (c->ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
                            k->op, k->root);
     case DDP_COLL_ALLREDUCE:
-        return be->allreduce (g.ctx, k->sendbuf, k->recvbuf, k->count,
+        return be->allreduce (c->ctx, k->sendbuf, k->recvbuf, k->count,
                               k->dtype, k->op);
     case DDP_COLL_GATHER:
-        return be->gather (g.ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
+        return be->gather (c->ctx, k->sendbuf, k->recvbuf, k->count, k->dtype,
                            k->root);
     case DDP_COLL_ALLGATHER:
-        return be->allgather (g.ctx, k->sendbuf, k->recvbuf, k->count,
+        return be->allgather (c->ctx, k->sendbuf, k->recvbuf, k->count,
                               k->dtype);
     case DDP_COLL_REDUCE_SCATTER:
         if (!be->reduce_scatter)
             return ddpi_error (DDP_ENOTSUP, "ddp_reduce_scatter: the %s "
                                "backend has none", be->name);
-        return be->reduce_scatter (g.ctx, k->sendbuf, k->recvbuf, k->count,
+        return be->reduce_scatter (c->ctx, k->sendbuf, k->recvbuf, k->count,
                                    k->dtype, k->op);
     }
     return ddpi_error (DDP_EINVAL, "unknown collective %d", (int)k->kind);
 }
 
-/* Every collective, plain or _stream: check, then run on the backend. */
-static int run (const char *fn, struct ddp_coll *k)
+/* comm.h. */
+int core_run (struct ddp_comm *c, const char *fn, int kind,
+              struct ddp_coll *k)
+{
+    int rc, broken;
+
+    if ((broken = c->broken))   /* a request queued behind a fault */
+        return ddpi_error_quiet (broken, "%s: an earlier failure (%s) broke "
+                                 "the collectives of this %s", fn,
+                                 ddp_strerror (broken),
+                                 c->id ? "group" : "job");
+    /* A call of count 0 too: it is one of the calls every rank makes. */
+    if (g.check && (rc = check_call (c, fn, kind, k)) < 0)
+        return core_done (c, rc);
+    if (kind == CORE_BARRIER)
+        return core_done (c, c->be->barrier (c->ctx));
+    if (k->count == 0)
+        return 0;
+    return core_done (c, run_backend (c, k));
+}
+
+/* A blocking collective, plain or _stream: check, wait for the requests
+ * before it, run. */
+static int run (struct ddp_comm *c, const char *fn, struct ddp_coll *k)
 {
     int rc;
 
-    if ((rc = k->on_stream ? check_gpu (fn) : check_common (fn)) < 0
-        || (rc = check_args (fn, k)) < 0)
+    if ((rc = k->on_stream ? check_gpu (fn) : core_check (c, fn)) < 0
+        || (rc = core_check_args (c, fn, k)) < 0)
         return rc;
-    /* A call of count 0 too: it is one of the calls every rank makes. */
-    if (g.check && (rc = check_call (fn, (int)k->kind, k)) < 0)
-        return done (rc);
-    if (k->count == 0)
-        return 0;
-    if (root_receives (k->kind) && g.rank != k->root)
-        k->recvbuf = NULL;
-    return done (run_backend (k));
+    request_drain (c);
+    return core_run (c, fn, (int)k->kind, k);
 }
 
 /* The public collectives describe their call; stream is NULL for the core
  * API, else points at the caller's cudaStream_t. */
-static int coll (const char *fn, enum ddp_coll_kind kind, const void *sendbuf,
-                 void *recvbuf, size_t count, ddp_dtype_t dtype, ddp_op_t op,
-                 int root, void *const *stream)
+static int coll (ddp_comm_t *comm, const char *fn, enum ddp_coll_kind kind,
+                 const void *sendbuf, void *recvbuf, size_t count,
+                 ddp_dtype_t dtype, ddp_op_t op, int root, void *const *stream)
 {
     struct ddp_coll k = {.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
                          .count = count, .dtype = dtype, .op = op,
                          .root = root, .on_stream = stream != NULL,
                          .stream = stream ? *stream : NULL};
-    return run (fn, &k);
+    struct ddp_comm *c = core_comm (comm);
+
+    return run (c ? c : &g.world, fn, &k);
+}
+
+int ddp_comm_barrier (ddp_comm_t *comm)
+{
+    struct ddp_comm *c = core_comm (comm);
+    int rc;
+
+    if ((rc = core_check (c ? c : &g.world, "ddp_barrier")) < 0)
+        return rc;
+    request_drain (c);
+    return core_run (c, "ddp_barrier", CORE_BARRIER, NULL);
+}
+
+int ddp_barrier (void)
+{
+    return ddp_comm_barrier (NULL);
 }
 
 int ddp_bcast (void *buf, size_t count, ddp_dtype_t dtype, int root)
 {
-    return coll ("ddp_bcast", DDP_COLL_BCAST, buf, buf, count, dtype, DDP_SUM,
-                 root, NULL);
+    return coll (NULL, "ddp_bcast", DDP_COLL_BCAST, buf, buf, count, dtype,
+                 DDP_SUM, root, NULL);
 }
 
 int ddp_reduce (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, ddp_op_t op, int root)
 {
-    return coll ("ddp_reduce", DDP_COLL_REDUCE, sendbuf, recvbuf, count, dtype,
-                 op, root, NULL);
+    return coll (NULL, "ddp_reduce", DDP_COLL_REDUCE, sendbuf, recvbuf, count,
+                 dtype, op, root, NULL);
 }
 
 int ddp_allreduce (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype, ddp_op_t op)
 {
-    return coll ("ddp_allreduce", DDP_COLL_ALLREDUCE, sendbuf, recvbuf, count,
-                 dtype, op, 0, NULL);
+    return coll (NULL, "ddp_allreduce", DDP_COLL_ALLREDUCE, sendbuf, recvbuf,
+                 count, dtype, op, 0, NULL);
 }
 
 int ddp_gather (const void *sendbuf, void *recvbuf, size_t count,
                 ddp_dtype_t dtype, int root)
 {
-    return coll ("ddp_gather", DDP_COLL_GATHER, sendbuf, recvbuf, count, dtype,
-                 DDP_SUM, root, NULL);
+    return coll (NULL, "ddp_gather", DDP_COLL_GATHER, sendbuf, recvbuf, count,
+                 dtype, DDP_SUM, root, NULL);
 }
 
 int ddp_allgather (const void *sendbuf, void *recvbuf, size_t count,
                    ddp_dtype_t dtype)
 {
-    return coll ("ddp_allgather", DDP_COLL_ALLGATHER, sendbuf, recvbuf, count,
-                 dtype, DDP_SUM, 0, NULL);
+    return coll (NULL, "ddp_allgather", DDP_COLL_ALLGATHER, sendbuf, recvbuf,
+                 count, dtype, DDP_SUM, 0, NULL);
 }
 
 int ddp_reduce_scatter (const void *sendbuf, void *recvbuf, size_t recvcount,
                         ddp_dtype_t dtype, ddp_op_t op)
 {
-    return coll ("ddp_reduce_scatter", DDP_COLL_REDUCE_SCATTER, sendbuf,
+    return coll (NULL, "ddp_reduce_scatter", DDP_COLL_REDUCE_SCATTER, sendbuf,
                  recvbuf, recvcount, dtype, op, 0, NULL);
+}
+
+int ddp_comm_bcast (ddp_comm_t *comm, void *buf, size_t count,
+                    ddp_dtype_t dtype, int root)
+{
+    return coll (comm, "ddp_comm_bcast", DDP_COLL_BCAST, buf, buf, count,
+                 dtype, DDP_SUM, root, NULL);
+}
+
+int ddp_comm_reduce (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                     size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
+{
+    return coll (comm, "ddp_comm_reduce", DDP_COLL_REDUCE, sendbuf, recvbuf,
+                 count, dtype, op, root, NULL);
+}
+
+int ddp_comm_allreduce (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    return coll (comm, "ddp_comm_allreduce", DDP_COLL_ALLREDUCE, sendbuf,
+                 recvbuf, count, dtype, op, 0, NULL);
+}
+
+int ddp_comm_gather (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                     size_t count, ddp_dtype_t dtype, int root)
+{
+    return coll (comm, "ddp_comm_gather", DDP_COLL_GATHER, sendbuf, recvbuf,
+                 count, dtype, DDP_SUM, root, NULL);
+}
+
+int ddp_comm_allgather (ddp_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, ddp_dtype_t dtype)
+{
+    return coll (comm, "ddp_comm_allgather", DDP_COLL_ALLGATHER, sendbuf,
+                 recvbuf, count, dtype, DDP_SUM, 0, NULL);
+}
+
+int ddp_comm_reduce_scatter (ddp_comm_t *comm, const void *sendbuf,
+                             void *recvbuf, size_t recvcount,
+                             ddp_dtype_t dtype, ddp_op_t op)
+{
+    return coll (comm, "ddp_comm_reduce_scatter", DDP_COLL_REDUCE_SCATTER,
+                 sendbuf, recvbuf, recvcount, dtype, op, 0, NULL);
+}
+
+int ddp_comm_rank (const ddp_comm_t *comm)
+{
+    return comm ? comm->rank : g.rank;
+}
+
+int ddp_comm_size (const ddp_comm_t *comm)
+{
+    return comm ? comm->size : g.size;
+}
+
+int ddp_comm_world_rank (const ddp_comm_t *comm, int r)
+{
+    int size = ddp_comm_size (comm);
+
+    if (r < 0 || r >= size)
+        return ddpi_error (DDP_EINVAL, "ddp_comm_world_rank: %d is not a "
+                           "rank of 0..%d", r, size - 1);
+    return comm && comm->world_ranks ? comm->world_ranks[r] : r;
 }
 
 /* ---- the NCCL section of ddp.h ----------------------------------------- */
@@ -600,56 +799,56 @@ int ddp_reduce_scatter (const void *sendbuf, void *recvbuf, size_t recvcount,
 /* The running backend's GPU operations, or NULL. */
 static const struct ddp_gpu_ops *gpu_ops (void)
 {
-    return g.init ? g.be->gpu : NULL;
+    return g.init ? g.world.be->gpu : NULL;
 }
 
 void *ddp_nccl_comm (void)
 {
-    return gpu_ops () ? gpu_ops ()->comm (g.ctx) : NULL;
+    return gpu_ops () ? gpu_ops ()->comm (g.world.ctx) : NULL;
 }
 
 void *ddp_cuda_stream (void)
 {
-    return gpu_ops () ? gpu_ops ()->stream (g.ctx) : NULL;
+    return gpu_ops () ? gpu_ops ()->stream (g.world.ctx) : NULL;
 }
 
 int ddp_cuda_device (void)
 {
-    return gpu_ops () ? gpu_ops ()->device (g.ctx) : -1;
+    return gpu_ops () ? gpu_ops ()->device (g.world.ctx) : -1;
 }
 
 int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
                       void *stream)
 {
-    return coll ("ddp_bcast_stream", DDP_COLL_BCAST, buf, buf, count, dtype,
+    return coll (NULL, "ddp_bcast_stream", DDP_COLL_BCAST, buf, buf, count, dtype,
                  DDP_SUM, root, &stream);
 }
 
 int ddp_reduce_stream (const void *sendbuf, void *recvbuf, size_t count,
                        ddp_dtype_t dtype, ddp_op_t op, int root, void *stream)
 {
-    return coll ("ddp_reduce_stream", DDP_COLL_REDUCE, sendbuf, recvbuf, count,
+    return coll (NULL, "ddp_reduce_stream", DDP_COLL_REDUCE, sendbuf, recvbuf, count,
                  dtype, op, root, &stream);
 }
 
 int ddp_allreduce_stream (const void *sendbuf, void *recvbuf, size_t count,
                           ddp_dtype_t dtype, ddp_op_t op, void *stream)
 {
-    return coll ("ddp_allreduce_stream", DDP_COLL_ALLREDUCE, sendbuf, recvbuf,
+    return coll (NULL, "ddp_allreduce_stream", DDP_COLL_ALLREDUCE, sendbuf, recvbuf,
                  count, dtype, op, 0, &stream);
 }
 
 int ddp_gather_stream (const void *sendbuf, void *recvbuf, size_t count,
                        ddp_dtype_t dtype, int root, void *stream)
 {
-    return coll ("ddp_gather_stream", DDP_COLL_GATHER, sendbuf, recvbuf, count,
+    return coll (NULL, "ddp_gather_stream", DDP_COLL_GATHER, sendbuf, recvbuf, count,
                  dtype, DDP_SUM, root, &stream);
 }
 
 int ddp_allgather_stream (const void *sendbuf, void *recvbuf, size_t count,
                           ddp_dtype_t dtype, void *stream)
 {
-    return coll ("ddp_allgather_stream", DDP_COLL_ALLGATHER, sendbuf, recvbuf,
+    return coll (NULL, "ddp_allgather_stream", DDP_COLL_ALLGATHER, sendbuf, recvbuf,
                  count, dtype, DDP_SUM, 0, &stream);
 }
 
@@ -657,7 +856,11 @@ int ddp_stream_synchronize (void *stream)
 {
     int rc = check_gpu ("ddp_stream_synchronize");
 
-    return rc < 0 ? rc : done (g.be->gpu->synchronize (g.ctx, stream));
+    if (rc < 0)
+        return rc;
+    request_drain (&g.world);
+    return core_done (&g.world,
+                      g.world.be->gpu->synchronize (g.world.ctx, stream));
 }
 
 const char *ddp_nccl_info (char *buf, size_t len)

@@ -1,0 +1,408 @@
+/* split.c - groups of ranks: ddp_comm_split and ddp_comm_free (comm.h).
+ *
+ * A split is a collective of the parent communicator, in three parts:
+ *   who    one all-gather of every parent rank's colour, key, world rank
+ *          and node: each rank finds its group (same colour, ordered by
+ *          key then parent rank), the group's nodes and their order;
+ *   set-up the backend makes the group's context (its split(), else its
+ *          create() on a bootstrap of the group: bootstrap_create_group),
+ *          whose rounds travel over the parent in lock step: every round
+ *          is one all-gather of every parent rank's message (two parent
+ *          collectives), whatever group a rank is in, so that groups set
+ *          up at once share the rounds.  A rank whose set-up ended keeps
+ *          taking part with an "ended" message until every rank has
+ *          ended; a rank still setting up that meets a group-mate which
+ *          ended fails at once, naming it, rather than waiting for data
+ *          that will not come;
+ *   verdict the last round carries each rank's result: every rank of the
+ *          parent fails if any failed (naming the first), and the groups
+ *          made are released; else each group runs its first barrier.
+ * Every wait is one of the parent's collectives or the group's, so every
+ * wait is bounded by DDP_TIMEOUT and names who did not come.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "ddp_internal.h"
+
+#define FN "ddp_comm_split"
+
+/* What a rank says of itself in the all-gather of "who". */
+enum { W_COLOUR, W_KEY, W_WORLD, W_NODE, W_WORDS };
+
+/* A lock-step round's message: a header, then the data. */
+enum { MSG_SETUP = 1, MSG_ENDED = 2 };
+struct msg_head {
+    int32_t tag;    /* MSG_SETUP, MSG_ENDED */
+    int32_t rc;     /* MSG_ENDED: the set-up's result on that rank */
+    char why[200];  /* MSG_ENDED with rc < 0: why */
+};
+
+struct setup {
+    struct ddp_comm *parent;
+    int size;              /* the group's (0: no group) */
+    int *prank;            /* the parent rank of each group rank */
+    int *world;            /* the world rank of each group rank */
+    int *node;             /* the node of each group rank, numbered densely */
+    int rank;              /* this rank's in the group */
+    /* The last lock-step round: every parent rank's message. */
+    char *all;
+    size_t *off, *len;
+};
+
+static _Atomic unsigned next_id = 1;
+
+/* One collective of the parent. */
+static int parent_allgather (struct ddp_comm *p, const void *send, void *recv,
+                             size_t count, ddp_dtype_t dtype)
+{
+    struct ddp_coll k = { .kind = DDP_COLL_ALLGATHER, .sendbuf = send,
+                          .recvbuf = recv, .count = count, .dtype = dtype };
+
+    return core_run (p, FN, DDP_COLL_ALLGATHER, &k);
+}
+
+/* A lock-step round: every parent rank's message (head, then len bytes
+ * of data) into s->all, s->off, s->len.  Two all-gathers: the lengths,
+ * then the messages padded to the longest. */
+static int lockstep (struct setup *s, const struct msg_head *head,
+                     const void *data, size_t len)
+{
+    int n = s->parent->size, rc;
+    uint64_t mine = sizeof (*head) + len, *lens = NULL, max = 0;
+    char *msg = NULL;
+
+    free (s->all);
+    s->all = NULL;
+    if (!(lens = calloc ((size_t)n, sizeof (*lens))))
+        return ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+    if ((rc = parent_allgather (s->parent, &mine, lens, 1, DDP_UINT64)) < 0)
+        goto out;
+    for (int r = 0; r < n; r++)
+        max = lens[r] > max ? lens[r] : max;
+    if (max > ((uint64_t)1 << 24) || !(msg = calloc (1, max))
+        || !(s->all = malloc ((size_t)max * (size_t)n))) {
+        rc = ddpi_error (DDP_ENOMEM, "%s: out of memory (set-up messages of "
+                         "%llu bytes)", FN, (unsigned long long)max);
+        goto out;
+    }
+    memcpy (msg, head, sizeof (*head));
+    if (len)
+        memcpy (msg + sizeof (*head), data, len);
+    if ((rc = parent_allgather (s->parent, msg, s->all, (size_t)max,
+                                DDP_UINT8)) < 0)
+        goto out;
+    for (int r = 0; r < n; r++) {
+        s->off[r] = (size_t)max * (size_t)r;
+        s->len[r] = (size_t)lens[r];
+    }
+out:
+    free (lens);
+    free (msg);
+    return rc;
+}
+
+/* Parent rank r's header in the last round. */
+static const struct msg_head *head_of (const struct setup *s, int r)
+{
+    return (const struct msg_head *)(s->all + s->off[r]);
+}
+
+/* The group bootstrap's round (bootstrap.h): a lock-step round, of
+ * which this rank keeps its group's messages. */
+static int group_round (void *arg, const void *blob, size_t len, void **all,
+                        size_t *all_off, size_t *all_len, char *err,
+                        size_t errlen)
+{
+    struct setup *s = arg;
+    struct msg_head head = { .tag = MSG_SETUP };
+    size_t total = 0, at = 0;
+    char *out;
+    int rc;
+
+    *all = NULL;
+    if ((rc = lockstep (s, &head, blob, len)) < 0) {
+        snprintf (err, errlen, "%s", ddpi_last_error ());
+        return rc;
+    }
+    for (int g = 0; g < s->size; g++) {
+        if (head_of (s, s->prank[g])->tag != MSG_SETUP) {
+            snprintf (err, errlen, "group rank %d (world rank %d) left the "
+                      "group's set-up (it failed there, see its message)",
+                      g, s->world[g]);
+            return DDP_EREMOTE;
+        }
+        total += s->len[s->prank[g]] - sizeof (head);
+    }
+    if (!(out = malloc (total ? total : 1))) {
+        snprintf (err, errlen, "out of memory");
+        return DDP_ENOMEM;
+    }
+    for (int g = 0; g < s->size; g++) {
+        size_t l = s->len[s->prank[g]] - sizeof (head);
+
+        memcpy (out + at, s->all + s->off[s->prank[g]] + sizeof (head), l);
+        all_off[g] = at;
+        all_len[g] = l;
+        at += l;
+    }
+    *all = out;
+    return 0;
+}
+
+/* Who is in this rank's group (colour >= 0): s->size, rank, prank, world
+ * and node from every parent rank's words (w: W_WORDS each). */
+static int find_group (struct setup *s, const int64_t *w, int colour)
+{
+    int n = s->parent->size, me = s->parent->rank, m = 0, nn = 0;
+    int *wnode = NULL;
+
+    for (int r = 0; r < n; r++)
+        m += w[r * W_WORDS + W_COLOUR] == colour;
+    s->prank = calloc ((size_t)m, sizeof (int));
+    s->world = calloc ((size_t)m, sizeof (int));
+    s->node = calloc ((size_t)m, sizeof (int));
+    wnode = calloc ((size_t)m, sizeof (int));
+    if (!s->prank || !s->world || !s->node || !wnode) {
+        free (wnode);
+        return ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+    }
+    /* Insertion by (key, parent rank): a split is rare, groups small. */
+    for (int r = 0, k = 0; r < n; r++) {
+        if (w[r * W_WORDS + W_COLOUR] != colour)
+            continue;
+        int i = k++;
+        while (i > 0 && w[s->prank[i - 1] * W_WORDS + W_KEY]
+                            > w[r * W_WORDS + W_KEY]) {
+            s->prank[i] = s->prank[i - 1];
+            i--;
+        }
+        s->prank[i] = r;
+    }
+    for (int i = 0; i < m; i++) {
+        const int64_t *x = w + s->prank[i] * W_WORDS;
+        int j;
+
+        s->world[i] = (int)x[W_WORLD];
+        if (s->prank[i] == me)
+            s->rank = i;
+        /* Nodes numbered in the order the group's ranks meet them. */
+        for (j = 0; j < nn && wnode[j] != (int)x[W_NODE]; j++)
+            ;
+        if (j == nn)
+            wnode[nn++] = (int)x[W_NODE];
+        s->node[i] = j;
+    }
+    s->size = m;
+    free (wnode);
+    return 0;
+}
+
+static void setup_free (struct setup *s)
+{
+    free (s->prank);
+    free (s->world);
+    free (s->node);
+    free (s->all);
+    free (s->off);
+    free (s->len);
+}
+
+/* Make this rank's context of the group (c->ctx), or take part in the
+ * backend's split without a group (c NULL). */
+static int make_context (struct setup *s, struct ddp_comm *c, int colour,
+                         int key)
+{
+    const struct ddp_backend *be = s->parent->be;
+    char err[256] = "";
+    int rc;
+
+    if (!c)
+        return be->split ? be->split (s->parent->ctx, DDP_UNDEFINED, key,
+                                      NULL, core_config (), &(void *){ NULL })
+                         : 0;
+    {
+        char job[300];
+        struct bootstrap_group spec = {
+            .rank = s->rank, .size = s->size, .rank_node = s->node,
+            .job_id = job, .round = group_round, .arg = s };
+        const struct bootstrap_info *pi =
+            bootstrap_info (s->parent->boot ? s->parent->boot : core_boot ());
+
+        snprintf (job, sizeof (job), "%s/%u:%d", pi->job_id,
+                  s->parent->splits, colour);
+        if ((rc = bootstrap_create_group (&c->boot, &spec,
+                                          core_config ()->timeout_s,
+                                          "DDP_TIMEOUT", err,
+                                          sizeof (err))) < 0)
+            return ddpi_error (rc, "%s: %s", FN, err);
+    }
+    rc = be->split ? be->split (s->parent->ctx, colour, key, c->boot,
+                                core_config (), &c->ctx)
+                   : be->create (c->boot, core_config (), &c->ctx);
+    bootstrap_group_close (c->boot);
+    return rc;
+}
+
+/* After this rank's set-up (rc): rounds until every parent rank has
+ * ended; then the verdict.  Returns 0 when every rank succeeded, else
+ * this rank's code or DDP_EREMOTE naming the first that failed. */
+static int verdict (struct setup *s, int rc)
+{
+    struct msg_head head = { .tag = MSG_ENDED, .rc = rc };
+    int n = s->parent->size, lrc, first = -1;
+    bool all_ended;
+
+    if (rc < 0)
+        snprintf (head.why, sizeof (head.why), "%s", ddpi_last_error ());
+    do {
+        if ((lrc = lockstep (s, &head, NULL, 0)) < 0)
+            return lrc;
+        all_ended = true;
+        for (int r = 0; r < n; r++)
+            all_ended = all_ended && head_of (s, r)->tag == MSG_ENDED;
+    } while (!all_ended);
+    for (int r = 0; r < n && first < 0; r++)
+        if (head_of (s, r)->rc < 0)
+            first = r;
+    if (rc < 0 || first < 0)
+        return rc;
+    return ddpi_error (DDP_EREMOTE, "%s: setting up a group failed on "
+                       "world rank %d: %.200s", FN,
+                       ddp_comm_world_rank (s->parent, first),
+                       head_of (s, first)->why);
+}
+
+/* A new group of s, not yet set up; NULL (logged) when out of memory. */
+static struct ddp_comm *new_group (struct setup *s)
+{
+    struct ddp_comm *c = calloc (1, sizeof (*c));
+
+    if (!c || !(c->world_ranks = malloc ((size_t)s->size * sizeof (int)))) {
+        free (c);
+        ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+        return NULL;
+    }
+    c->be = s->parent->be;
+    c->rank = s->rank;
+    c->size = s->size;
+    memcpy (c->world_ranks, s->world, (size_t)s->size * sizeof (int));
+    c->id = next_id++;
+    return c;
+}
+
+static void group_free (struct ddp_comm *c)
+{
+    if (!c)
+        return;
+    if (c->ctx)
+        c->be->destroy (c->ctx);
+    bootstrap_destroy (c->boot);
+    free (c->world_ranks);
+    free (c);
+}
+
+/* Set the group up (s: who), on every rank of the parent. */
+static int setup_group (struct setup *s, int colour, int key,
+                        struct ddp_comm **out)
+{
+    struct ddp_comm *c = NULL;
+    int rc = 0;
+
+    if (!(s->off = calloc ((size_t)s->parent->size, sizeof (size_t)))
+        || !(s->len = calloc ((size_t)s->parent->size, sizeof (size_t))))
+        rc = ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+    else if (s->size > 0 && !(c = new_group (s)))
+        rc = DDP_ENOMEM;
+    if (rc == 0)
+        rc = make_context (s, c, colour, key);
+    rc = verdict (s, rc);
+    if (rc == 0 && c && (rc = core_done (c, c->be->barrier (c->ctx))) < 0)
+        ddpi_error (rc, "%s: the new group's first barrier: %s", FN,
+                    ddpi_last_error ());
+    if (rc < 0) {
+        group_free (c);
+        return rc;
+    }
+    if (c)
+        c->calls = 1;   /* that barrier */
+    *out = c;
+    return 0;
+}
+
+int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
+                    ddp_comm_t **newcomm)
+{
+    struct ddp_comm *p = core_comm (parent), *c = NULL;
+    struct setup s = { .parent = p };
+    bool bad = !newcomm || (colour < 0 && colour != DDP_UNDEFINED);
+    int64_t mine[W_WORDS], *all = NULL;
+    int rc;
+
+    if (newcomm)
+        *newcomm = NULL;
+    if ((rc = core_check (p ? p : core_world (), FN)) < 0)
+        return rc;
+    request_drain (p);
+    mine[W_COLOUR] = bad ? DDP_UNDEFINED : colour;
+    mine[W_KEY] = key;
+    mine[W_WORLD] = ddp_rank ();
+    mine[W_NODE] = ddp_node_rank ();
+    if (!(all = calloc ((size_t)p->size, sizeof (mine))))
+        return ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+    /* Every rank takes part, the bad ones too: the others must not wait. */
+    if ((rc = parent_allgather (p, mine, all, W_WORDS, DDP_INT64)) == 0
+        && mine[W_COLOUR] >= 0)
+        rc = find_group (&s, all, colour);
+    if (rc == 0)
+        rc = setup_group (&s, (int)mine[W_COLOUR], key, &c);
+    p->splits++;
+    setup_free (&s);
+    free (all);
+    if (rc == 0 && bad)
+        rc = ddpi_error (DDP_EINVAL, "%s: %s", FN,
+                         newcomm ? "colour must be >= 0 or DDP_UNDEFINED"
+                                 : "newcomm is NULL");
+    if (rc < 0)
+        return rc;
+    if (c) {
+        core_add_group (c);
+        ddpi_debug ("%s: group %u: rank %d of %d", FN, c->id, c->rank,
+                    c->size);
+    }
+    *newcomm = c;
+    return 0;
+}
+
+/* comm.h. */
+void split_release (struct ddp_comm *c, bool barrier)
+{
+    core_remove_group (c);
+    request_stop (c);
+    if (barrier && !c->broken)
+        (void)c->be->barrier (c->ctx);
+    group_free (c);
+}
+
+int ddp_comm_free (ddp_comm_t **comm)
+{
+    struct ddp_comm *c;
+    int rc;
+
+    if (!comm || !*comm)
+        return 0;
+    c = *comm;
+    if (c == core_world ())
+        return ddpi_error (DDP_EINVAL, "ddp_comm_free: the world cannot be "
+                           "freed (ddp_finalize does that)");
+    if ((rc = core_check (c, "ddp_comm_free")) < 0 && rc != c->broken)
+        return rc;
+    split_release (c, true);
+    *comm = NULL;
+    return 0;
+}

@@ -1,0 +1,347 @@
+/* ddp_groups.c - communicators, nonblocking calls and reduce-scatter
+ * (ddp.h) checked against results computed here.
+ *
+ * Usage:
+ *   ddp_groups check     every check below; one line per rank
+ *                        "ddp_groups rank R/W: N checks, F failed", exit 1
+ *                        when any failed
+ *   ddp_groups fault K N two groups (even and odd world ranks); world rank
+ *                        K exits after N all-reduces on its group, the
+ *                        others go on: its group-mates report what their
+ *                        next call returned and how long it took, the
+ *                        other group makes 4 N calls of its own and then
+ *                        a world barrier; each rank prints
+ *                        "rank R group G: ..." lines
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp.h"
+
+static int rank, size, nfail, nchecks;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        nchecks++;                                                            \
+        if (!(cond)) {                                                        \
+            nfail++;                                                          \
+            fprintf (stderr, "FAIL rank %d line %d: ", rank, __LINE__);       \
+            fprintf (stderr, __VA_ARGS__);                                    \
+            fputc ('\n', stderr);                                             \
+        }                                                                     \
+    } while (0)
+
+#define OK(call) CHECK ((call) == 0, "%s: %s", #call, ddp_last_error ())
+
+static double now (void)
+{
+    struct timespec t;
+
+    clock_gettime (CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Every collective on c, against what its members' world ranks say. */
+static void check_comm (ddp_comm_t *c, const char *what)
+{
+    int n = ddp_comm_size (c), me = ddp_comm_rank (c);
+    int64_t v[3], sum[3], *all = calloc ((size_t)n, sizeof (int64_t));
+    int64_t *blocks = calloc ((size_t)n * 2, sizeof (int64_t)), rs[2];
+    int64_t expect = 0, x;
+
+    for (int r = 0; r < n; r++)
+        expect += ddp_comm_world_rank (c, r) + 1;
+    v[0] = rank + 1;
+    v[1] = 1;
+    v[2] = me;
+    OK (ddp_comm_allreduce (c, v, sum, 3, DDP_INT64, DDP_SUM));
+    CHECK (sum[0] == expect && sum[1] == n && sum[2] == (int64_t)n * (n - 1) / 2,
+           "%s: allreduce %lld %lld %lld, expected %lld %d", what,
+           (long long)sum[0], (long long)sum[1], (long long)sum[2],
+           (long long)expect, n);
+    x = me == n - 1 ? rank : -1;
+    OK (ddp_comm_bcast (c, &x, 1, DDP_INT64, n - 1));
+    CHECK (x == ddp_comm_world_rank (c, n - 1), "%s: bcast from its last "
+           "rank gave %lld", what, (long long)x);
+    x = rank;
+    OK (ddp_comm_allgather (c, &x, all, 1, DDP_INT64));
+    for (int r = 0; r < n; r++)
+        CHECK (all[r] == ddp_comm_world_rank (c, r), "%s: allgather [%d] = "
+               "%lld", what, r, (long long)all[r]);
+    memset (all, 0, (size_t)n * sizeof (int64_t));
+    OK (ddp_comm_gather (c, &x, all, 1, DDP_INT64, 0));
+    for (int r = 0; me == 0 && r < n; r++)
+        CHECK (all[r] == ddp_comm_world_rank (c, r), "%s: gather [%d] = %lld",
+               what, r, (long long)all[r]);
+    x = 0;
+    OK (ddp_comm_reduce (c, &v[0], &x, 1, DDP_INT64, DDP_MAX, n / 2));
+    if (me == n / 2) {
+        int64_t m = 0;
+        for (int r = 0; r < n; r++)
+            m = ddp_comm_world_rank (c, r) + 1 > m ? ddp_comm_world_rank (c, r) + 1 : m;
+        CHECK (x == m, "%s: reduce max %lld, expected %lld", what,
+               (long long)x, (long long)m);
+    }
+    /* Reduce-scatter: block b of rank r's input is (r + 1) * 100 + b. */
+    for (int b = 0; b < n; b++) {
+        blocks[2 * b] = (int64_t)(me + 1) * 100 + b;
+        blocks[2 * b + 1] = 1;
+    }
+    OK (ddp_comm_reduce_scatter (c, blocks, rs, 2, DDP_INT64, DDP_SUM));
+    CHECK (rs[0] == (int64_t)n * (n + 1) / 2 * 100 + (int64_t)n * me
+           && rs[1] == n, "%s: reduce-scatter gave %lld %lld", what,
+           (long long)rs[0], (long long)rs[1]);
+    /* In place: this rank's block of sendbuf. */
+    OK (ddp_comm_reduce_scatter (c, blocks, blocks + 2 * me, 2, DDP_INT64,
+                                 DDP_SUM));
+    CHECK (blocks[2 * me] == rs[0] && blocks[2 * me + 1] == rs[1],
+           "%s: reduce-scatter in place gave %lld", what,
+           (long long)blocks[2 * me]);
+    OK (ddp_comm_barrier (c));
+    free (all);
+    free (blocks);
+}
+
+/* Several requests in flight on c, a blocking call behind them, and
+ * ddp_test until one is done. */
+static void check_requests (ddp_comm_t *c, const char *what)
+{
+    enum { NREQ = 8, COUNT = 5000 };
+    int n = ddp_comm_size (c), me = ddp_comm_rank (c);
+    ddp_request_t *req[NREQ], *r1 = NULL, *r2 = NULL, *r3 = NULL;
+    double *buf = calloc ((size_t)NREQ * COUNT, sizeof (double));
+    int64_t *all = calloc ((size_t)n, sizeof (int64_t)), x, y, z;
+    bool done = false;
+    long polls = 0;
+    int rc;
+
+    for (int i = 0; i < NREQ; i++) {
+        for (int j = 0; j < COUNT; j++)
+            buf[(size_t)i * COUNT + j] = (double)(i + j % 7 + me);
+        OK (ddp_comm_iallreduce (c, buf + (size_t)i * COUNT,
+                                 buf + (size_t)i * COUNT, COUNT, DDP_FLOAT64,
+                                 DDP_SUM, &req[i]));
+    }
+    /* A blocking call keeps its place behind them. */
+    x = me + 1;
+    OK (ddp_comm_allreduce (c, &x, &y, 1, DDP_INT64, DDP_SUM));
+    CHECK (y == (int64_t)n * (n + 1) / 2, "%s: the blocking call behind "
+           "the requests gave %lld", what, (long long)y);
+    OK (ddp_waitall (NREQ, req));
+    for (int i = 0; i < NREQ; i++) {
+        CHECK (req[i] == NULL, "%s: request %d not cleared", what, i);
+        for (int j = 0; j < COUNT; j += 997) {
+            double e = (double)n * (i + j % 7) + (double)n * (n - 1) / 2;
+            CHECK (buf[(size_t)i * COUNT + j] == e, "%s: request %d [%d] = "
+                   "%g, expected %g", what, i, j, buf[(size_t)i * COUNT + j],
+                   e);
+        }
+    }
+    /* Every other kind, then ddp_test until done. */
+    z = me == 0 ? 4242 : 0;
+    OK (ddp_comm_ibcast (c, &z, 1, DDP_INT64, 0, &r1));
+    x = ddp_comm_world_rank (c, me);
+    OK (ddp_comm_iallgather (c, &x, all, 1, DDP_INT64, &r2));
+    OK (ddp_comm_ibarrier (c, &r3));
+    OK (ddp_wait (&r1));
+    CHECK (z == 4242, "%s: ibcast gave %lld", what, (long long)z);
+    do {
+        rc = ddp_test (&r2, &done);
+        polls++;
+    } while (rc == 0 && !done);
+    CHECK (rc == 0 && done, "%s: ddp_test: %s", what, ddp_last_error ());
+    CHECK (r2 == NULL, "%s: ddp_test left the request", what);
+    for (int r = 0; r < n; r++)
+        CHECK (all[r] == ddp_comm_world_rank (c, r), "%s: iallgather [%d] = "
+               "%lld", what, r, (long long)all[r]);
+    OK (ddp_wait (&r3));
+    OK (ddp_wait (&r3));   /* NULL: 0 at once */
+    {
+        int64_t send[64], recv[2];
+        for (int b = 0; b < n && b < 32; b++) {
+            send[2 * b] = b;
+            send[2 * b + 1] = me;
+        }
+        if (n <= 32) {
+            OK (ddp_comm_ireduce_scatter (c, send, recv, 2, DDP_INT64,
+                                          DDP_MAX, &r1));
+            OK (ddp_wait (&r1));
+            CHECK (recv[0] == me && recv[1] == n - 1, "%s: "
+                   "ireduce_scatter gave %lld %lld", what,
+                   (long long)recv[0], (long long)recv[1]);
+        }
+        x = me;
+        y = -1;
+        OK (ddp_comm_ireduce (c, &x, &y, 1, DDP_INT64, DDP_SUM, 0, &r1));
+        OK (ddp_comm_igather (c, &x, all, 1, DDP_INT64, n - 1, &r2));
+        OK (ddp_wait (&r2));
+        OK (ddp_wait (&r1));
+        if (me == 0)
+            CHECK (y == (int64_t)n * (n - 1) / 2, "%s: ireduce gave %lld",
+                   what, (long long)y);
+        for (int r = 0; me == n - 1 && r < n; r++)
+            CHECK (all[r] == r, "%s: igather [%d] = %lld", what, r,
+                   (long long)all[r]);
+    }
+    free (buf);
+    free (all);
+}
+
+/* The errors a caller can make. */
+static void check_errors (void)
+{
+    ddp_comm_t *w = ddp_comm_world (), *c = (ddp_comm_t *)1;
+    ddp_request_t *r = (ddp_request_t *)1;
+    int64_t x = 0;
+    bool done;
+
+    CHECK (ddp_comm_split (NULL, -5, 0, &c) == DDP_EINVAL && c == NULL,
+           "a colour of -5 is refused (every rank took part)");
+    CHECK (ddp_comm_split (NULL, 0, 0, NULL) == DDP_EINVAL,
+           "newcomm NULL is refused");
+    CHECK (ddp_comm_free (&w) == DDP_EINVAL && w == ddp_comm_world (),
+           "the world cannot be freed");
+    CHECK (ddp_comm_free (NULL) == 0, "ddp_comm_free (NULL) is 0");
+    CHECK (ddp_comm_iallreduce (NULL, &x, &x, 1, DDP_INT64, 99, &r)
+           == DDP_EINVAL && r == NULL, "a bad op fails the start, req NULL");
+    CHECK (ddp_comm_iallreduce (NULL, &x, &x, 1, DDP_INT64, DDP_SUM, NULL)
+           == DDP_EINVAL, "req NULL is refused");
+    CHECK (ddp_wait (NULL) == DDP_EINVAL, "ddp_wait (NULL)");
+    CHECK (ddp_test (NULL, &done) == DDP_EINVAL, "ddp_test (NULL, ...)");
+    CHECK (ddp_comm_bcast (NULL, &x, 1, DDP_INT64, size) == DDP_EINVAL,
+           "a root out of the world");
+    CHECK (ddp_comm_world_rank (NULL, size) == DDP_EINVAL,
+           "ddp_comm_world_rank of a rank out of range");
+}
+
+static void check_all (void)
+{
+    ddp_comm_t *parity = NULL, *half = NULL, *self = NULL, *node = NULL,
+               *some = NULL;
+    int want;
+
+    /* Even and odd world ranks, each ordered from the highest down. */
+    OK (ddp_comm_split (NULL, rank % 2, -rank, &parity));
+    want = (size - rank % 2 + 1) / 2;
+    CHECK (parity && ddp_comm_size (parity) == want, "parity group of %d, "
+           "expected %d", parity ? ddp_comm_size (parity) : -1, want);
+    if (parity) {
+        int n = ddp_comm_size (parity);
+        for (int r = 0; r < n; r++) {
+            int wr = ddp_comm_world_rank (parity, r);
+            CHECK (wr % 2 == rank % 2 && (r == 0 || wr < ddp_comm_world_rank (parity, r - 1)),
+                   "parity group's rank %d is world rank %d", r, wr);
+            if (wr == rank)
+                CHECK (ddp_comm_rank (parity) == r, "own rank %d, listed %d",
+                       ddp_comm_rank (parity), r);
+        }
+        check_comm (parity, "parity");
+        /* Nested: the first and the second half of it. */
+        OK (ddp_comm_split (parity, ddp_comm_rank (parity) < n / 2, 0, &half));
+        if (half) {
+            int h = ddp_comm_rank (parity) < n / 2 ? n / 2 : n - n / 2;
+            CHECK (ddp_comm_size (half) == h, "half of %d, expected %d",
+                   ddp_comm_size (half), h);
+            check_comm (half, "half");
+        }
+        check_requests (parity, "parity requests");
+    }
+    /* Groups of one. */
+    OK (ddp_comm_split (NULL, rank, 0, &self));
+    CHECK (self && ddp_comm_size (self) == 1 && ddp_comm_rank (self) == 0,
+           "a group of one");
+    if (self) {
+        check_comm (self, "self");
+        check_requests (self, "self requests");
+    }
+    /* A node's ranks. */
+    OK (ddp_comm_split (NULL, ddp_node_rank (), ddp_local_rank (), &node));
+    CHECK (node && ddp_comm_size (node) == ddp_local_world_size ()
+           && ddp_comm_rank (node) == ddp_local_rank (), "the node's group");
+    if (node)
+        check_comm (node, "node");
+    /* Rank 0 in no group. */
+    OK (ddp_comm_split (NULL, rank == 0 ? DDP_UNDEFINED : 7, 0, &some));
+    CHECK ((rank == 0) == (some == NULL), "DDP_UNDEFINED gives no group");
+    if (some) {
+        CHECK (ddp_comm_size (some) == size - 1, "the others' group");
+        check_comm (some, "others");
+    }
+    check_requests (NULL, "world requests");
+    check_comm (NULL, "world");
+    check_errors ();
+    OK (ddp_comm_free (&half));
+    OK (ddp_comm_free (&parity));
+    OK (ddp_comm_free (&self));
+    OK (ddp_comm_free (&some));
+    CHECK (half == NULL && parity == NULL && self == NULL && some == NULL,
+           "freed handles are NULL");
+    /* node is left for ddp_finalize to free. */
+}
+
+/* World rank k exits after n calls on its group; see the header. */
+static int fault (int k, int n)
+{
+    ddp_comm_t *grp = NULL;
+    int64_t x = 1, y;
+    double t0;
+    int rc = 0, i;
+
+    if (ddp_comm_split (NULL, rank % 2, 0, &grp) != 0)
+        return 1;
+    if (rank % 2 == k % 2) {
+        for (i = 0; rc == 0; i++) {
+            if (rank == k && i == n) {
+                fflush (NULL);
+                _exit (3);
+            }
+            t0 = now ();
+            rc = ddp_comm_allreduce (grp, &x, &y, 1, DDP_INT64, DDP_SUM);
+        }
+        printf ("rank %d group %d: call %d failed after %.2f s: %s: %s\n",
+                rank, rank % 2, i - 1, now () - t0, ddp_strerror (rc),
+                ddp_last_error ());
+    }
+    else {
+        for (i = 0; i < 4 * n && rc == 0; i++)
+            rc = ddp_comm_allreduce (grp, &x, &y, 1, DDP_INT64, DDP_SUM);
+        printf ("rank %d group %d: %d calls of its own: %s\n", rank,
+                rank % 2, i, rc == 0 ? "all passed" : ddp_last_error ());
+        usleep (200000);
+        t0 = now ();
+        rc = ddp_barrier ();
+        printf ("rank %d group %d: world barrier after %.2f s: %s: %s\n",
+                rank, rank % 2, now () - t0, ddp_strerror (rc),
+                rc ? ddp_last_error () : "");
+    }
+    fflush (NULL);
+    ddp_finalize ();
+    return 0;
+}
+
+int main (int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "check";
+
+    if (ddp_init () != 0)
+        return 1;
+    rank = ddp_rank ();
+    size = ddp_world_size ();
+    if (strcmp (mode, "fault") == 0 && argc == 4)
+        return fault (atoi (argv[2]), atoi (argv[3]));
+    if (strcmp (mode, "check") != 0) {
+        fprintf (stderr, "usage: ddp_groups check | fault RANK CALLS\n");
+        return 2;
+    }
+    check_all ();
+    printf ("ddp_groups rank %d/%d: %d checks, %d failed\n", rank, size,
+            nchecks, nfail);
+    if (ddp_finalize () != 0)
+        nfail++;
+    return nfail ? 1 : 0;
+}
