@@ -63,6 +63,11 @@ int core_check_args (struct ddp_comm *c, const char *fn,
 int core_run (struct ddp_comm *c, const char *fn, int kind,
               struct ddp_coll *k);
 
+/* DDP_CHECK's vote on a call that is neither a collective nor a barrier
+ * (kind: CHECK_SPLIT, CHECK_FREE; check.h), when DDP_CHECK is on; else
+ * nothing.  Returns 0 or the vote's DDP_E* code (c is then broken). */
+int core_vote (struct ddp_comm *c, const char *fn, int kind);
+
 /* After a backend call on c: a fault is sticky, and the launcher hears
  * that this rank is a victim.  Returns rc. */
 int core_done (struct ddp_comm *c, int rc);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "comm.h"
 #include "ddp_internal.h"
 
@@ -349,6 +350,8 @@ int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
     if ((rc = core_check (p ? p : core_world (), FN)) < 0)
         return rc;
     request_drain (p);
+    if ((rc = core_vote (p, FN, CHECK_SPLIT)) < 0)
+        return rc;
     mine[W_COLOUR] = bad ? DDP_UNDEFINED : colour;
     mine[W_KEY] = key;
     mine[W_WORLD] = ddp_rank ();
@@ -384,7 +387,8 @@ void split_release (struct ddp_comm *c, bool barrier)
 {
     core_remove_group (c);
     request_stop (c);
-    if (barrier && !c->broken)
+    if (barrier && !c->broken
+        && core_vote (c, "ddp_comm_free", CHECK_FREE) == 0)
         (void)c->be->barrier (c->ctx);
     group_free (c);
 }
