@@ -19,7 +19,8 @@
 
 
 const char *const host_kind_names[HOST_KINDS] = {
-    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "other",
+    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather",
+    "reduce_scatter", "other",
 };
 
 /* ---------------------------------------------------------- stragglers */
