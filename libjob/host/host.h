@@ -245,6 +245,10 @@ int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
                  size_t count, ddp_dtype_t dtype, ddp_op_t op, int root);
 int host_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
                     size_t count, ddp_dtype_t dtype, ddp_op_t op);
+/* sendbuf: size x recvcount elements; recvbuf may be this rank's block
+ * of it (in place). */
+int host_reduce_scatter (void *ctx, const void *sendbuf, void *recvbuf,
+                         size_t recvcount, ddp_dtype_t dtype, ddp_op_t op);
 int host_gather (void *ctx, const void *sendbuf, void *recvbuf,
                  size_t count, ddp_dtype_t dtype, int root);
 int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
