@@ -426,6 +426,27 @@ static int reduce_nodes (struct host *h, const char *send, char *recv,
     return result_out (h, out, want ? recv : NULL, count, es, La, true);
 }
 
+/* What of the node's part [at, end) of a reduce-scatter's result (its
+ * ranks' blocks in local rank order, count elements each) lies in a
+ * lane's slice [blo, bhi) of all the elements (mine): into res, at its
+ * place in the piece. */
+static void part_of_slice (struct host *h, char *res, const char *mine,
+                           size_t count, size_t at, size_t end, size_t blo,
+                           size_t bhi, size_t es)
+{
+    for (size_t v = at, hi; v < end; v = hi) {
+        size_t lr = v / count, glo, ghi;
+        /* v is element g of all: in local rank lr's block. */
+        size_t g = (size_t)h->local_ranks[lr] * count + (v - lr * count);
+        hi = (lr + 1) * count < end ? (lr + 1) * count : end;
+        glo = g > blo ? g : blo;
+        ghi = g + (hi - v) < bhi ? g + (hi - v) : bhi;
+        if (glo < ghi)
+            memcpy (res + (v - at + (glo - g)) * es, mine + (glo - blo) * es,
+                    (ghi - glo) * es);
+    }
+}
+
 /* Out phase of a reduce-scatter: the node's part of the result, its
  * ranks' blocks (count elements each) in local rank order, goes through
  * the result area a piece a step, lane l (< La; mine: its slice [blo,
@@ -450,18 +471,8 @@ static int scatter_out (struct host *h, const char *mine, char *recv,
         if (at > 0 && (rc = node_step_enter (h, &s)) < 0)
             return rc;
         res = host_result (h, (int)(s & 1));
-        for (size_t v = at; l >= 0 && v < end; v = hi) {
-            /* Elements v.. of local rank v / count's block: g.. of all. */
-            size_t lr = v / count, g;
-            hi = (lr + 1) * count < end ? (lr + 1) * count : end;
-            g = (size_t)h->local_ranks[lr] * count + (v - lr * count);
-            lo = g > blo ? g : blo;
-            if (lo < g + (hi - v) && lo < bhi)
-                memcpy (res + (v + (lo - g) - at) * es, mine + (lo - blo) * es,
-                        ((g + (hi - v) < bhi ? g + (hi - v) : bhi) - lo)
-                        * es);
-        }
         if (l >= 0) {
+            part_of_slice (h, res, mine, count, at, end, blo, bhi, es);
             node_tag_post (h, s);
             host_post (h, 2, s);
         }
