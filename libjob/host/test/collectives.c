@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -826,6 +827,96 @@ static void reduce_scatters (void)
     }
 }
 
+/* One all-reduce of SIZE x *arg floats, then one reduce-scatter of the
+ * same (the counters go to DDP_STATS at destroy). */
+static int rank_traffic (int rank, void *arg)
+{
+    size_t n = *(const size_t *)arg;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+    float *send = calloc (n * SIZE, sizeof (float));
+    float *recv = calloc (n * SIZE, sizeof (float));
+
+    (void)rank;
+    if (!ctx || !send || !recv)
+        return 2;
+    RANK_CHECK (be->allreduce (ctx, send, recv, n * SIZE, DDP_FLOAT32,
+                               DDP_SUM) == 0
+                && be->reduce_scatter (ctx, send, recv, n, DDP_FLOAT32,
+                                       DDP_SUM) == 0,
+                "%s", ddpi_last_error ());
+    teardown (ctx, b, true);
+    free (send);
+    free (recv);
+    return tap_rank_fails ? 1 : 0;
+}
+
+/* The payload bytes every rank received in calls of kind, from the
+ * counters' lines in path (ddp-stats ... kind=calls,ms,bs,mr,br). */
+static unsigned long long bytes_in (const char *path, const char *kind)
+{
+    unsigned long long sum = 0, c, ms, bs, mr, br;
+    char line[1024], key[64];
+    FILE *f = fopen (path, "r");
+
+    snprintf (key, sizeof (key), " %s=", kind);
+    while (f && fgets (line, sizeof (line), f)) {
+        const char *p = strstr (line, key);
+        if (p && sscanf (p + strlen (key), "%llu,%llu,%llu,%llu,%llu", &c,
+                         &ms, &bs, &mr, &br) == 5)
+            sum += br;
+    }
+    if (f)
+        fclose (f);
+    return sum;
+}
+
+/* What a reduce-scatter moves between nodes, counted (DDP_STATS) on 4
+ * nodes of one rank against the all-reduce of the same data: as much in
+ * recursive doubling (full vectors every step), 2/3 with halving and
+ * with the ring, whose allgather halves bring each node its block only
+ * (one hop on the ring). */
+static void reduce_scatter_traffic (void)
+{
+    static const struct {
+        size_t n;
+        const char *ring_min;
+        int num, den;       /* the most the reduce-scatter may take */
+        const char *what;
+    } c[] = {
+        { 1000, NULL, 1, 1, "recursive doubling (16 KB): as much" },
+        { 100000, NULL, 2, 3, "halving (1.6 MB): 2/3" },
+        { 100000, "65536", 2, 3, "ring (1.6 MB): 2/3" },
+    };
+    char path[] = "/tmp/collectives-stats-XXXXXX";
+    int st[SIZE], rc, fd;
+
+    for (size_t k = 0; k < sizeof (c) / sizeof (c[0]); k++) {
+        unsigned long long ar, rs;
+        if ((fd = mkstemp (path)) < 0) {
+            ok (0, "mkstemp: %s", strerror (errno));
+            return;
+        }
+        close (fd);
+        setenv ("DDP_STATS", path, 1);
+        if (c[k].ring_min)
+            setenv ("DDP_RING_MIN", c[k].ring_min, 1);
+        rc = run_on (SIZE, rank_traffic, (void *)&c[k].n, st);
+        unsetenv ("DDP_STATS");
+        unsetenv ("DDP_RING_MIN");
+        ar = bytes_in (path, "allreduce");
+        rs = bytes_in (path, "reduce_scatter");
+        unlink (path);
+        snprintf (path, sizeof (path), "/tmp/collectives-stats-XXXXXX");
+        ok (rc == 0 && ar > 0 && rs > 0
+            && rs * (unsigned)c[k].den <= ar * (unsigned)c[k].num,
+            "reduce-scatter on 4 nodes of one rank, %s of the all-reduce's "
+            "bytes: %llu against %llu%s%s", c[k].what, rs, ar,
+            rc ? ": " : "", rc ? err : "");
+    }
+}
+
 static void survivors_ok (const int *st, int victim, const char *what)
 {
     for (int r = 0; r < SIZE; r++)
@@ -1069,6 +1160,7 @@ int main (void)
     is_int (rc, 0, "4 ranks on 2 nodes: every collective right%s%s",
             rc ? ": " : "", rc ? err : "");
     reduce_scatters ();
+    reduce_scatter_traffic ();
     setenv ("DDP_SHM_SLOT", "4096", 1);
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",
