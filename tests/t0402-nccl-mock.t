@@ -4,9 +4,11 @@ test_description='NCCL backend on a stand-in CUDA/NCCL (LD_PRELOAD): data paths 
 tests/progs/nccl_mock.c replaces libcudart and libnccl, so the backend runs
 here without a GPU: every collective, dtype, op and buffer kind through
 nccl_check (world size 1; reduce-scatter also with fake peers under the
-local launcher), and the failure paths a real GPU rarely shows on
+local launcher; the backend'"'"'s split, with and without ncclCommSplit),
+and the failure paths a real GPU rarely shows on
 demand: init that never finishes or fails, a stream that never drains, an
-asynchronous remote error.  One process, no test cluster.'
+asynchronous remote error.  One process (three under the local launcher
+for reduce-scatter with fake peers), no test cluster.'
 . "$(dirname "$0")/test-lib.sh"
 
 mock=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock.so
@@ -175,6 +177,30 @@ test_expect_success 'reduce-scatter with fake peers: each rank gets its own bloc
 		return 1
 	done &&
 	test $(grep -c "mock: ncclCommDestroy" rs3.err) = 3
+'
+# The backend's split, driven directly (libjob/nccl/test/split.c): with
+# ncclCommSplit on the parent, and on a stand-in without it (NCCL < 2.18),
+# where the group's communicator is made from the group's bootstrap.
+split_t=$DDP_BUILD_DIR/libjob/nccl/test/split.t
+nosplit=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock_nosplit.so
+test_expect_success 'split: a group through ncclCommSplit, a whole context; failures' '
+	on_mock env DDP_DEBUG=1 "$split_t" >split.out 2>split.err &&
+	cat split.out &&
+	grep "^# the loaded NCCL has ncclCommSplit$" split.out &&
+	! grep "^not ok" split.out &&
+	grep -q "^ok .* - not even with DDP_UNDEFINED$" split.out &&
+	test $(grep -c "nccl: group of colour [07]: rank 0 of 1, GPU 0, through ncclCommSplit" split.err) = 2 &&
+	test $(grep -c "nccl: init phases" split.err) = 1
+'
+test_expect_success 'split without ncclCommSplit: the group is created from its bootstrap' '
+	env -u WORLD_SIZE -u RANK -u CUDA_VISIBLE_DEVICES LD_PRELOAD="$nosplit" \
+		DDP_DEBUG=1 "$split_t" >nosplit.out 2>nosplit.err &&
+	cat nosplit.out &&
+	grep "^# the loaded NCCL lacks ncclCommSplit$" nosplit.out &&
+	! grep "^not ok" nosplit.out &&
+	grep -q "^ok .* - a group that never forms: DDP_ETIMEDOUT$" nosplit.out &&
+	! grep "through ncclCommSplit" nosplit.err &&
+	test $(grep -c "nccl: init phases" nosplit.err) = 3
 '
 # mock_queries FILE: the cudaPointerGetAttributes count MOCK_CUDA_COUNTS=1
 # logged in FILE.
