@@ -537,20 +537,27 @@ static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
                      const struct ddp_config *cfg, void **ctxp)
 {
     struct nccl_ctx *p = parent;
+    bool bad = colour != DDP_UNDEFINED && (colour < 0 || !sub);
     int rc;
 
-    if (colour != DDP_UNDEFINED && (colour < 0 || !sub))
-        return ddpi_error (DDP_EINVAL, "nccl: split: colour %d without a"
-                           " group", colour);
-    if (!can_split ())
+    if (!can_split ()) {
+        if (bad)
+            return ddpi_error (DDP_EINVAL, "nccl: split: colour %d without"
+                               " a group", colour);
         return colour == DDP_UNDEFINED ? 0 : op_create (sub, cfg, ctxp);
+    }
     if (p->broken)
         return nccl_broken_error (p);
     nccl_call_enter (p, NCCL_CALL_SPLIT, false);
-    if (colour == DDP_UNDEFINED)
+    /* A call the core should not make still takes part, as DDP_UNDEFINED,
+     * so that the parent's other ranks are not left inside the split. */
+    if (colour == DDP_UNDEFINED || bad)
         rc = comm_split (p, NULL, NCCL_SPLIT_NOCOLOR, key);
     else
         rc = split_join (p, colour, key, sub, cfg, ctxp);
+    if (bad && rc == 0)
+        rc = ddpi_error (DDP_EINVAL, "nccl: split: colour %d without a"
+                         " group", colour);
     nccl_show (p, false);
     return rc;
 }
