@@ -125,7 +125,8 @@ static int use_device (struct nccl_ctx *c, struct nccl_blob *me)
     return 0;
 }
 
-/* Everything this rank does before the fence: choose and set the GPU, read
+/* Everything this rank does before the fence: choose (unless c->device
+ * is set already: a group's, its parent's) and set the GPU, read
  * its identity, and create a unique id when it is a root.  Failures go into
  * the blob (the rank still joins the fence, so every rank learns of it). */
 static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
@@ -144,8 +145,9 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
         blob_fail (me, DDP_ECUDA, "%s: %s", cause, hint);
         return;
     }
-    if ((c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
-                                         sizeof (why))) < 0) {
+    if (c->device < 0
+        && (c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
+                                            sizeof (why))) < 0) {
         blob_fail (me, DDP_ECUDA, "%s", why);
         return;
     }
@@ -401,19 +403,22 @@ static int nccl_settings (struct nccl_blob *me, int size)
     return scalable () ? nccl_num_roots (size, rpr) : 1;
 }
 
-static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
-                      void **ctxp)
+/* A communicator of b's ranks from unique ids: create(), and a group's
+ * without ncclCommSplit (call NCCL_CALL_SPLIT, device its parent's; -1:
+ * chosen as create() chooses). */
+static int create_on (struct bootstrap *b, const struct ddp_config *cfg,
+                      int call, int device, void **ctxp)
 {
     const struct bootstrap_info *bi = bootstrap_info (b);
     struct nccl_blob me;
-    struct nccl_ctx *c = ctx_new (bi->rank, bi->size, cfg, NCCL_CALL_INIT,
-                                  &me);
+    struct nccl_ctx *c = ctx_new (bi->rank, bi->size, cfg, call, &me);
     ncclUniqueId *ids = NULL;
     double t0 = ddpi_now (), t1, t2, t3, t4;
     int nroots, rc;
 
     if (!c)
         return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+    c->device = device;
     if ((nroots = nccl_settings (&me, c->size)) >= 0)
         local_setup (c, bi, nroots, &me);
     else
@@ -444,6 +449,12 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
 error:
     free (ids);
     return ctx_fail (c, rc);
+}
+
+static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
+                      void **ctxp)
+{
+    return create_on (b, cfg, NCCL_CALL_INIT, -1, ctxp);
 }
 
 /* ---- split: a group's communicator from its parent's ------------------- */
@@ -531,8 +542,9 @@ static int split_join (struct nccl_ctx *p, int colour, int key,
 /* backend.h's split.  With ncclCommSplit every rank of the parent takes
  * part in it (DDP_UNDEFINED with NCCL_SPLIT_NOCOLOR), as a collective of
  * the parent's; without it (NCCL < 2.18) the group's communicator is made
- * as create() makes one, from the group's bootstrap, and the parent is not
- * used. */
+ * as create() makes one, from the group's bootstrap, on the parent's GPU
+ * (the group's local ranks are not the world's: choosing again could take
+ * another rank's), and the parent is not used. */
 static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
                      const struct ddp_config *cfg, void **ctxp)
 {
@@ -544,7 +556,9 @@ static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
         if (bad)
             return ddpi_error (DDP_EINVAL, "nccl: split: colour %d without"
                                " a group", colour);
-        return colour == DDP_UNDEFINED ? 0 : op_create (sub, cfg, ctxp);
+        return colour == DDP_UNDEFINED
+                   ? 0
+                   : create_on (sub, cfg, NCCL_CALL_SPLIT, p->device, ctxp);
     }
     if (p->broken)
         return nccl_broken_error (p);

@@ -8,7 +8,8 @@
  * loaded NCCL (the run-time table): ncclCommSplit on the parent, or the
  * fallback, create() on the group's bootstrap.  Checked either way: the
  * group's context is a whole one (its own communicator and stream, the
- * parent's device), its collectives run (reduce-scatter included), an
+ * parent's device, also where the group's own local rank would choose
+ * another), its collectives run (reduce-scatter included), an
  * undefined colour makes none, destroying it leaves the parent working, a
  * group communicator that never forms is abandoned at the deadline
  * without harm to the parent.  With ncclCommSplit also: a split that
@@ -180,8 +181,17 @@ int main (void)
                                                              : "lacks");
     if (!(world = single ()) || !(sub = single ()))
         bail_out ("no single bootstrap");
+    /* On the stand-in the world takes the second of two GPUs: a group must
+     * take its parent's, not choose again from its own local rank. */
+    if (mock) {
+        setenv ("MOCK_CUDA_DEVICES", "2", 1);
+        setenv ("DDP_DEVICE", "1", 1);
+    }
     if (be->create (world, &cfg, &parent) < 0)
         bail_out (ddpi_last_error ());
+    unsetenv ("DDP_DEVICE");
+    if (mock)
+        is_int (be->gpu->device (parent), 1, "the world is on GPU 1");
     test_split (parent, sub, &cfg);
     if (mock) { /* the stand-in's controls */
         test_group_hangs (parent, sub, &cfg);
