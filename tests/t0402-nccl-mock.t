@@ -189,7 +189,7 @@ test_expect_success 'split: a group through ncclCommSplit, a whole context; fail
 	grep "^# the loaded NCCL has ncclCommSplit$" split.out &&
 	! grep "^not ok" split.out &&
 	grep -q "^ok .* - not even with DDP_UNDEFINED$" split.out &&
-	test $(grep -c "nccl: group of colour [07]: rank 0 of 1, GPU 0, through ncclCommSplit" split.err) = 2 &&
+	test $(grep -c "nccl: group of colour [07]: rank 0 of 1, GPU 1, through ncclCommSplit" split.err) = 2 &&
 	test $(grep -c "nccl: init phases" split.err) = 1
 '
 test_expect_success 'split without ncclCommSplit: the group is created from its bootstrap' '
