@@ -2,7 +2,8 @@
  * (nccl_ctx.h): which kind of memory each buffer is (kept for the ranges
  * NCCL could use), host buffers staged through a device scratch buffer,
  * NCCL's calls enqueued on a stream (gather as grouped sends and
- * receives, the AVG workaround), and the wait for them (nccl_wait.c).
+ * receives, reduce-scatter's own in-place layout, the AVG workaround), and
+ * the wait for them (nccl_wait.c).
  * The core has checked every argument.
  */
 #include "config.h"
@@ -118,7 +119,7 @@ struct coll {
     ncclDataType_t dt;
     ncclRedOp_t op;
     int root;
-    /* Set by coll_stage_in: */
+    /* Set by coll_stage_in or rs_stage_in: */
     bool staged;         /* the scratch buffer is used: wait before return */
     void *dev_out;       /* a reduce-scatter's device recvbuf that NCCL does
                             not write (its result is copied there), or NULL */
