@@ -86,6 +86,7 @@ static int lockstep (struct setup *s, const struct msg_head *head,
         goto out;
     for (int r = 0; r < n; r++)
         max = lens[r] > max ? lens[r] : max;
+    max = (max + 7) & ~(uint64_t)7; /* every message's header aligned */
     if (max > ((uint64_t)1 << 24) || !(msg = calloc (1, max))
         || !(s->all = malloc ((size_t)max * (size_t)n))) {
         rc = ddpi_error (DDP_ENOMEM, "%s: out of memory (set-up messages of "
