@@ -519,6 +519,8 @@ static int split_join (struct nccl_ctx *p, int colour, int key,
     int rc, src;
 
     if (!c) {
+        (void)bootstrap_fence (sub, first, sizeof (first));
+        nccl_call_enter (p, NCCL_CALL_SPLIT, false);
         (void)comm_split (p, NULL, NCCL_SPLIT_NOCOLOR, key);
         return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
     }
@@ -528,6 +530,9 @@ static int split_join (struct nccl_ctx *p, int colour, int key,
     rc = fence (c, sub, &me, 0, NULL);
     if (rc < 0) /* the split's own error must not replace this one */
         snprintf (first, sizeof (first), "%s", ddpi_last_error ());
+    /* The fence's rounds may be the parent's own collectives (the core's
+     * group bootstrap): the split is the parent's call only from here. */
+    nccl_call_enter (p, NCCL_CALL_SPLIT, false);
     src = comm_split (p, c, rc == 0 ? colour : NCCL_SPLIT_NOCOLOR, key);
     if (rc < 0)
         return ctx_fail (c, ddpi_error (rc, "%s", first));
@@ -549,7 +554,7 @@ static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
                      const struct ddp_config *cfg, void **ctxp)
 {
     struct nccl_ctx *p = parent;
-    bool bad = colour != DDP_UNDEFINED && (colour < 0 || !sub);
+    bool bad = colour < 0 ? colour != DDP_UNDEFINED : !sub;
     int rc;
 
     if (!can_split ()) {
@@ -562,11 +567,18 @@ static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
     }
     if (p->broken)
         return nccl_broken_error (p);
-    nccl_call_enter (p, NCCL_CALL_SPLIT, false);
     /* A call the core should not make still takes part, as DDP_UNDEFINED,
-     * so that the parent's other ranks are not left inside the split. */
-    if (colour == DDP_UNDEFINED || bad)
+     * so that the parent's other ranks are not left inside the split;
+     * and a rank without a group takes the one round the groups' ranks
+     * take on theirs (their fence) on its own bootstrap, when the core
+     * gave one (backend.h). */
+    if (colour == DDP_UNDEFINED || bad) {
+        char err[256];
+        if (sub)
+            (void)bootstrap_fence (sub, err, sizeof (err));
+        nccl_call_enter (p, NCCL_CALL_SPLIT, false);
         rc = comm_split (p, NULL, NCCL_SPLIT_NOCOLOR, key);
+    }
     else
         rc = split_join (p, colour, key, sub, cfg, ctxp);
     if (bad && rc == 0)
