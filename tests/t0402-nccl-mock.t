@@ -234,4 +234,17 @@ test_expect_success 'nccl_bench --quick runs against the mock' '
 	grep -q "^  allreduce" bench.out &&
 	grep -q "^  allgather" bench.out
 '
+# The core's communicators and requests on the NCCL backend, in one
+# process: every group is this rank alone, split through ncclCommSplit
+# (its rank without a colour fencing first) and, without it, from the
+# group's bootstrap; the requests run the backend on the library's thread.
+test_expect_success 'ddp_groups on the NCCL backend: splits, every collective per group, requests' '
+	on_mock env DDP_BACKEND=nccl DDP_DEBUG=1 "$DDP_PROGS/ddp_groups" check >groups.out 2>groups.err &&
+	cat groups.out &&
+	grep -q "^ddp_groups rank 0/1: [0-9]* checks, 0 failed" groups.out &&
+	grep -q "through ncclCommSplit" groups.err &&
+	env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS -u WORLD_SIZE -u RANK \
+		LD_PRELOAD="$nosplit" DDP_BACKEND=nccl "$DDP_PROGS/ddp_groups" check >nosplit-groups.out 2>&1 &&
+	grep -q "^ddp_groups rank 0/1: [0-9]* checks, 0 failed" nosplit-groups.out
+'
 test_done
