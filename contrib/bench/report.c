@@ -67,7 +67,7 @@ void report_header (const struct report *rep, const char *backend)
         printf ("# time_us: per-call median over the iterations (mean_us: "
                 "mean, min_us: fastest call), slowest rank; GB/s = 1e9 B/s;\n"
                 "# busbw as nccl-tests; allgather/gather bytes = whole receive "
-                "buffer; FLOAT32, allreduce SUM\n");
+                "buffer, reduce_scatter's whole send buffer; FLOAT32, SUM\n");
     }
     if (rep->rank == 0 && rep->tsv)
         fprintf (rep->tsv, "impl\top\tnranks\tnnodes\tbytes\tcount\titers\t"
