@@ -270,8 +270,10 @@ size_t ddp_dtype_size (ddp_dtype_t dtype);
  * communicator it is in, within DDP_TIMEOUT + 1 s, naming it by its rank
  * in that communicator and in the world; a communicator it is not in goes
  * on (the world fails at its next call).  A fault is sticky per
- * communicator.  Messages and ddp_last_error() name ranks as "rank R" (the
- * world's) and, for a group, "group rank G".
+ * communicator.  A group's messages name the group's ranks; what
+ * ddp_last_error() returns then starts with the world ranks they are
+ * ("in group 2 (its ranks 0..1 are world ranks 1,3): rank 1 died"), and
+ * the log adds that in a line of its own.
  *
  * Threads: as for the world, one thread at a time per communicator;
  * different communicators may be used from different threads at once.

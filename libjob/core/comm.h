@@ -25,7 +25,13 @@
 
 struct ddp_worker;
 
+/* struct ddp_comm's magic while it lives (cleared when it is freed), so
+ * that a freed or foreign handle is refused with a message rather than
+ * used. */
+#define CORE_COMM_MAGIC 0x6464702d636f6d6dULL /* "ddp-comm" */
+
 struct ddp_comm {
+    uint64_t magic;
     const struct ddp_backend *be;
     void *ctx;              /* the backend's context of this communicator */
     int rank, size;         /* this rank's in it, and its size */
@@ -62,6 +68,11 @@ int core_check_args (struct ddp_comm *c, const char *fn,
  * call, by c's worker for a request.  Returns 0 or a DDP_E* code. */
 int core_run (struct ddp_comm *c, const char *fn, int kind,
               struct ddp_coll *k);
+
+/* DDP_CHECK's vote on a call that is neither a collective nor a barrier
+ * (kind: CHECK_SPLIT, CHECK_FREE; check.h), when DDP_CHECK is on; else
+ * nothing.  Returns 0 or the vote's DDP_E* code (c is then broken). */
+int core_vote (struct ddp_comm *c, const char *fn, int kind);
 
 /* After a backend call on c: a fault is sticky, and the launcher hears
  * that this rank is a victim.  Returns rc. */

@@ -84,16 +84,12 @@ void core_remove_group (struct ddp_comm *c)
     pthread_mutex_unlock (&g.lock);
 }
 
-/* Is c the world or a group not yet freed? */
-static bool known_comm (struct ddp_comm *c)
+/* Is c the world or a group not yet freed?  (A freed group's memory may
+ * be anything: its magic is cleared first, which catches the common
+ * mistake, not every one.) */
+static bool known_comm (const struct ddp_comm *c)
 {
-    bool found = c == &g.world;
-
-    pthread_mutex_lock (&g.lock);
-    for (struct ddp_comm *p = g.groups; p && !found; p = p->next)
-        found = p == c;
-    pthread_mutex_unlock (&g.lock);
-    return found;
+    return c == &g.world || c->magic == CORE_COMM_MAGIC;
 }
 
 /* A timeout variable: unset or empty leaves *out alone.  Returns 0 or
@@ -352,6 +348,12 @@ static int check_call (struct ddp_comm *c, const char *fn, int kind,
     return rc;
 }
 
+/* comm.h. */
+int core_vote (struct ddp_comm *c, const char *fn, int kind)
+{
+    return g.check ? core_done (c, check_call (c, fn, kind, NULL)) : 0;
+}
+
 /* Free every group still there, without the barrier: the program did not
  * free them, so their peers may be anywhere. */
 static void release_groups (void)
@@ -508,19 +510,21 @@ static int check_root (struct ddp_comm *c, const char *fn, int root)
     return 0;
 }
 
-/* A group's ranks as the world's: what a user reads "rank 1" as in a
- * group's message (logged once per fault, after the backend's). */
+/* A group's message names the group's ranks (the backend knows no
+ * others): say which world ranks they are, ahead of it, in what
+ * ddp_last_error() returns, and in a line of its own after the logged
+ * one. */
 static void name_group_ranks (struct ddp_comm *c, int rc)
 {
-    char list[200], why[300];
+    char list[200], why[512];
 
     ddpi_format_ranks (list, sizeof (list), c->world_ranks, c->size);
     snprintf (why, sizeof (why), "%s", ddp_last_error ());
     if (ddpi_last_error_logged ())
         ddpi_log ("(in that message, ranks are group %u's: its ranks 0..%d "
                   "are world ranks %s)", c->id, c->size - 1, list);
-    ddpi_error_quiet (rc, "%s (ranks of group %u: its ranks 0..%d are world "
-                      "ranks %s)", why, c->id, c->size - 1, list);
+    ddpi_error_quiet (rc, "in group %u (its ranks 0..%d are world ranks %s): "
+                      "%s", c->id, c->size - 1, list, why);
 }
 
 /* comm.h.  A mismatch is sticky too: the host backend's node-mates are

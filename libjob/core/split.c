@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "comm.h"
 #include "ddp_internal.h"
 
@@ -288,6 +289,7 @@ static struct ddp_comm *new_group (struct setup *s)
         ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
         return NULL;
     }
+    c->magic = CORE_COMM_MAGIC;
     c->be = s->parent->be;
     c->rank = s->rank;
     c->size = s->size;
@@ -300,6 +302,7 @@ static void group_free (struct ddp_comm *c)
 {
     if (!c)
         return;
+    c->magic = 0;
     if (c->ctx)
         c->be->destroy (c->ctx);
     bootstrap_destroy (c->boot);
@@ -349,6 +352,8 @@ int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
     if ((rc = core_check (p ? p : core_world (), FN)) < 0)
         return rc;
     request_drain (p);
+    if ((rc = core_vote (p, FN, CHECK_SPLIT)) < 0)
+        return rc;
     mine[W_COLOUR] = bad ? DDP_UNDEFINED : colour;
     mine[W_KEY] = key;
     mine[W_WORLD] = ddp_rank ();
@@ -384,7 +389,8 @@ void split_release (struct ddp_comm *c, bool barrier)
 {
     core_remove_group (c);
     request_stop (c);
-    if (barrier && !c->broken)
+    if (barrier && !c->broken
+        && core_vote (c, "ddp_comm_free", CHECK_FREE) == 0)
         (void)c->be->barrier (c->ctx);
     group_free (c);
 }

@@ -5,13 +5,15 @@
  *   ddp_groups check     every check below; one line per rank
  *                        "ddp_groups rank R/W: N checks, F failed", exit 1
  *                        when any failed
- *   ddp_groups fault K N two groups (even and odd world ranks); world rank
- *                        K exits after N all-reduces on its group, the
- *                        others go on: its group-mates report what their
- *                        next call returned and how long it took, the
- *                        other group makes 4 N calls of its own and then
- *                        a world barrier; each rank prints
- *                        "rank R group G: ..." lines
+ *   ddp_groups HOW K N   two groups (even and odd world ranks); after N
+ *                        all-reduces on its group world rank K exits
+ *                        (HOW kill), sleeps DDP_TIMEOUT + 3 s and exits
+ *                        (stall), or passes another count (mismatch);
+ *                        the others go on: its group-mates report what
+ *                        their next call returned and how long it took,
+ *                        the other group makes 4 N calls of its own and
+ *                        then (kill, stall) a world barrier; each rank
+ *                        prints "rank R group G: ..." lines
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -269,8 +271,23 @@ static void check_all (void)
     OK (ddp_comm_split (NULL, rank == 0 ? DDP_UNDEFINED : 7, 0, &some));
     CHECK ((rank == 0) == (some == NULL), "DDP_UNDEFINED gives no group");
     if (some) {
+        ddp_comm_t *inner = NULL;
         CHECK (ddp_comm_size (some) == size - 1, "the others' group");
         check_comm (some, "others");
+        /* Set-up rounds that rank 0 takes no part in... */
+        OK (ddp_comm_split (some, 0, 0, &inner));
+        if (inner)
+            check_comm (inner, "others, again");
+        OK (ddp_comm_free (&inner));
+    }
+    {
+        /* ...then a group of rank 0 and others: its set-up must not
+         * depend on how many rounds each took before. */
+        ddp_comm_t *mix = NULL;
+        OK (ddp_comm_split (NULL, rank / 2, 0, &mix));
+        if (mix)
+            check_comm (mix, "pairs");
+        OK (ddp_comm_free (&mix));
     }
     check_requests (NULL, "world requests");
     check_comm (NULL, "world");
@@ -284,24 +301,34 @@ static void check_all (void)
     /* node is left for ddp_finalize to free. */
 }
 
-/* World rank k exits after n calls on its group; see the header. */
-static int fault (int k, int n)
+/* World rank k misbehaves after n calls on its group (how: "kill" exits,
+ * "stall" sleeps DDP_TIMEOUT + 3 s then exits, "mismatch" passes another
+ * count); see the header. */
+static int fault (const char *how, int k, int n)
 {
     ddp_comm_t *grp = NULL;
-    int64_t x = 1, y;
-    double t0;
+    int64_t x[2] = { 1, 1 }, y[2];
+    const char *t = getenv ("DDP_TIMEOUT");
+    double t0 = now ();
     int rc = 0, i;
 
     if (ddp_comm_split (NULL, rank % 2, 0, &grp) != 0)
         return 1;
     if (rank % 2 == k % 2) {
         for (i = 0; rc == 0; i++) {
+            size_t count = 1;
             if (rank == k && i == n) {
                 fflush (NULL);
-                _exit (3);
+                if (strcmp (how, "kill") == 0)
+                    _exit (3);
+                if (strcmp (how, "stall") == 0) {
+                    usleep ((useconds_t)((t ? atof (t) : 30) + 3) * 1000000);
+                    _exit (0);
+                }
+                count = 2;
             }
             t0 = now ();
-            rc = ddp_comm_allreduce (grp, &x, &y, 1, DDP_INT64, DDP_SUM);
+            rc = ddp_comm_allreduce (grp, x, y, count, DDP_INT64, DDP_SUM);
         }
         printf ("rank %d group %d: call %d failed after %.2f s: %s: %s\n",
                 rank, rank % 2, i - 1, now () - t0, ddp_strerror (rc),
@@ -309,9 +336,12 @@ static int fault (int k, int n)
     }
     else {
         for (i = 0; i < 4 * n && rc == 0; i++)
-            rc = ddp_comm_allreduce (grp, &x, &y, 1, DDP_INT64, DDP_SUM);
+            rc = ddp_comm_allreduce (grp, x, y, 1, DDP_INT64, DDP_SUM);
         printf ("rank %d group %d: %d calls of its own: %s\n", rank,
                 rank % 2, i, rc == 0 ? "all passed" : ddp_last_error ());
+        fflush (NULL);
+        if (strcmp (how, "mismatch") == 0)
+            goto out;   /* the world is fine: nothing to show there */
         usleep (200000);
         t0 = now ();
         rc = ddp_barrier ();
@@ -319,6 +349,7 @@ static int fault (int k, int n)
                 rank, rank % 2, now () - t0, ddp_strerror (rc),
                 rc ? ddp_last_error () : "");
     }
+out:
     fflush (NULL);
     ddp_finalize ();
     return 0;
@@ -332,10 +363,13 @@ int main (int argc, char **argv)
         return 1;
     rank = ddp_rank ();
     size = ddp_world_size ();
-    if (strcmp (mode, "fault") == 0 && argc == 4)
-        return fault (atoi (argv[2]), atoi (argv[3]));
+    if (argc == 4 && (strcmp (mode, "kill") == 0
+                      || strcmp (mode, "stall") == 0
+                      || strcmp (mode, "mismatch") == 0))
+        return fault (mode, atoi (argv[2]), atoi (argv[3]));
     if (strcmp (mode, "check") != 0) {
-        fprintf (stderr, "usage: ddp_groups check | fault RANK CALLS\n");
+        fprintf (stderr, "usage: ddp_groups check | kill|stall|mismatch "
+                 "RANK CALLS\n");
         return 2;
     }
     check_all ();
