@@ -626,5 +626,6 @@ const struct ddp_backend ddpi_backend_host = {
     .allreduce = host_allreduce,
     .gather = host_gather,
     .allgather = host_allgather,
+    .reduce_scatter = host_reduce_scatter,
     .abort = host_abort,
 };
