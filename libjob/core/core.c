@@ -808,17 +808,23 @@ static const struct ddp_gpu_ops *gpu_ops (void)
 
 void *ddp_nccl_comm (void)
 {
-    return gpu_ops () ? gpu_ops ()->comm (g.world.ctx) : NULL;
+    const struct ddp_gpu_ops *o = gpu_ops ();
+
+    return o ? o->comm (g.world.ctx) : NULL;
 }
 
 void *ddp_cuda_stream (void)
 {
-    return gpu_ops () ? gpu_ops ()->stream (g.world.ctx) : NULL;
+    const struct ddp_gpu_ops *o = gpu_ops ();
+
+    return o ? o->stream (g.world.ctx) : NULL;
 }
 
 int ddp_cuda_device (void)
 {
-    return gpu_ops () ? gpu_ops ()->device (g.world.ctx) : -1;
+    const struct ddp_gpu_ops *o = gpu_ops ();
+
+    return o ? o->device (g.world.ctx) : -1;
 }
 
 int ddp_bcast_stream (void *buf, size_t count, ddp_dtype_t dtype, int root,
