@@ -85,7 +85,7 @@ enum { TO_NODE, TO_GROUP, TO_RING };
 struct to {
     int kind;
     int a, b;   /* TO_NODE: node a; TO_GROUP: the virtual ranks that agree
-                   with virtual rank a from bit b up, and the nodes that
+                   with virtual rank a on bits 0 .. b, and the nodes that
                    fold into them; TO_RING: nodes a+1 .. a+b (mod N) */
 };
 
@@ -99,7 +99,7 @@ static bool to_has (const struct host *h, const struct to *t, int node)
     case TO_GROUP:
         if ((v = sched_vrank (node, N)) < 0)
             v = sched_vrank (sched_fold_partner (node, N), N);
-        return v >> t->b == t->a >> t->b;
+        return ((v ^ t->a) & ((2 << t->b) - 1)) == 0;
     default:
         v = sched_mod ((long)node - t->a, N);
         return v >= 1 && v <= t->b;
@@ -367,7 +367,7 @@ static void blocks_span (size_t count, int nb, int blo, int bhi, size_t *lo,
 static bool halving_spans (int v, int p, int i, size_t count, size_t *klo,
                            size_t *khi, size_t *glo, size_t *ghi)
 {
-    bool upper = v >> i & 1;
+    bool upper = v >> (sched_log2_ceil (p) - 1 - i) & 1;
     int lo, hi, mid;
 
     sched_halving_range (v, p, i, &lo, &hi);
@@ -395,8 +395,10 @@ static int halving (struct host *h, void *w, void *out, size_t count,
     /* The first half kept is the largest: count / 2 plus one per block. */
     if (!(scratch = host_scratch (h, 1, (count / 2 + (size_t)p) * aes)))
         return DDP_ENOMEM;
+    /* Pairs at distance p/2 first, so that virtual rank v ends with block
+     * v: a reduce-scatter's node then holds what its ranks want. */
     for (int i = 0; i < steps; i++) {
-        int peer = sched_vnode (v ^ (1 << i), N);
+        int peer = sched_vnode (v ^ (1 << (steps - 1 - i)), N);
         bool upper = halving_spans (v, p, i, count, &klo, &khi, &glo, &ghi);
         struct combine c = { (char *)w + klo * aes, scratch, aes,
                              ddpi_acc_dtype (dtype, op), op, upper };
@@ -409,12 +411,13 @@ static int halving (struct host *h, void *w, void *out, size_t count,
     blocks_span (count, p, lo, hi, &klo, &khi);
     finish (h, (char *)w + klo * aes, (char *)out + klo * es, khi - klo,
             dtype, op);
-    /* After step i the data a node holds go on to the virtual ranks that
-     * differ from it below bit i only: with want, what those want. */
+    /* Step i's bit is b = steps - 1 - i; backwards, the data a node holds
+     * after it go on to the virtual ranks that differ from it above bit b
+     * only: with want, what those want. */
     for (int i = steps - 1; i >= 0; i--) {
-        int peer = sched_vnode (v ^ (1 << i), N);
-        struct to them = { TO_GROUP, v ^ (1 << i), i }, us = { TO_GROUP, v,
-                                                               i };
+        int b = steps - 1 - i, peer = sched_vnode (v ^ (1 << b), N);
+        struct to them = { TO_GROUP, v ^ (1 << b), b }, us = { TO_GROUP, v,
+                                                               b };
         halving_spans (v, p, i, count, &klo, &khi, &glo, &ghi);
         if ((rc = swap_want (h, want, out, es, peer, klo, khi, &them, peer,
                              glo, ghi, &us, TAG (PH_HALVING_AG, i))) < 0)
@@ -427,8 +430,10 @@ static int halving (struct host *h, void *w, void *out, size_t count,
 
 /* ------------------------------------------------------------------ ring */
 
-/* Ring reduce-scatter on w: node n ends with block n+1 of N reduced over
- * every node, finished into out. */
+/* Ring reduce-scatter on w: node n ends with block n of N reduced over
+ * every node (it runs the schedule of node n-1, whose last block is
+ * n: a reduce-scatter's node then holds what its ranks want), finished
+ * into out. */
 static int ring_rs (struct host *h, void *w, void *out, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op)
 {
@@ -442,7 +447,7 @@ static int ring_rs (struct host *h, void *w, void *out, size_t count,
         return DDP_ENOMEM;
     for (int k = 0; k < N - 1; k++) {
         struct combine c;
-        sched_ring_rs (n, N, k, &sb, &rb);
+        sched_ring_rs (prev, N, k, &sb, &rb);
         sched_block (count, N, sb, &slo, &shi);
         sched_block (count, N, rb, &rlo, &rhi);
         c = (struct combine){ (char *)w + rlo * aes, scratch, aes,
@@ -452,7 +457,7 @@ static int ring_rs (struct host *h, void *w, void *out, size_t count,
                                 TAG (PH_RING_RS, k))) < 0)
             return rc;
     }
-    sched_block (count, N, next, &rlo, &rhi);
+    sched_block (count, N, n, &rlo, &rhi);
     finish (h, (char *)w + rlo * aes,
             (char *)out + rlo * ddp_dtype_size (dtype), rhi - rlo, dtype, op);
     return 0;
@@ -551,7 +556,7 @@ static int allreduce_want (struct host *h, void *w, void *out, size_t count,
         return halving (h, w, out, count, dtype, op, want);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
-    return ring_ag (h, out, count, ddp_dtype_size (dtype), 1, -1, want);
+    return ring_ag (h, out, count, ddp_dtype_size (dtype), 0, -1, want);
 }
 
 int algo_allreduce (struct host *h, void *w, void *out, size_t count,
@@ -654,7 +659,7 @@ int algo_reduce (struct host *h, void *w, void *out, size_t count,
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
     return tree_gather_blocks (h, out, count, ddp_dtype_size (dtype), root,
-                               1);
+                               0);
 }
 
 /* ---------------------------------------------------------------- bcast */

@@ -63,12 +63,12 @@ int sched_fold_partner (int n, int N)
 
 void sched_halving_range (int v, int p, int i, int *lo, int *hi)
 {
-    int size = p;
+    int size = p, top = sched_log2_ceil (p) - 1;
 
     *lo = 0;
     for (int j = 0; j < i; j++) {
         size /= 2;
-        if (v >> j & 1)
+        if (v >> (top - j) & 1)
             *lo += size;
     }
     *hi = *lo + size;

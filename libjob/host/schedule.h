@@ -54,14 +54,13 @@ int sched_fold_partner (int n, int N);
 /* ---- Recursive halving reduce-scatter (and the reverse allgather). ---- */
 
 /* Before step i (0 <= i <= log2 p) virtual rank v holds blocks
- * [*lo, *hi) of p (i = log2 p: after the last step, its one block).  At
- * step i it keeps the lower half of that range when bit i of v is 0, else
- * the upper half, and gives the other half to v^2^i (which holds the same
- * range). */
+ * [*lo, *hi) of p (i = log2 p: after the last step, its one block, v).
+ * At step i, with b = log2 p - 1 - i (the highest bit first), it keeps
+ * the lower half of that range when bit b of v is 0, else the upper half,
+ * and gives the other half to v^2^b (which holds the same range). */
 void sched_halving_range (int v, int p, int i, int *lo, int *hi);
 
-/* The block virtual rank v owns at the end of the halving: v with its
- * log2 p bits reversed. */
+/* The block virtual rank v owns at the end of the halving: v. */
 int sched_halving_owner (int v, int p);
 
 /* ---- Ring: node n sends to n+1, receives from n-1. ---- */

@@ -168,7 +168,8 @@ static void test_halving (void)
             uint64_t nx[NMAX][NMAX];
             memcpy (nx, blk, sizeof (blk));
             for (int v = 0; v < p; v++) {
-                int w = v ^ (1 << i), lo, hi, wlo, whi, mid;
+                int bit = steps - 1 - i, w = v ^ (1 << bit), lo, hi, wlo,
+                    whi, mid;
                 sched_halving_range (v, p, i, &lo, &hi);
                 sched_halving_range (w, p, i, &wlo, &whi);
                 if (lo != wlo || hi != whi)
@@ -176,9 +177,10 @@ static void test_halving (void)
                 if (!is_partner (sched_vnode (v, N), sched_vnode (w, N)))
                     peer++;
                 mid = (lo + hi) / 2;
-                /* v keeps [lo, mid) if bit i is 0: it receives w's part. */
-                for (int b = (v >> i & 1) ? mid : lo;
-                     b < ((v >> i & 1) ? hi : mid); b++) {
+                /* v keeps [lo, mid) if bit `bit` is 0: it receives w's
+                 * part. */
+                for (int b = (v >> bit & 1) ? mid : lo;
+                     b < ((v >> bit & 1) ? hi : mid); b++) {
                     if (blk[v][b] & blk[w][b])
                         bad++;
                     nx[v][b] = blk[v][b] | blk[w][b];
@@ -189,13 +191,13 @@ static void test_halving (void)
         for (int v = 0; v < p; v++) {
             int lo, hi;
             sched_halving_range (v, p, steps, &lo, &hi);
-            if (hi != lo + 1 || lo != sched_halving_owner (v, p)
+            if (hi != lo + 1 || lo != v || lo != sched_halving_owner (v, p)
                 || blk[v][lo] != ALL (N))
                 bad++;
         }
     }
-    ok (!bad, "halving with fold: each virtual rank owns its bit-reversed "
-        "block reduced over all nodes once (%d bad)", bad);
+    ok (!bad, "halving with fold: each virtual rank v owns block v "
+        "reduced over all nodes once (%d bad)", bad);
     ok (!peer, "halving: pairs are partners (%d not)", peer);
 }
 
