@@ -541,7 +541,7 @@ int core_done (struct ddp_comm *c, int rc)
         if (atomic_compare_exchange_strong (&c->broken, &healthy, rc)) {
             if (c->id)
                 name_group_ranks (c, rc);
-            if (g.boot && !g.world.broken)
+            if (g.boot)
                 (void)bootstrap_victim (g.boot, ddp_last_error ());
         }
     }

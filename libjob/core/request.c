@@ -241,7 +241,7 @@ int ddp_comm_ireduce_scatter (ddp_comm_t *comm, const void *sendbuf,
 /* Sleep until r completed. */
 static void wait_done (struct ddp_request *r)
 {
-    struct ddp_worker *w = r->comm->worker;
+    struct ddp_worker *w;
 
     for (int i = 0; i < SPIN_LOOKS; i++) {
         if (atomic_load_explicit (&r->done, memory_order_acquire))
@@ -249,6 +249,9 @@ static void wait_done (struct ddp_request *r)
         if ((i & 1023) == 1023)
             sched_yield ();
     }
+    /* Not done: its communicator is alive (freeing one drains it), and
+     * so is the worker. */
+    w = r->comm->worker;
     pthread_mutex_lock (&w->mu);
     while (!atomic_load_explicit (&r->done, memory_order_acquire))
         pthread_cond_wait (&w->fin, &w->mu);

@@ -565,7 +565,7 @@ static int node_bcast_ring (struct host *h, char *buf, size_t bytes,
 #define CMA_GATHER_MIN 8192
 #define CMA_BCAST_MIN 16384
 #define CMA_BCAST_MAX (32u << 20)
-/* An all-reduce by single copy (node_allreduce_cma) from 256 KiB: 1 x 2
+/* An all-reduce by single copy (node_reduce_cma) from 256 KiB: 1 x 2
  * on the AMD machine (2026-11-27), against the segment: 256 KiB even
  * (28-37 against 32-34 us), 1 MiB 107-142 against 190-206, 4 MiB 470-617
  * against 814-887, 16 MiB 2813-3844 against 3586-3893 (Open MPI 139-147,
@@ -643,7 +643,7 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
     return 0;
 }
 
-/* This rank's share of an all-reduce by single copy (node_allreduce_cma):
+/* This rank's share of an all-reduce by single copy (node_reduce_cma):
  * elements [lo, hi) of every local rank's send, reduced in local rank
  * order (as in the segment: the same result to the bit) into dst (its
  * element lo first; a reduce-scatter's too), a piece at a time (CMA_REDUCE_PIECE of accumulation; the node-mates'
@@ -692,27 +692,40 @@ static int reduce_share_cma (struct host *h, const char *send, char *dst,
  * the others' sends (reduce_share_cma) and says so (red); then reads the
  * others' shares from their recvs and says so (fin); it returns when all
  * have, so that no one still reads its buffers.  With recv == send a rank
- * writes only its own share of it, which no one else reads. */
-static int node_allreduce_cma (struct host *h, const char *send, char *recv,
-                               size_t count, ddp_dtype_t dtype, ddp_op_t op)
+ * writes only its own share of it, which no one else reads.  scatter (a
+ * reduce-scatter): this rank's share is its block (count elements a rank)
+ * reduced into recv, and it returns once every rank has reduced (red):
+ * no one reads a recv.  In place, recv is this rank's block of send,
+ * which no one else reads. */
+static int node_reduce_cma (struct host *h, const char *send, char *recv,
+                            size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                            bool scatter)
 {
     size_t es = ddp_dtype_size (dtype), lo, hi;
+    char *dst;
     uint64_t s = 0;
     int rc;
 
     if ((rc = node_step_begin (h, &s)) < 0)
         return rc;
-    host_cma_post (h, send, recv);
+    host_cma_post (h, send, scatter ? NULL : recv);
     node_tag_post (h, s);
     host_post (h, 0, s);
-    share (h, h->lrank, count, &lo, &hi);
+    if (scatter) {
+        lo = (size_t)h->rank * count;
+        hi = lo + count;
+        dst = recv;
+    }
+    else {
+        share (h, h->lrank, count, &lo, &hi);
+        dst = recv + lo * es;
+    }
     if ((rc = node_wait_all (h, 0, s)) < 0
         || (rc = node_tags_check (h, h->lsize, s)) < 0
-        || (rc = reduce_share_cma (h, send, recv + lo * es, lo, hi, dtype,
-                                   op)) < 0)
+        || (rc = reduce_share_cma (h, send, dst, lo, hi, dtype, op)) < 0)
         return rc;
     host_post (h, 1, s);
-    if ((rc = node_wait_all (h, 1, s)) < 0)
+    if ((rc = node_wait_all (h, 1, s)) < 0 || scatter)
         return rc;
     for (int lr = 0; lr < h->lsize; lr++) {
         size_t a, b;
@@ -725,34 +738,6 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     }
     host_post (h, 2, s);
     return node_wait_all (h, 2, s);
-}
-
-/* A reduce-scatter on one node by single copy, in one step: every rank
- * posts its send; each reduces its own block from every rank's send
- * (reduce_share_cma: the all-reduce's share, this rank's block) into its
- * recv and says so (red); it returns when all have, so that no one still
- * reads its send.  In place, recv is this rank's block of send, which no
- * one else reads. */
-static int node_reduce_scatter_cma (struct host *h, const char *send,
-                                    char *recv, size_t count,
-                                    ddp_dtype_t dtype, ddp_op_t op)
-{
-    size_t lo = (size_t)h->rank * count;
-    uint64_t s = 0;
-    int rc;
-
-    if ((rc = node_step_begin (h, &s)) < 0)
-        return rc;
-    host_cma_post (h, send, NULL);
-    node_tag_post (h, s);
-    host_post (h, 0, s);
-    if ((rc = node_wait_all (h, 0, s)) < 0
-        || (rc = node_tags_check (h, h->lsize, s)) < 0
-        || (rc = reduce_share_cma (h, send, recv, lo, lo + count, dtype,
-                                   op)) < 0)
-        return rc;
-    host_post (h, 1, s);
-    return node_wait_all (h, 1, s);
 }
 
 /* A gather (recv: the root's, NULL elsewhere; all: an allgather) on one
@@ -888,8 +873,8 @@ int node_reduce_run (struct host *h, const char *send, char *recv,
 
     if (all && (rc = cma_use (h, count * es, CMA_REDUCE_MIN,
                               CMA_REDUCE_MAX)) != 0)
-        return rc < 0 ? rc : node_allreduce_cma (h, send, recv, count, dtype,
-                                                 op);
+        return rc < 0 ? rc : node_reduce_cma (h, send, recv, count, dtype,
+                                              op, false);
     for (size_t off = 0; off < count; off += n) {
         n = count - off < chunk ? count - off : chunk;
         if ((rc = node_reduce_step (h, send + off * es,
@@ -987,8 +972,8 @@ int node_reduce_scatter_run (struct host *h, const char *send, char *recv,
 
     if ((rc = cma_use (h, size * count * es, CMA_REDUCE_MIN,
                        CMA_REDUCE_MAX)) != 0)
-        return rc < 0 ? rc : node_reduce_scatter_cma (h, send, recv, count,
-                                                      dtype, op);
+        return rc < 0 ? rc : node_reduce_cma (h, send, recv, count, dtype,
+                                              op, true);
     /* A piece of every block a step; in slots too small for one element
      * of each, the blocks in groups. */
     if (c == 0) {
