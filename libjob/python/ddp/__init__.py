@@ -20,6 +20,14 @@ Collectives (every rank calls them, in the same order):  barrier(),
     gather_into(out, x, dst=0).  Same dtype and number of elements on
     every rank (else ddp.Error, EMISMATCH); a strided tensor is copied and
     written back; CUDA tensors, complex and bool are refused (ValueError).
+    reduce_scatter(x, out=None, op='sum'): block r of the reduction on
+    rank r.
+Groups:  split(colour, key=0, group=None) and new_group(ranks) make a
+    Group (.rank, .size, .ranks, world_rank(r), free(), a with-block); the
+    collectives on tensors and buffers, barrier() and all_reduce() take
+    group= (None: the world).
+Nonblocking:  async_op=True on those collectives returns a Request
+    (wait(), test(), is_completed()); the objects belong to it until done.
 Work done by one rank, failures shared with all:  run_on_main(func, ...),
     main_process_only (decorator), main_only(), rank0_first(),
     local_rank0_first() (context managers or with a function),
@@ -67,7 +75,7 @@ from ._ddp import (
     init, finalize, rank, world_size, local_rank, local_world_size,
     node_rank, num_nodes, is_main, is_local_main, is_distributed, backend,
     version, nccl_info, barrier, all_reduce, broadcast, reduce, all_gather_into,
-    gather_into, should_stop, stop_signals, stop_requested,
+    gather_into, reduce_scatter, split, Group, Request, UNDEFINED, should_stop, stop_signals, stop_requested,
     restart_count, log_prefix, host_addrs,
     OK, EINVAL, ENOINIT, ENOMEM, ENOLAUNCH, EPMIX, ETRANSPORT, ETIMEDOUT,
     EPEER, EREMOTE, EUSER, ENOTSUP, ENCCL, ECUDA, EMISMATCH,
@@ -82,6 +90,7 @@ __all__ = [
     "is_distributed", "backend", "version", "nccl_info",
     "barrier", "broadcast_object", "all_reduce", "all_reduce_dict", "gather",
     "all_gather", "broadcast", "reduce", "all_gather_into", "gather_into",
+    "reduce_scatter", "split", "new_group", "Group", "Request", "UNDEFINED",
     "run_on_main", "main_process_only", "main_only", "rank0_first",
     "local_rank0_first", "compute_and_broadcast", "reduce_and_broadcast",
     "should_stop", "stop_signals", "stop_requested", "restart_count",
@@ -244,6 +253,67 @@ def all_reduce_dict(d, op="avg"):
         r = _reduce_values([row[i] for row in rows], op)
         out[k] = int(r) if isinstance(d[k], int) and op != "avg" else r
     return {k: out[k] for k in d}
+
+
+# ---- Groups ----------------------------------------------------------------
+
+def new_group(ranks=None):
+    """A Group of the world's ranks in ranks (None: all), torch's new_group.
+
+    Collective over the world: every rank calls it with the same ranks
+    (any order; the group's rank order is the world's).  Returns the Group
+    on its members and None on the other ranks.  The ranks passed are
+    compared first (one small all_reduce): ranks that pass different lists
+    all raise ddp.Error (EMISMATCH); a rank whose list is malformed raises
+    TypeError or ValueError, the others ddp.Error (EMISMATCH), and no group
+    is made.  Made by split(): colour 0 for the members, UNDEFINED for the
+    others, the world rank as key.
+    """
+    where = "ddp.new_group"
+    me, n = rank(), world_size()
+    err = None
+    members = ()
+    try:
+        members = _member_ranks(ranks, n, where)
+        tag = hash(members) & (2 ** 62 - 1)
+    except (TypeError, ValueError) as e:
+        err, tag = e, -1
+    hi, neg_lo = all_reduce([tag, -tag], "max")
+    if err is not None:
+        raise err
+    if hi != -neg_lo:
+        raise _error(EMISMATCH, where, f"{where}: the ranks passed "
+                     "different lists of ranks (or a malformed one): "
+                     "every rank must pass the same")
+    return split(0 if me in members else UNDEFINED, me)
+
+
+def _error(code, where, msg):
+    """A ddp.Error as the module raises them (.code, .where)."""
+    e = Error(msg)
+    e.code, e.where = code, where
+    return e
+
+
+def _member_ranks(ranks, n, where):
+    """ranks (None: all of 0 .. n-1) as a sorted tuple of distinct ranks."""
+    if ranks is None:
+        return tuple(range(n))
+    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+        raise TypeError(f"{where}: ranks must be a list of ints, not "
+                        f"{type(ranks).__name__}")
+    out = []
+    for r in ranks:
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise TypeError(f"{where}: ranks holds a {type(r).__name__}: "
+                            "it must hold int ranks")
+        if not 0 <= r < n:
+            raise ValueError(f"{where}: {r} is not a rank of this job "
+                             f"(0 .. {n - 1})")
+        out.append(r)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{where}: ranks {out} holds a rank twice")
+    return tuple(sorted(out))
 
 
 # ---- Work done by one rank -------------------------------------------------
