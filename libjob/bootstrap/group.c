@@ -43,6 +43,18 @@ static int group_create (struct bootstrap *b, char *err, size_t errlen)
                           "made by bootstrap_create_group");
 }
 
+/* A round's key ("ddp.<round>.<scope>") without its round: the round
+ * numbers are a process's own (bootstrap.c counts them over every
+ * handle), and the ranks of a group may have taken part in different
+ * numbers of rounds of other handles before (their other groups').
+ * Only the last round's blobs are kept, so the scope tells them apart. */
+static const char *scope_key (const char *key)
+{
+    const char *dot = strrchr (key, '.');
+
+    return dot ? dot + 1 : key;
+}
+
 static int group_put (struct bootstrap *b, const char *key,
                       enum bootstrap_scope scope, const void *blob,
                       size_t len, char *err, size_t errlen)
@@ -50,7 +62,8 @@ static int group_put (struct bootstrap *b, const char *key,
     struct group_priv *p = b->priv;
 
     if (p->pending.n >= 2
-        || bootstrap_blobs_add (&p->pending, 0, key, blob, len) < 0)
+        || bootstrap_blobs_add (&p->pending, 0, scope_key (key), blob,
+                                len) < 0)
         return bootstrap_err (err, errlen, DDP_ENOMEM, "out of memory");
     p->scope[p->pending.n - 1] = (unsigned char)scope;
     return 0;
@@ -162,6 +175,13 @@ static int group_sync (struct bootstrap *b, const char *key, bool collect,
     return rc;
 }
 
+static int group_get (struct bootstrap *b, int rank, const char *key,
+                      void **blob, size_t *len, char *err, size_t errlen)
+{
+    return bootstrap_blobs_get (b, rank, scope_key (key), blob, len, err,
+                                errlen);
+}
+
 /* Not called: b->rank_node is always set. */
 static int group_node_ranks (struct bootstrap *b, int node, int *ranks,
                              int *n, char *err, size_t errlen)
@@ -187,7 +207,7 @@ static void group_destroy (struct bootstrap *b)
 }
 
 static const struct bootstrap_method bootstrap_method_group =
-    BOOTSTRAP_METHOD (group, bootstrap_blobs_get, group_destroy);
+    BOOTSTRAP_METHOD (group, group_get, group_destroy);
 
 /* bootstrap.h. */
 void bootstrap_group_close (struct bootstrap *b)

@@ -25,7 +25,13 @@
 
 struct ddp_worker;
 
+/* struct ddp_comm's magic while it lives (cleared when it is freed), so
+ * that a freed or foreign handle is refused with a message rather than
+ * used. */
+#define CORE_COMM_MAGIC 0x6464702d636f6d6dULL /* "ddp-comm" */
+
 struct ddp_comm {
+    uint64_t magic;
     const struct ddp_backend *be;
     void *ctx;              /* the backend's context of this communicator */
     int rank, size;         /* this rank's in it, and its size */

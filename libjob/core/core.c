@@ -84,16 +84,12 @@ void core_remove_group (struct ddp_comm *c)
     pthread_mutex_unlock (&g.lock);
 }
 
-/* Is c the world or a group not yet freed? */
-static bool known_comm (struct ddp_comm *c)
+/* Is c the world or a group not yet freed?  (A freed group's memory may
+ * be anything: its magic is cleared first, which catches the common
+ * mistake, not every one.) */
+static bool known_comm (const struct ddp_comm *c)
 {
-    bool found = c == &g.world;
-
-    pthread_mutex_lock (&g.lock);
-    for (struct ddp_comm *p = g.groups; p && !found; p = p->next)
-        found = p == c;
-    pthread_mutex_unlock (&g.lock);
-    return found;
+    return c == &g.world || c->magic == CORE_COMM_MAGIC;
 }
 
 /* A timeout variable: unset or empty leaves *out alone.  Returns 0 or

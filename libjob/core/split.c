@@ -289,6 +289,7 @@ static struct ddp_comm *new_group (struct setup *s)
         ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
         return NULL;
     }
+    c->magic = CORE_COMM_MAGIC;
     c->be = s->parent->be;
     c->rank = s->rank;
     c->size = s->size;
@@ -301,6 +302,7 @@ static void group_free (struct ddp_comm *c)
 {
     if (!c)
         return;
+    c->magic = 0;
     if (c->ctx)
         c->be->destroy (c->ctx);
     bootstrap_destroy (c->boot);

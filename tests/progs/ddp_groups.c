@@ -271,8 +271,23 @@ static void check_all (void)
     OK (ddp_comm_split (NULL, rank == 0 ? DDP_UNDEFINED : 7, 0, &some));
     CHECK ((rank == 0) == (some == NULL), "DDP_UNDEFINED gives no group");
     if (some) {
+        ddp_comm_t *inner = NULL;
         CHECK (ddp_comm_size (some) == size - 1, "the others' group");
         check_comm (some, "others");
+        /* Set-up rounds that rank 0 takes no part in... */
+        OK (ddp_comm_split (some, 0, 0, &inner));
+        if (inner)
+            check_comm (inner, "others, again");
+        OK (ddp_comm_free (&inner));
+    }
+    {
+        /* ...then a group of rank 0 and others: its set-up must not
+         * depend on how many rounds each took before. */
+        ddp_comm_t *mix = NULL;
+        OK (ddp_comm_split (NULL, rank / 2, 0, &mix));
+        if (mix)
+            check_comm (mix, "pairs");
+        OK (ddp_comm_free (&mix));
     }
     check_requests (NULL, "world requests");
     check_comm (NULL, "world");
