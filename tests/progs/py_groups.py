@@ -20,6 +20,7 @@ import array
 import gc
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -92,7 +93,7 @@ def split_checks(r, w):
           and [g.world_rank(i) for i in range(g.size)] == list(want))
     raises("world_rank out of range", ValueError, "r=99 is not in 0 ..",
            g.world_rank, 99)
-    other = (r + 1) % w
+    other = next(q for q in range(w) if q % 2 != r % 2)
     raises("group_rank of a rank not in the group", ValueError,
            f"world rank {other} is not in the group", g.group_rank, other)
     u = ddp.split(0 if r < 2 else ddp.UNDEFINED)
@@ -139,10 +140,11 @@ def collective_checks(g, r):
     check("all_gather_into on the group: group rank order",
           got is out and list(out) == want, repr(out))
     out = array.array("q", [0] * g.size)
-    got = ddp.gather_into(out if g.rank == 1 else None,
-                          array.array("q", [r]), dst=1, group=g)
+    dst = min(1, g.size - 1)
+    got = ddp.gather_into(out if g.rank == dst else None,
+                          array.array("q", [r]), dst=dst, group=g)
     check("gather_into(dst=1) on the group",
-          (got is out and list(out) == list(g.ranks)) if g.rank == 1
+          (got is out and list(out) == list(g.ranks)) if g.rank == dst
           else got is None, repr(got))
     # A strided DLPack producer, written back through its strides.
     t = DLPackDoubles([float(r), -1.0] * 3, (3,), (2,))
@@ -161,15 +163,7 @@ def collective_checks(g, r):
 
 
 def new_group_checks(r, w):
-    ng = ddp.new_group([w - 1, 0])
-    if r in (0, w - 1):
-        check("new_group: members in world order", ng is not None
-              and ng.ranks == (0, w - 1) and ng.rank == (r != 0), repr(ng))
-        check("all_reduce on new_group",
-              ddp.all_reduce(r + 1, group=ng) == w + 1)
-        ng.free()
-    else:
-        check("new_group: None on the others", ng is None, repr(ng))
+    new_group_of_two(r, w)
     with ddp.new_group() as every:
         check("new_group(): every rank", every.ranks == tuple(range(w))
               and every.rank == r)
@@ -183,6 +177,18 @@ def new_group_checks(r, w):
     else:
         raises("new_group: ... and ddp.Error on the others", ddp.Error,
                "different lists of ranks", ddp.new_group, [0, 1])
+
+
+def new_group_of_two(r, w):
+    ng = ddp.new_group([w - 1, 0])
+    if r in (0, w - 1):
+        check("new_group: members in world order", ng is not None
+              and ng.ranks == (0, w - 1) and ng.rank == (r != 0), repr(ng))
+        check("all_reduce on new_group",
+              ddp.all_reduce(r + 1, group=ng) == w + 1)
+        ng.free()
+    else:
+        check("new_group: None on the others", ng is None, repr(ng))
 
 
 def async_checks(g, r, w):
@@ -253,6 +259,26 @@ def async_checks(g, r, w):
     del q
     check("a request deleted in flight, then a call on the group",
           ddp.all_reduce(1, group=g) == g.size)
+    # wait() releases the GIL: another thread runs while it waits (rank 0
+    # comes late).
+    counter, stop = [0], [False]
+
+    def spin():
+        while not stop[0]:
+            counter[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    if r == 0:
+        time.sleep(0.5)
+    q = ddp.all_reduce(array.array("d", [1.0]), async_op=True)
+    before = counter[0]
+    q.wait()
+    after = counter[0]
+    stop[0] = True
+    t.join()
+    check("wait() releases the GIL", r == 0 or after - before > 1000,
+          f"{after - before} turns of another thread during the wait")
     raises("async_op with numbers", TypeError, "ddp.all_reduce: "
            "async_op=True takes a tensor or a buffer", ddp.all_reduce, 3,
            async_op=True)
@@ -263,18 +289,7 @@ def _request_on_a_temporary(r):
 
 
 def error_checks(r, w):
-    # A bad colour on rank 1: EINVAL there (it takes part as UNDEFINED),
-    # the others get their group.
-    if r == 1:
-        e = raises("split: a bad colour", ddp.Error, "ddp.split: invalid "
-                   "argument", ddp.split, -5)
-        check("... EINVAL", e is not None and e.code == ddp.EINVAL)
-        g = None
-    else:
-        g = ddp.split(0)
-        check("split: the others get theirs without rank 1",
-              g is not None and g.ranks == tuple(q for q in range(w)
-                                                 if q != 1), repr(g))
+    g = ddp.split(0, key=-r)
     raises("split: colour not an int", TypeError, "", ddp.split, "red")
     a = array.array("d", [1.0])
     raises("a bad op", ValueError, "ddp.all_reduce: unknown op 'median'",
@@ -301,23 +316,28 @@ def error_checks(r, w):
     raises("reduce_scatter: a bad op", ValueError, "unknown op 'avgg'",
            ddp.reduce_scatter, array.array("d", [0.0] * w), None, "avgg")
     # Ranks that pass different sizes on a group: ddp.Error (EMISMATCH)
-    # on each, blocking and at wait().
-    if g is not None:
-        n = 3 if g.rank == 0 else 4
-        e = raises("different sizes on a group: ddp.Error", ddp.Error,
-                   "ddp.all_reduce: ", ddp.all_reduce,
-                   array.array("d", [1.0] * n), group=g)
-        check("... EMISMATCH", e is not None and e.code == ddp.EMISMATCH,
-              repr(e))
-        q = ddp.all_reduce(array.array("d", [1.0] * n), group=g,
-                           async_op=True)
-        e = raises("... and at wait() of a request", ddp.Error,
-                   "ddp.all_reduce: ", q.wait)
-        check("... EMISMATCH at wait(), again at a second wait()",
-              e is not None and e.code == ddp.EMISMATCH
-              and q.test() and raises("second wait", ddp.Error, "", q.wait)
-              is not None)
-        g.free()
+    # on each, blocking and at wait(); the group is broken then (a
+    # mismatch is sticky), the others go on.
+    g2 = ddp.split(0, key=r)
+    n = 3 if g.rank == 0 else 4
+    e = raises("different sizes on a group: ddp.Error", ddp.Error,
+               "ddp.all_reduce: ranks disagree: the ranks passed different "
+               "data", ddp.all_reduce, array.array("d", [1.0] * n), group=g)
+    check("... EMISMATCH", e is not None and e.code == ddp.EMISMATCH,
+          repr(e))
+    raises("... the group is broken: the next call raises at once",
+           ddp.Error, "broke the collectives of this group",
+           ddp.all_reduce, array.array("d", [1.0]), group=g, async_op=True)
+    q = ddp.all_reduce(array.array("d", [1.0] * n), group=g2, async_op=True)
+    e = raises("... and at wait() of a request", ddp.Error,
+               "ddp.all_reduce: ranks disagree", q.wait)
+    check("... EMISMATCH at wait(), again at a second wait()",
+          e is not None and e.code == ddp.EMISMATCH
+          and q.test() and raises("second wait", ddp.Error, "", q.wait)
+          is not None)
+    g.free()
+    g2.free()
+    check("the world goes on", ddp.all_reduce(1) == w)
     ddp.barrier()
 
 
@@ -329,10 +349,29 @@ def mode_groups():
     new_group_checks(r, w)
     async_checks(g, r, w)
     error_checks(r, w)
+    bad_colour_checks(r, w)
     sub.free()
     g.free()
     ddp.barrier()
     return summary("groups")
+
+
+def bad_colour_checks(r, w):
+    """A bad colour on rank 1: EINVAL there (it takes part as UNDEFINED),
+    the others get their group and use it; then a split of every rank."""
+    if r == 1:
+        e = raises("split: a bad colour", ddp.Error, "ddp.split: invalid "
+                   "argument", ddp.split, -5)
+        check("... EINVAL", e is not None and e.code == ddp.EINVAL)
+    else:
+        g = ddp.split(0)
+        check("split: the others get theirs without rank 1",
+              g is not None and g.ranks == tuple(q for q in range(w)
+                                                 if q != 1), repr(g))
+        check("... and use it", ddp.all_reduce(1, group=g) == w - 1)
+        g.free()
+    with ddp.split(r % 2) as g:
+        check("a split after those", g.size == (w + 1 - r % 2) // 2)
 
 
 # ---- Reduce-scatter -----------------------------------------------------------
