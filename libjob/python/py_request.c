@@ -95,7 +95,8 @@ static void finished (struct request *r, int rc, bool want_result)
 }
 
 /* Complete r if it has (block: wait until it has).  1 when completed, 0
- * when not yet (test).  Another thread already waiting on it: wait for
+ * when not yet (test; also while another thread is inside libddp, so that
+ * test() never blocks).  Another thread already waiting on it: wait for
  * that thread (the GIL released in between). */
 static int complete (struct request *r, bool block, bool want_result)
 {
@@ -117,8 +118,14 @@ static int complete (struct request *r, bool block, bool want_result)
     r->busy = true;
     if (block)
         DDP_CALL (rc, ddp_wait (&q));
-    else
-        DDP_CALL (rc, ddp_test (&q, &done));
+    else if (pthread_mutex_trylock (&pyddp_lib_lock) == 0) {
+        rc = ddp_test (&q, &done);      /* never blocks: the GIL kept */
+        pthread_mutex_unlock (&pyddp_lib_lock);
+    }
+    else {              /* another thread is in libddp: ask again later */
+        rc = 0;
+        done = false;
+    }
     r->busy = false;
     if (!done) {
         r->req = q;
