@@ -29,6 +29,11 @@ import ddp  # noqa: E402
 from py_check import DLPackDoubles, check, raises, summary  # noqa: E402
 
 
+class Unpicklable:
+    def __reduce__(self):
+        raise ValueError("no pickling: 7")
+
+
 def wait_test(req, secs=20.0):
     """Poll req.test() until it says done (at most secs); True if it did."""
     end = time.monotonic() + secs
@@ -151,6 +156,31 @@ def collective_checks(g, r):
     ddp.all_reduce(t, group=g)
     check("all_reduce of a strided tensor on the group",
           list(t.mem) == [float(sum(g.ranks)), -1.0] * 3, list(t.mem))
+    # The object calls on the group.
+    check("broadcast_object(group=)", ddp.broadcast_object(
+        {"from": r} if g.rank == 1 % g.size else None, src=1 % g.size,
+        group=g) == {"from": g.ranks[1 % g.size]})
+    got = ddp.gather(("r", r), dst=0, group=g)
+    check("gather(group=)", got == [("r", q) for q in g.ranks]
+          if g.rank == 0 else got is None, repr(got))
+    check("all_gather(group=) of objects of several sizes",
+          ddp.all_gather("x" * r, group=g) == ["x" * q for q in g.ranks])
+    if g.size > 1:
+        bad = g.size - 1
+        obj = Unpicklable() if g.rank == bad else r
+        if g.rank == bad:
+            raises("all_gather(group=): an object that cannot be pickled "
+                   "raises here", ValueError, "no pickling: 7", ddp.all_gather, obj,
+                   group=g)
+        else:
+            e = raises("... RemoteError on the others, naming its world "
+                       "rank", ddp.RemoteError, f"ddp.all_gather: rank "
+                       f"{g.ranks[bad]} raised ", ddp.all_gather, obj,
+                       group=g)
+            check("... .rank, .type_name", e is not None
+                  and e.rank == g.ranks[bad]
+                  and e.type_name == "ValueError"
+                  and e.remote_message == "no pickling: 7", repr(e))
     raises("src not a rank of the group", ValueError,
            f"ddp.broadcast: src={g.size} is not a rank of this group "
            f"(0 .. {g.size - 1})", ddp.broadcast, x, g.size, group=g)
