@@ -208,7 +208,12 @@ static void request_dealloc (PyObject *self)
 
     /* Dropped in flight: wait for it (its memory is the library's until
      * then); its failure, if any, is sticky on the communicator and the
-     * next call there raises it. */
+     * next call there raises it.  Off the list first: the wait releases
+     * the GIL, and pyddp_requests_complete must not find (and take a
+     * reference to) a request being freed.  (A program that frees the
+     * group in another thread meanwhile breaks the one-thread-per-
+     * communicator rule of ddp.h.) */
+    unlink_out (r);
     exc = pyddp_fetch_exception ();
     if (r->started && !r->completed)
         complete (r, true, false);
@@ -216,7 +221,6 @@ static void request_dealloc (PyObject *self)
         PyErr_SetObject ((PyObject *) Py_TYPE (exc), exc);
         Py_DECREF (exc);
     }
-    unlink_out (r);
     release_data (r);
     if (r->started)
         for (int i = 0; i < r->nd; i++)
