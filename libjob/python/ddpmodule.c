@@ -121,7 +121,7 @@ static int add_parts (PyObject *m)
 {
     PyMethodDef *const parts[] = {
         pyddp_init_methods, pyddp_coll_methods, pyddp_group_methods,
-        pyddp_helpers_methods,
+        pyddp_objects_methods, pyddp_helpers_methods,
         pyddp_stop_methods, pyddp_log_methods, pyddp_sampler_methods,
     };
 

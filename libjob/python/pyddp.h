@@ -8,8 +8,10 @@
  *   ddpmodule.c   the module: the identity queries, the constants,
  *                 PyInit__ddp assembling the parts below
  *   py_coll.c     the collectives: barrier, all_reduce, broadcast, the
- *                 gathers, reduce_scatter and all_reduce_dict's named
- *                 values, on the world or a group, blocking or not
+ *                 gathers and reduce_scatter, on the world or a group,
+ *                 blocking or not
+ *   py_objects.c  the bytes under the object calls (broadcast_object,
+ *                 gather, all_gather) and all_reduce_dict's named values
  *   py_group.c    ddp.Group: split(), the communicator of a group=
  *   py_request.c  ddp.Request: a collective started with async_op=True,
  *                 its memory held until it completed
@@ -294,6 +296,7 @@ int pyddp_helpers_init (PyObject *m);
 extern PyMethodDef pyddp_init_methods[];
 extern PyMethodDef pyddp_coll_methods[];
 extern PyMethodDef pyddp_group_methods[];
+extern PyMethodDef pyddp_objects_methods[];
 extern PyMethodDef pyddp_helpers_methods[];
 extern PyMethodDef pyddp_stop_methods[];
 extern PyMethodDef pyddp_log_methods[];
