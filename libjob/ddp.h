@@ -9,8 +9,10 @@
  * (ddp_strerror() names it; with DDP_DEBUG set the library also logs why).
  * Nothing in the library aborts the process on bad input.
  *
- * Threads: call ddp_init(), ddp_finalize() and the collectives from one
- * thread at a time (like MPI_THREAD_SERIALIZED).  The query functions
+ * Threads: call ddp_init(), ddp_finalize() and the collectives of one
+ * communicator from one thread at a time (like MPI_THREAD_SERIALIZED);
+ * different communicators may be used from different threads at once
+ * (see "Communicators").  The query functions
  * (ddp_rank() ... ddp_is_distributed(), ddp_strerror(), ddp_version()) are
  * safe from any thread after ddp_init() returned.
  *

@@ -3,9 +3,12 @@ test_description='NCCL backend on a stand-in CUDA/NCCL (LD_PRELOAD): data paths 
 
 tests/progs/nccl_mock.c replaces libcudart and libnccl, so the backend runs
 here without a GPU: every collective, dtype, op and buffer kind through
-nccl_check (world size 1), and the failure paths a real GPU rarely shows on
+nccl_check (world size 1; reduce-scatter also with fake peers under the
+local launcher; the backend'"'"'s split, with and without ncclCommSplit),
+and the failure paths a real GPU rarely shows on
 demand: init that never finishes or fails, a stream that never drains, an
-asynchronous remote error.  One process, no test cluster.'
+asynchronous remote error.  One process (three under the local launcher
+for reduce-scatter with fake peers), no test cluster.'
 . "$(dirname "$0")/test-lib.sh"
 
 mock=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock.so
@@ -146,7 +149,58 @@ test_expect_success 'DDP_AVG out of place is right there: float dtypes, allreduc
 	ddp_show avg.out &&
 	! grep "^not ok" avg.out &&
 	test $(grep -E -c "^ok [0-9]+ - allreduce/reduce (float16|bfloat16|float32|float64) avg on (device|managed|pinned|host) buffers$" avg.out) = 16 &&
-	! grep -E "^ok [0-9]+ - allreduce/reduce [a-z0-9]+ (sum|prod|min|max) " avg.out
+	test $(grep -E -c "^ok [0-9]+ - reduce_scatter (float16|bfloat16|float32|float64) avg on (device|managed|pinned|host) buffers$" avg.out) = 16 &&
+	! grep -E "^ok [0-9]+ - (allreduce/reduce|reduce_scatter) [a-z0-9]+ (sum|prod|min|max) " avg.out
+'
+test_expect_success 'reduce-scatter on a world of one: every dtype, op and buffer kind, in and out of place' '
+	test $(grep -E -c "^ok [0-9]+ - reduce_scatter [a-z0-9]+ [a-z]+ on (device|managed|pinned|host) buffers$" check.out) = 200 &&
+	on_mock env DDP_BACKEND=nccl "$probe" rs 5 >rs1.out 2>rs1.err &&
+	cat rs1.out &&
+	grep "^rs rank=0 rc=0 first=0 last=4$" rs1.out &&
+	grep "^rs in-place rank=0 rc=0 first=0 last=4$" rs1.out
+'
+# 3 ranks under the local launcher with fake peers: each moves its own
+# data only, so rank r receives its own block r (elements 1000 r + 5 r ..).
+test_expect_success 'reduce-scatter with fake peers: each rank gets its own block, in and out of place' '
+	rm -rf rs3.peers && mkdir rs3.peers &&
+	env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS -u WORLD_SIZE -u RANK \
+		-u DDP_BOOTSTRAP -u CUDA_VISIBLE_DEVICES \
+		timeout --kill-after=5 60 "$DDP_PROGS/ddp-local-run" -n 3 -N 2 -t 50 -- \
+		env LD_PRELOAD="$mock" MOCK_NCCL_PEERS=fake MOCK_GPU_ID=rank \
+		MOCK_NCCL_PEER_DIR="$PWD/rs3.peers" DDP_BACKEND=nccl \
+		"$probe" rs 5 >rs3.out 2>rs3.err &&
+	cat rs3.out &&
+	for r in 0 1 2; do
+		first=$((1005 * r)) last=$((1005 * r + 4)) &&
+		grep "^rs rank=$r rc=0 first=$first last=$last$" rs3.out &&
+		grep "^rs in-place rank=$r rc=0 first=$first last=$last$" rs3.out ||
+		return 1
+	done &&
+	test $(grep -c "mock: ncclCommDestroy" rs3.err) = 3
+'
+# The backend's split, driven directly (libjob/nccl/test/split.c): with
+# ncclCommSplit on the parent, and on a stand-in without it (NCCL < 2.18),
+# where the group's communicator is made from the group's bootstrap.
+split_t=$DDP_BUILD_DIR/libjob/nccl/test/split.t
+nosplit=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock_nosplit.so
+test_expect_success 'split: a group through ncclCommSplit, a whole context; failures' '
+	on_mock env DDP_DEBUG=1 "$split_t" >split.out 2>split.err &&
+	cat split.out &&
+	grep "^# the loaded NCCL has ncclCommSplit$" split.out &&
+	! grep "^not ok" split.out &&
+	grep -q "^ok .* - not even with DDP_UNDEFINED$" split.out &&
+	test $(grep -c "nccl: group of colour [07]: rank 0 of 1, GPU 1, through ncclCommSplit" split.err) = 2 &&
+	test $(grep -c "nccl: init phases" split.err) = 1
+'
+test_expect_success 'split without ncclCommSplit: the group is created from its bootstrap' '
+	env -u WORLD_SIZE -u RANK -u CUDA_VISIBLE_DEVICES LD_PRELOAD="$nosplit" \
+		DDP_DEBUG=1 "$split_t" >nosplit.out 2>nosplit.err &&
+	cat nosplit.out &&
+	grep "^# the loaded NCCL lacks ncclCommSplit$" nosplit.out &&
+	! grep "^not ok" nosplit.out &&
+	grep -q "^ok .* - a group that never forms: DDP_ETIMEDOUT$" nosplit.out &&
+	! grep "through ncclCommSplit" nosplit.err &&
+	test $(grep -c "nccl: init phases" nosplit.err) = 3
 '
 # mock_queries FILE: the cudaPointerGetAttributes count MOCK_CUDA_COUNTS=1
 # logged in FILE.
@@ -179,5 +233,18 @@ test_expect_success 'nccl_bench --quick runs against the mock' '
 	ddp_show bench.out &&
 	grep -q "^  allreduce" bench.out &&
 	grep -q "^  allgather" bench.out
+'
+# The core's communicators and requests on the NCCL backend, in one
+# process: every group is this rank alone, split through ncclCommSplit
+# (its rank without a colour fencing first) and, without it, from the
+# group's bootstrap; the requests run the backend on the library's thread.
+test_expect_success 'ddp_groups on the NCCL backend: splits, every collective per group, requests' '
+	on_mock env DDP_BACKEND=nccl DDP_DEBUG=1 "$DDP_PROGS/ddp_groups" check >groups.out 2>groups.err &&
+	cat groups.out &&
+	grep -q "^ddp_groups rank 0/1: [0-9]* checks, 0 failed" groups.out &&
+	grep -q "through ncclCommSplit" groups.err &&
+	env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS -u WORLD_SIZE -u RANK \
+		LD_PRELOAD="$nosplit" DDP_BACKEND=nccl "$DDP_PROGS/ddp_groups" check >nosplit-groups.out 2>&1 &&
+	grep -q "^ddp_groups rank 0/1: [0-9]* checks, 0 failed" nosplit-groups.out
 '
 test_done

@@ -78,6 +78,57 @@ test_expect_success 'ddp-bench --inject-error: its checks catch wrong results' '
 	test $(awk -F"\t" "\$2 == \"allreduce\" && \$13 ~ /^FAIL:/" bad.tsv | wc -l) = 2 &&
 	test $(awk -F"\t" "\$2 == \"gather\" && \$13 ~ /^FAIL:/" bad.tsv | wc -l) = 2
 '
+# The operations of the communicators API (reduce_scatter, group_allreduce,
+# overlap) are run only when -o names them.  well_formed FILE OPS...: the
+# TSV has, for each size, one row of every op (overlap: its four), each
+# with 13 cells, numbers where numbers belong and a passed check.
+well_formed () {
+	f=$1; shift
+	awk -F"\t" -v ops="$*" '
+		BEGIN { n = split(ops, o, " ")
+			for (i = 1; i <= n; i++) {
+				want[o[i]] = 1
+				if (o[i] == "overlap") { want["overlap_allreduce"] = 1
+					want["overlap_compute"] = 1; want["overlap_seq"] = 1 } } }
+		NR == 1 || $2 ~ /^(init|rss)/ { next }
+		NF != 13 { print "not 13 cells: " $0; bad = 1; next }
+		!($2 in want) { print "unexpected op: " $2; bad = 1; next }
+		{ for (i = 3; i <= 12; i++)
+			if ($i !~ /^-?[0-9.]+$/) { print "cell " i " not a number: " $0; bad = 1 }
+		  if ($9 + 0 <= 0) { print "no time: " $0; bad = 1 }
+		  if ($13 != ($2 == "overlap_compute" ? "-" : "ok")) { print "check: " $0; bad = 1 }
+		  seen[$2, $5] = 1; bytes[$5] = 1 }
+		END { for (b in bytes) for (op in want) if (!((op, b) in seen)) {
+				print "no " op " row at " b " bytes"; bad = 1 }
+		      exit bad }' "$f" &&
+	test $(awk -F"\t" "NR > 1 && \$2 !~ /^(init|rss)/ { print \$5 }" "$f" | sort -u | wc -l) = 2
+}
+test_expect_success 'ddp-bench runs reduce_scatter, group_allreduce and overlap on 2 nodes x 2 ranks' '
+	ddp_srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$BENCH" -s 64,64K -n 10 -M 0 -W 0 \
+		-o reduce_scatter,group_allreduce,overlap --tsv comm.tsv >comm.out 2>comm.err ||
+	{ cat comm.err; false; } &&
+	well_formed comm.tsv reduce_scatter group_allreduce overlap &&
+	grep -q "^# overlap 65536: allreduce [0-9.]* us, .* of the allreduce hidden\$" comm.out &&
+	! grep -q "^ *\(bcast\|allgather\|gather\) " comm.out
+'
+test_expect_success MPI 'mpi-bench runs reduce_scatter, group_allreduce and overlap on 2 nodes x 2 ranks' '
+	ddp_srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 env OMPI_MCA_pml=ob1 \
+		OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp \
+		OMPI_MCA_btl_tcp_if_include=lo \
+		"$DDP_BUILD_DIR/contrib/bench/mpi-bench" -s 64,64K -n 10 -M 0 -W 0 \
+		-o reduce_scatter,group_allreduce,overlap --tsv mcomm.tsv >mcomm.out 2>mcomm.err ||
+	{ cat mcomm.err; false; } &&
+	well_formed mcomm.tsv reduce_scatter group_allreduce overlap
+'
+test_expect_success 'ddp-bench --inject-error: the new operations are checked too' '
+	test_expect_code 1 ddp_srun --mpi=pmix -N2 -n2 "$BENCH" -s 64 -n 10 -M 0 -W 0 \
+		-o reduce_scatter,group_allreduce,overlap -X --tsv cbad.tsv >cbad.out 2>cbad.err &&
+	grep -q "CHECKS FAILED" cbad.err &&
+	for op in reduce_scatter group_allreduce overlap overlap_seq; do
+		awk -F"\t" -v op=$op "\$2 == op && \$13 ~ /^FAIL:/" cbad.tsv | grep -q . ||
+		{ echo "no failed $op row"; return 1; }
+	done
+'
 test_expect_success 'compare.sh rejects unknown arguments' '
 	test_expect_code 2 "$COMPARE" --no-such-flag 2>err &&
 	grep -q "unknown argument" err &&
@@ -88,7 +139,9 @@ test_expect_success 'compare.sh rejects unknown arguments' '
 	test_expect_code 2 "$COMPARE" --baseline /nonexistent 2>err &&
 	grep -q "no such file" err &&
 	test_expect_code 2 "$COMPARE" --ops barrier,bcast 2>err &&
-	grep -q "unknown operation .bcast." err
+	grep -q "unknown operation .bcast." err &&
+	test_expect_code 2 "$COMPARE" --ops reduce_scatter,iallreduce 2>err &&
+	grep -q "unknown operation .iallreduce." err
 '
 test_expect_success 'compare.sh --short runs the whole comparison' '
 	cp "$DDP_CLUSTER_DIR/etc/plugstack.conf" plugstack.before &&
@@ -359,5 +412,46 @@ test_expect_success 'compare.sh --baseline compares ddp with an earlier run' '
 	grep "ddp time now / baseline" res-base/report.md >regress &&
 	test $(wc -l <regress) = 2 &&
 	awk -F"|" "\$4 !~ /^ [0-9]+\.[0-9][0-9] \$/ { print; bad = 1 } END { exit bad }" regress
+'
+# The sweep with the communicators API's operations: their rows, the
+# overlap table and the targets, well formed (no timing asserted).
+test_expect_success 'compare.sh --ops reduce_scatter,group_allreduce,overlap runs them in the sweep' '
+	DDP_SRUN_TIMEOUT=300 timeout 400 "$COMPARE" --short --sections scale --nodes 1,2 \
+		--ppn 2 --ops reduce_scatter,group_allreduce,overlap \
+		--out "$PWD/res-comm" >comm-report.out 2>comm-compare.err ||
+	{ cat comm-compare.err; false; } &&
+	grep -qF "## Scaling: reduce_scatter, group_allreduce, overlap on 1 to 2 nodes" res-comm/report.md &&
+	for n in 1 2; do
+		sed -n "/^### 2 ranks per node/,/^#/p" res-comm/report.md |
+			grep "^| $n | $((2 * n)) | " >rows &&
+		test $(wc -l <rows) = 9 &&
+		for op in reduce_scatter group_allreduce overlap; do
+			for b in 8 65536 1048576; do
+				# 8 B is less than a float per rank at 4 ranks: no row.
+				[ $op = reduce_scatter ] && [ $b -lt $((8 * n)) ] && continue
+				grep -q "^| $n | [0-9]* | $op | $b | [0-9.]* | " rows ||
+				{ echo "no ddp time for $op $b at $n x 2"; return 1; }
+			done
+		done || return 1
+	done
+'
+test_expect_success 'the overlap table has every size with times, the hidden share and checks' '
+	sed -n "/^## Overlap: /,/^## /p" res-comm/report.md | grep "^| [0-9]" >orows &&
+	test $(wc -l <orows) = 6 &&
+	awk -F"|" "{ for (i = 5; i <= 9; i++) if (\$i !~ /^ -?[0-9.]+ \$/) { print \"cell \" i \": \" \$0; bad = 1 }
+		if (\$NF != \"\" || \$(NF-1) !~ /^ ok \/ (ok|n\/a)( \/ n\/a)? \$/) { print \"check: \" \$0; bad = 1 } }
+		END { exit bad }" orows
+'
+test_expect_success MPI 'with mpi-bench, the overlap table has MPI times and the hidden share' '
+	sed -n "/^## Overlap: /,/^## /p" res-comm/report.md | grep "^| [0-9]" |
+		awk -F"|" "{ for (i = 10; i <= 14; i++) if (\$i !~ /^ -?[0-9.]+ \$/) { print \"cell \" i \": \" \$0; bad = 1 } }
+			END { exit bad }"
+'
+test_expect_success 'the targets of reduce_scatter and group_allreduce name a verdict for each configuration' '
+	sed -n "/^## Targets: reduce-scatter and group all-reduce/,/^## /p" res-comm/report.md |
+		grep "^| [0-9]" >ctargets &&
+	test $(wc -l <ctargets) = 4 &&
+	awk -F"|" "\$5 !~ /^ (yes|\\*\\*NO\\*\\*|n\\/a.*) \$/ { print; bad = 1 } END { exit bad }" ctargets &&
+	! grep -q "FAIL" res-comm/results.tsv
 '
 test_done

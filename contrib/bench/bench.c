@@ -19,11 +19,14 @@
  *    taken; the table shows the slowest rank's (the max over ranks).  With
  *    --time, one reduction between the warm-up and the timed calls agrees
  *    on fewer iterations when the warm-up calls were slow.
- *  - bytes: the size of the buffer for bcast and allreduce; the size of the
- *    whole receive buffer (nranks * per-rank) for allgather and gather, as
- *    nccl-tests does.  algbw = bytes / time; busbw = algbw * 2(n-1)/n for
- *    allreduce, (n-1)/n for allgather and gather, 1 for bcast (nccl-tests).
- *    GB/s are 1e9 bytes per second.
+ *  - bytes: the size of the buffer for bcast and (group_)allreduce; the
+ *    size of the whole receive buffer (nranks * per-rank) for allgather and
+ *    gather, and of the whole send buffer for reduce_scatter, as nccl-tests
+ *    does.  algbw = bytes / time; busbw = algbw * 2(n-1)/n for allreduce,
+ *    (n-1)/n for allgather, gather and reduce_scatter, 1 for bcast
+ *    (nccl-tests); group_allreduce: 2(g-1)/g for its groups of g.  GB/s
+ *    are 1e9 bytes per second.
+ *  - overlap: run_overlap() below.
  *  - traffic: when the implementation counts the bytes it sends to other
  *    nodes (bench_impl_bytes_sent), the busiest rank's bytes per call.
  *  - checks: check.h; every --check-every'th timed call (default: every
@@ -149,12 +152,24 @@ static void reduce_result (struct ctx *c, struct result *r, size_t bytes)
 
 /* ---- the loops --------------------------------------------------------- */
 
-static bool gathers (enum bench_op k)
+/* Whether op k's size is nranks blocks of count elements (the whole
+ * receive buffer of a gather, the whole send buffer of a reduce-scatter). */
+static bool blocks (enum bench_op k)
 {
-    return k == BENCH_ALLGATHER || k == BENCH_GATHER;
+    return k == BENCH_ALLGATHER || k == BENCH_GATHER
+           || k == BENCH_REDUCE_SCATTER;
 }
 
-/* One call of op k (BENCH_NOPS: barrier) on count elements per rank. */
+/* Start a nonblocking allreduce and wait for it, with nothing between. */
+static int iallreduce (const float *send, float *recv, size_t count)
+{
+    int rc = bench_impl_iallreduce_start (send, recv, count);
+
+    return rc != 0 ? rc : bench_impl_iallreduce_wait ();
+}
+
+/* One call of op k (BENCH_NOPS: barrier) on count elements per rank
+ * (overlap: its nonblocking allreduce, without the compute). */
 static int call (struct ctx *c, enum bench_op k, size_t count)
 {
     float *send = c->chk.send, *recv = c->chk.recv;
@@ -164,6 +179,11 @@ static int call (struct ctx *c, enum bench_op k, size_t count)
         case BENCH_ALLREDUCE: return bench_impl_allreduce (send, recv, count);
         case BENCH_ALLGATHER: return bench_impl_allgather (send, recv, count);
         case BENCH_GATHER: return bench_impl_gather (send, recv, count);
+        case BENCH_REDUCE_SCATTER:
+            return bench_impl_reduce_scatter (send, recv, count);
+        case BENCH_GROUP_ALLREDUCE:
+            return bench_impl_group_allreduce (send, recv, count);
+        case BENCH_OVERLAP: return iallreduce (send, recv, count);
         default: return bench_impl_barrier ();
     }
 }
@@ -253,7 +273,7 @@ static void full_call (struct ctx *c, enum bench_op k, size_t count,
 static void run (struct ctx *c, enum bench_op k, size_t bytes)
 {
     int n = c->chk.size;
-    size_t count = bytes / sizeof (float) / (size_t)(gathers (k) ? n : 1);
+    size_t count = bytes / sizeof (float) / (size_t)(blocks (k) ? n : 1);
     int iters = iters_for (&c->o, bytes), warm = warmup_for (&c->o, iters);
     double sent0 = bench_impl_bytes_sent (), skip = 0, t0;
     struct result r = { 0 };
@@ -261,7 +281,7 @@ static void run (struct ctx *c, enum bench_op k, size_t bytes)
 
     if (k != BENCH_NOPS && count == 0)
         return;                 /* smaller than one element per rank */
-    if (gathers (k))
+    if (blocks (k))
         bytes = count * sizeof (float) * (size_t)n;
     if (k != BENCH_NOPS && c->o.check_every) {
         full_call (c, k, count, bytes, &r);
@@ -285,6 +305,165 @@ static void run (struct ctx *c, enum bench_op k, size_t bytes)
     if (r.errors)
         c->failed = true;
     report_row (&c->rep, k, bytes, count, &r);
+}
+
+/* ---- overlap: a nonblocking allreduce hidden behind compute ----------- */
+
+/* The compute loop: units x 64 independent multiply-adds on an array in
+ * L1, so that it needs the CPU and not the memory the collective moves. */
+static volatile float compute_sink;
+
+static void compute (long units)
+{
+    float a[64];
+
+    for (int i = 0; i < 64; i++)
+        a[i] = (float)i;
+    for (long u = 0; u < units; u++)
+        for (int i = 0; i < 64; i++)
+            a[i] = a[i] * 0.999f + 0.001f;
+    compute_sink = a[0] + a[63];
+}
+
+/* The units of compute that take target_us on the slowest rank: the
+ * loop's pace is measured here (doubling the units until a run takes a
+ * millisecond or a tenth of the target, then the fastest of three runs of
+ * that many, so that a rank descheduled once does not count), the slowest
+ * rank's taken, so every rank does the same work.  At least 1. */
+static long calibrate (struct ctx *c, double target_us, size_t bytes)
+{
+    double pace, t0, t = 0, enough = target_us / 10;
+    long units = 256, w;
+
+    if (enough < 1000)
+        enough = 1000;
+    for (;;) {
+        t0 = now_us ();
+        compute (units);
+        t = now_us () - t0;
+        if (t >= enough || units > (1L << 40))
+            break;
+        units *= 2;
+    }
+    for (int i = 0; i < 3; i++) {
+        t0 = now_us ();
+        compute (units);
+        t0 = now_us () - t0;
+        if (t0 < t)
+            t = t0;
+    }
+    pace = t / (double)units;
+    max_over_ranks (c, &pace, 1, "statistics reduction (overlap)", bytes);
+    w = pace > 0 ? (long)(target_us / pace) : 1;
+    return w < 1 ? 1 : w;
+}
+
+/* What one timed round of overlap does. */
+enum overlap_mode {
+    OV_COMPUTE,         /* the compute loop alone */
+    OV_SEQ,             /* the blocking allreduce, then the loop */
+    OV_OVERLAP,         /* start the iallreduce, the loop, wait */
+};
+
+/* One round in mode m on count elements, units of compute, iteration it
+ * (< 0: warm-up): checked as one_call() checks (not the compute alone);
+ * returns its time (us), adds wrong elements to r. */
+static double overlap_call (struct ctx *c, enum overlap_mode m, size_t count,
+                            long units, size_t bytes, int it,
+                            struct result *r)
+{
+    bool sampled = m != OV_COMPUTE && c->o.check_every && it >= 0
+                   && it % c->o.check_every == 0;
+    float *send = c->chk.send, *recv = c->chk.recv;
+    size_t pos[CHECK_NPOS];
+    double t0, t1;
+    int rc = 0;
+
+    if (sampled) {
+        check_positions (count, it, pos);
+        check_sample_prepare (&c->chk, BENCH_OVERLAP, count, it + 1, pos);
+    }
+    t0 = now_us ();
+    if (m == OV_SEQ)
+        rc = bench_impl_allreduce (send, recv, count);
+    else if (m == OV_OVERLAP)
+        rc = bench_impl_iallreduce_start (send, recv, count);
+    if (rc == 0)
+        compute (units);
+    if (rc == 0 && m == OV_OVERLAP)
+        rc = bench_impl_iallreduce_wait ();
+    t1 = now_us ();
+    if (rc != 0)
+        fail_call (c, m == OV_SEQ ? "allreduce (overlap)" : "overlap", bytes,
+                   rc);
+    if (sampled) {
+        if (c->o.inject)
+            check_inject (&c->chk, BENCH_OVERLAP);
+        r->errors += check_sample (&c->chk, BENCH_OVERLAP, count, it + 1, pos);
+    }
+    return t1 - t0;
+}
+
+/* The slowest rank's statistics of n samples of one series. */
+static void summarize (struct ctx *c, double *samples, int n,
+                       struct result *r, size_t bytes)
+{
+    report_summarize (samples, n, r);
+    r->sent = -1;
+    reduce_result (c, r, bytes);
+}
+
+/* overlap at bytes: (1) the blocking allreduce timed as its own rows are;
+ * (2) the compute loop calibrated to take as long (slowest rank); (3)
+ * rounds of the loop alone, the allreduce then the loop, and the
+ * iallreduce with the loop inside it, each timed, one after the other so
+ * that drift hits all three alike.  The hidden share of the allreduce is
+ * (sequential - overlapped) / allreduce (report_overlap). */
+static void run_overlap (struct ctx *c, size_t bytes)
+{
+    size_t count = bytes / sizeof (float);
+    int iters = iters_for (&c->o, bytes), warm = warmup_for (&c->o, iters);
+    struct result comm = { 0 }, comp = { 0 }, seq = { 0 }, ovl = { 0 };
+    double *sm[3], t0;
+    long units;
+
+    if (count == 0)
+        return;
+    bytes = count * sizeof (float);
+    if (c->o.check_every)
+        full_call (c, BENCH_OVERLAP, count, bytes, &ovl);
+    /* (1) */
+    t0 = now_us ();
+    for (int it = -warm; it < 0; it++)
+        one_call (c, BENCH_ALLREDUCE, count, bytes, it, &comm);
+    if (c->o.time_limit > 0 && warm > 0)
+        iters = iters_in_time (c, iters, warm, (now_us () - t0) * 5, bytes);
+    for (int it = 0; it < iters; it++)
+        c->samples[it] = one_call (c, BENCH_ALLREDUCE, count, bytes, it, &comm);
+    summarize (c, c->samples, iters, &comm, bytes);
+    /* (2) */
+    units = calibrate (c, comm.median_us, bytes);
+    /* (3) */
+    for (int m = 0; m < 3; m++)
+        if (!(sm[m] = calloc ((size_t)iters, sizeof (double))))
+            fail_local (c, "calloc (overlap)");
+    for (int it = -warm; it < iters; it++)
+        for (int m = 0; m < 3; m++) {
+            double us = overlap_call (c, (enum overlap_mode)m, count, units,
+                                      bytes, it, m == OV_SEQ ? &seq : &ovl);
+            if (it >= 0)
+                sm[m][it] = us;
+        }
+    summarize (c, sm[OV_COMPUTE], iters, &comp, bytes);
+    summarize (c, sm[OV_SEQ], iters, &seq, bytes);
+    summarize (c, sm[OV_OVERLAP], iters, &ovl, bytes);
+    for (int m = 0; m < 3; m++)
+        free (sm[m]);
+    if (comm.errors || seq.errors || ovl.errors)
+        c->failed = true;
+    report_overlap (&c->rep, bytes, count, &(struct overlap_stats){
+        .comm = comm, .compute = comp, .seq = seq, .overlap = ovl,
+        .units = units });
 }
 
 /* 8-byte allreduces: warm-up, then RSS growth over c->o.mem more, each
@@ -451,19 +630,28 @@ static void settle (struct ctx *c)
 
 static void run_all (struct ctx *c, long rss[2])
 {
+    int rc;
+
     settle (c);
     if (c->o.mem > 0)
         run_mem (c, rss[0], rss[1]);
     if (alloc_buffers (c) < 0)
         fail_local (c, "allocating buffers");
     report_columns (&c->rep);
+    if (c->o.ops[BENCH_GROUP_ALLREDUCE]
+        && (rc = bench_impl_group_setup ()) != 0)
+        fail_call (c, "group set-up (split by rank % 2)", 0, rc);
     if (c->o.barrier)
         run (c, BENCH_NOPS, 0);
     for (int k = 0; k < BENCH_NOPS; k++) {
         if (!c->o.ops[k])
             continue;
-        for (int i = 0; i < c->o.nsizes; i++)
-            run (c, (enum bench_op)k, c->o.sizes[i]);
+        for (int i = 0; i < c->o.nsizes; i++) {
+            if (k == BENCH_OVERLAP)
+                run_overlap (c, c->o.sizes[i]);
+            else
+                run (c, (enum bench_op)k, c->o.sizes[i]);
+        }
     }
 }
 

@@ -47,6 +47,32 @@ int bench_impl_allreduce (const float *sendbuf, float *recvbuf, size_t count);
 int bench_impl_allgather (const float *sendbuf, float *recvbuf, size_t count);
 int bench_impl_gather (const float *sendbuf, float *recvbuf, size_t count);
 
+/* Reduce (SUM) size * count elements of every rank's sendbuf and leave
+ * block r (count elements) in rank r's recvbuf: ddp_reduce_scatter,
+ * MPI_Reduce_scatter_block. */
+int bench_impl_reduce_scatter (const float *sendbuf, float *recvbuf,
+                               size_t count);
+
+/* The group of group_allreduce: the world split by colour rank % 2 (key:
+ * the rank), so that the ranks of a node, placed in blocks, are in both
+ * groups and each group spans every node.  Collective over the world,
+ * called once before the first bench_impl_group_allreduce (outside the
+ * timed calls); bench_impl_finalize frees it.  Returns 0 or an
+ * implementation error code. */
+int bench_impl_group_setup (void);
+
+/* Allreduce (SUM) of count elements over this rank's group. */
+int bench_impl_group_allreduce (const float *sendbuf, float *recvbuf,
+                                size_t count);
+
+/* Start a nonblocking allreduce (SUM) of count elements over the world;
+ * at most one is in flight.  bench_impl_iallreduce_wait waits for it.
+ * Between the two the buffers are the implementation's.  Each returns 0 or
+ * an implementation error code. */
+int bench_impl_iallreduce_start (const float *sendbuf, float *recvbuf,
+                                 size_t count);
+int bench_impl_iallreduce_wait (void);
+
 /* Element-wise MAX of n doubles over all ranks, in place (statistics).
  * Returns 0 or an implementation error code. */
 int bench_impl_max_f64 (double *inout, size_t n);

@@ -29,6 +29,18 @@ static bool gathers (enum bench_op k)
     return k == BENCH_ALLGATHER || k == BENCH_GATHER;
 }
 
+/* The op whose results op k's are: overlap's calls are allreduces. */
+static enum bench_op checked_as (enum bench_op k)
+{
+    return k == BENCH_OVERLAP ? BENCH_ALLREDUCE : k;
+}
+
+/* Whether rank r's data goes into this rank's result of op k (k's group). */
+static bool contributes (const struct check *c, enum bench_op k, int r)
+{
+    return k != BENCH_GROUP_ALLREDUCE || r % 2 == c->rank % 2;
+}
+
 /* Element p of the send side in round tag: the root's values for bcast,
  * poison on the other ranks (they receive in place). */
 static float send_val (const struct check *c, enum bench_op k, size_t p,
@@ -39,16 +51,32 @@ static float send_val (const struct check *c, enum bench_op k, size_t p,
     return check_val (c->rank, p, tag);
 }
 
+/* Position p of the send side of op k (reduce_scatter: position p of every
+ * rank's block, each rank's result at p being made of them): fresh values
+ * for round tag. */
+static void set_send (struct check *c, enum bench_op k, size_t count,
+                      size_t p, int tag)
+{
+    if (k != BENCH_REDUCE_SCATTER) {
+        c->send[p] = send_val (c, k, p, tag);
+        return;
+    }
+    for (int b = 0; b < c->size; b++) {
+        size_t i = (size_t)b * count + p;
+        c->send[i] = send_val (c, k, i, tag);
+    }
+}
+
 /* Poison position p of the receive side of op k (every rank's block of a
  * gather); bcast has none (its send side was poisoned). */
 static void poison_recv (struct check *c, enum bench_op k, size_t count,
                          size_t p)
 {
-    if (k == BENCH_ALLREDUCE)
-        c->recv[p] = POISON;
-    else if (gathers (k))
+    if (gathers (k))
         for (int r = 0; r < c->size; r++)
             c->recv[(size_t)r * count + p] = POISON;
+    else if (k != BENCH_BCAST)
+        c->recv[p] = POISON;
 }
 
 /* Check position p of op k's result in round tag; returns wrong elements. */
@@ -58,16 +86,22 @@ static long check_pos (struct check *c, enum bench_op k, size_t count, int tag,
     const char *op = bench_op_name (k);
     long err = 0;
     float want = 0;
+    size_t src = p;
 
-    switch (k) {
+    switch (checked_as (k)) {
         case BENCH_BCAST:
             want = check_val (0, p, tag);
             if (c->send[p] != want)
                 err += check_mismatch (c, op, p, c->send[p], want);
             break;
+        case BENCH_REDUCE_SCATTER:
+            src = (size_t)c->rank * count + p;  /* this rank's block */
+            /* fall through */
         case BENCH_ALLREDUCE:
+        case BENCH_GROUP_ALLREDUCE:
             for (int r = 0; r < c->size; r++)
-                want += check_val (r, p, tag);
+                if (contributes (c, k, r))
+                    want += check_val (r, src, tag);
             if (c->recv[p] != want)
                 err += check_mismatch (c, op, p, c->recv[p], want);
             break;
@@ -91,15 +125,18 @@ static long check_pos (struct check *c, enum bench_op k, size_t count, int tag,
 
 /* Put the base pattern (tag 0) back at position p of the send side: what
  * every rank holds after a correct bcast, its own values otherwise. */
-static void restore (struct check *c, enum bench_op k, size_t p)
+static void restore (struct check *c, enum bench_op k, size_t count, size_t p)
 {
-    c->send[p] = check_val (k == BENCH_BCAST ? 0 : c->rank, p, 0);
+    if (k == BENCH_BCAST)
+        c->send[p] = check_val (0, p, 0);
+    else
+        set_send (c, k, count, p, 0);
 }
 
 void check_full_prepare (struct check *c, enum bench_op k, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
-        c->send[i] = send_val (c, k, i, 0);
+        set_send (c, k, count, i, 0);
         poison_recv (c, k, count, i);
     }
 }
@@ -110,7 +147,7 @@ long check_full (struct check *c, enum bench_op k, size_t count)
 
     for (size_t i = 0; i < count; i++) {
         err += check_pos (c, k, count, 0, i);
-        restore (c, k, i);
+        restore (c, k, count, i);
     }
     return err;
 }
@@ -133,7 +170,7 @@ void check_sample_prepare (struct check *c, enum bench_op k, size_t count,
                            int tag, const size_t pos[CHECK_NPOS])
 {
     for (int j = 0; j < CHECK_NPOS; j++) {
-        c->send[pos[j]] = send_val (c, k, pos[j], tag);
+        set_send (c, k, count, pos[j], tag);
         poison_recv (c, k, count, pos[j]);
     }
 }
@@ -146,7 +183,7 @@ long check_sample (struct check *c, enum bench_op k, size_t count, int tag,
     for (int j = 0; j < CHECK_NPOS; j++)
         err += check_pos (c, k, count, tag, pos[j]);
     for (int j = 0; j < CHECK_NPOS; j++)
-        restore (c, k, pos[j]);
+        restore (c, k, count, pos[j]);
     return err;
 }
 

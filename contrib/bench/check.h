@@ -8,7 +8,10 @@
  *  - sampled: in a timed call, four positions (first, last, two
  *    pseudo-random ones, the same on every rank) get fresh values in the
  *    send buffer and poison in the receive buffer, and are checked after.
- * Bcast works in place on the send buffer (root 0).
+ * Bcast works in place on the send buffer (root 0).  reduce_scatter's
+ * count is per rank (the send side holds size blocks of it, a position p
+ * is checked in every block); group_allreduce sums the ranks of this
+ * rank's parity; overlap's calls are checked as allreduces.
  */
 #ifndef DDP_BENCH_CHECK_H
 #define DDP_BENCH_CHECK_H

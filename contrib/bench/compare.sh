@@ -52,8 +52,12 @@
 #                  e.g. 8,32768,1048576 (default: --short 8,65536,1048576;
 #                  else 8 B to 64 MiB, x2 for the collectives, x8 for the
 #                  sweep)
-#   --ops LIST     the sweep's operations, of barrier, allreduce, allgather
-#                  (default barrier,allreduce)
+#   --ops LIST     the sweep's operations, of barrier, allreduce, allgather,
+#                  reduce_scatter, group_allreduce (an allreduce on each half
+#                  of the world split by rank % 2) and overlap (iallreduce
+#                  around a compute loop against allreduce then the loop;
+#                  ddp-bench(1)) (default barrier,allreduce); gloo-bench.py
+#                  runs those of the first three only
 #   --net          start the cluster with its nodes on a network
 #                  (ddp-test-cluster start --net: each node its own address
 #                  on a simulated switch) rather than all on 127.0.0.1
@@ -141,7 +145,7 @@ while [ $# -gt 0 ]; do
         --no-gloo) no_gloo=1 ;;
         --best-of) best_of=${2:?--best-of needs a number}; shift ;;
         --sizes) sizes=${2:?--sizes needs a list, e.g. 8,65536,1048576}; shift ;;
-        --ops) sweep_ops=${2:?--ops needs a list, e.g. barrier,allreduce,allgather}; shift ;;
+        --ops) sweep_ops=${2:?--ops needs a list, e.g. barrier,allreduce,reduce_scatter}; shift ;;
         --net) net=1 ;;
         --net-rate) net_rate=${2:?--net-rate needs a rate, e.g. 200mbit}; net=1; shift ;;
         --net-mtu) net_mtu=${2:?--net-mtu needs a number, e.g. 9000}; net=1; shift ;;
@@ -157,8 +161,12 @@ done
 case "${reps:-1}${launch_reps:-1}$best_of" in *[!0-9]*) die "--reps, --launch-reps and --best-of take numbers" ;; esac
 [ "$best_of" -ge 1 ] || die "--best-of takes a number of at least 1"
 for s in ${sweep_ops//,/ }; do
-    case $s in barrier|allreduce|allgather) ;; *) die "--ops: unknown operation '$s' (of barrier, allreduce, allgather)" ;; esac
+    case $s in barrier|allreduce|allgather|reduce_scatter|group_allreduce|overlap) ;;
+        *) die "--ops: unknown operation '$s' (of barrier, allreduce, allgather, reduce_scatter, group_allreduce, overlap)" ;; esac
 done
+# gloo-bench.py has no reduce-scatter, groups or overlap: its share of the
+# sweep's operations (empty: gloo is left out of the sweep).
+gloo_sweep_ops=$(tr , '\n' <<<"$sweep_ops" | grep -xE 'barrier|allreduce|allgather' | paste -sd, -)
 if [ $short = 1 ]; then
     : "${nodes:=1,2,4}" "${ppn:=1,2}"
 else
@@ -227,8 +235,13 @@ case "$out" in
     /tmp|/tmp/*) die "--out must be outside /tmp, or inside the build tree (each test node has a private /tmp)" ;;
 esac
 report=${report:-$out/report.md}
+# The picture's first panel is allreduce's bandwidth: a sweep without it
+# (--ops reduce_scatter,overlap) has nothing there, and gnuplot fails on an
+# empty log-scale plot.
 if [ -z "$plot" ] && want scale; then
-    if command -v gnuplot >/dev/null; then plot=$out/scale.png
+    if [[ ,$sweep_ops, != *,allreduce,* ]]; then
+        say "no picture of the sweep: it draws allreduce, not in --ops $sweep_ops"
+    elif command -v gnuplot >/dev/null; then plot=$out/scale.png
     else say "gnuplot not found (apt-get install gnuplot-nox): no picture of the sweep"; fi
 fi
 rm -f "$out/link.txt" "$out/link.err" "$out"/ddp-* "$out"/mpi-* "$out"/gloo-* "$out"/init-* "$out"/launch-* "$out/results.tsv" "$out/rounds.tsv" \
@@ -458,9 +471,14 @@ for round in $(seq 1 "$best_of"); do
             for impl in $PEERS; do
                 [ $impl = gloo ] && { { [ -n "$GLOO_MAX_NODES" ] && [ "$n" -gt "$GLOO_MAX_NODES" ]; } ||
                     { [ -n "${GLOO_MAX_RANKS:-}" ] && [ $((n * p)) -gt "$GLOO_MAX_RANKS" ]; }; } && continue
+                args=$SWEEP_ARGS
+                if [ $impl = gloo ]; then
+                    [ -n "$gloo_sweep_ops" ] || continue
+                    args=${SWEEP_ARGS/-o $sweep_ops/-o $gloo_sweep_ops}
+                fi
                 say "sweep $impl -N$n --ntasks-per-node=$p"
                 # shellcheck disable=SC2086
-                run_bench "$impl-scale-N${n}p$p$rs" $impl "$n" $((n * p)) "$p" $SWEEP_ARGS
+                run_bench "$impl-scale-N${n}p$p$rs" $impl "$n" $((n * p)) "$p" $args
             done
         done
     done

@@ -16,6 +16,9 @@
 
 const char bench_impl_name[] = "ddp";
 
+static ddp_comm_t *group;       /* group_allreduce's (bench.h) */
+static ddp_request_t *ireq;     /* the iallreduce in flight, or NULL */
+
 int bench_impl_init (int *argc, char ***argv)
 {
     (void)argc;
@@ -25,6 +28,14 @@ int bench_impl_init (int *argc, char ***argv)
 
 int bench_impl_finalize (void)
 {
+    int rc = ddp_comm_free (&group);
+
+    if (ireq)
+        ddp_wait (&ireq);
+    if (rc != 0) {
+        ddp_finalize ();
+        return rc;
+    }
     return ddp_finalize ();
 }
 
@@ -76,6 +87,44 @@ int bench_impl_allgather (const float *sendbuf, float *recvbuf, size_t count)
 int bench_impl_gather (const float *sendbuf, float *recvbuf, size_t count)
 {
     return ddp_gather (sendbuf, recvbuf, count, DDP_FLOAT32, 0);
+}
+
+int bench_impl_reduce_scatter (const float *sendbuf, float *recvbuf,
+                               size_t count)
+{
+    return ddp_reduce_scatter (sendbuf, recvbuf, count, DDP_FLOAT32, DDP_SUM);
+}
+
+int bench_impl_group_setup (void)
+{
+    int rank = ddp_rank ();
+
+    if (group)
+        return 0;
+    return ddp_comm_split (NULL, rank % 2, rank, &group);
+}
+
+int bench_impl_group_allreduce (const float *sendbuf, float *recvbuf,
+                                size_t count)
+{
+    if (!group)
+        return DDP_EINVAL;
+    return ddp_comm_allreduce (group, sendbuf, recvbuf, count, DDP_FLOAT32,
+                               DDP_SUM);
+}
+
+int bench_impl_iallreduce_start (const float *sendbuf, float *recvbuf,
+                                 size_t count)
+{
+    if (ireq)
+        return DDP_EINVAL;
+    return ddp_comm_iallreduce (NULL, sendbuf, recvbuf, count, DDP_FLOAT32,
+                                DDP_SUM, &ireq);
+}
+
+int bench_impl_iallreduce_wait (void)
+{
+    return ddp_wait (&ireq);
 }
 
 int bench_impl_max_f64 (double *inout, size_t n)

@@ -28,6 +28,8 @@ const char bench_impl_name[] = "mpi";
 
 static int nnodes = 0;
 static char errbuf[MPI_MAX_ERROR_STRING];
+static MPI_Comm group = MPI_COMM_NULL;     /* group_allreduce's (bench.h) */
+static MPI_Request ireq = MPI_REQUEST_NULL; /* the iallreduce in flight */
 
 /* Nodes in the job: ranks with local rank 0 in a split by shared memory. */
 static int count_nodes (void)
@@ -58,6 +60,10 @@ int bench_impl_init (int *argc, char ***argv)
 
 int bench_impl_finalize (void)
 {
+    if (ireq != MPI_REQUEST_NULL)
+        MPI_Wait (&ireq, MPI_STATUS_IGNORE);
+    if (group != MPI_COMM_NULL)
+        MPI_Comm_free (&group);
     return MPI_Finalize ();
 }
 
@@ -127,6 +133,50 @@ int bench_impl_gather (const float *sendbuf, float *recvbuf, size_t count)
 {
     return MPI_Gather (sendbuf, (int)count, MPI_FLOAT, recvbuf, (int)count,
                        MPI_FLOAT, 0, MPI_COMM_WORLD);
+}
+
+int bench_impl_reduce_scatter (const float *sendbuf, float *recvbuf,
+                               size_t count)
+{
+    return MPI_Reduce_scatter_block (sendbuf, recvbuf, (int)count, MPI_FLOAT,
+                                     MPI_SUM, MPI_COMM_WORLD);
+}
+
+int bench_impl_group_setup (void)
+{
+    int rank = bench_impl_rank (), rc;
+
+    if (group != MPI_COMM_NULL)
+        return 0;
+    rc = MPI_Comm_split (MPI_COMM_WORLD, rank % 2, rank, &group);
+    if (rc == MPI_SUCCESS)
+        MPI_Comm_set_errhandler (group, MPI_ERRORS_RETURN);
+    return rc;
+}
+
+int bench_impl_group_allreduce (const float *sendbuf, float *recvbuf,
+                                size_t count)
+{
+    return MPI_Allreduce (sendbuf, recvbuf, (int)count, MPI_FLOAT, MPI_SUM,
+                          group);
+}
+
+/* MPI_Iallreduce, then the caller's compute without MPI_Test, then
+ * MPI_Wait: what a program that does not poll gets from Open MPI (which
+ * has no progress thread for ob1/tcp: most of the work may wait for
+ * MPI_Wait). */
+int bench_impl_iallreduce_start (const float *sendbuf, float *recvbuf,
+                                 size_t count)
+{
+    if (ireq != MPI_REQUEST_NULL)
+        return MPI_ERR_REQUEST;
+    return MPI_Iallreduce (sendbuf, recvbuf, (int)count, MPI_FLOAT, MPI_SUM,
+                           MPI_COMM_WORLD, &ireq);
+}
+
+int bench_impl_iallreduce_wait (void)
+{
+    return MPI_Wait (&ireq, MPI_STATUS_IGNORE);
 }
 
 int bench_impl_max_f64 (double *inout, size_t n)

@@ -9,7 +9,8 @@
 #include "opts.h"
 
 static const char *op_names[BENCH_NOPS] = {
-    "bcast", "allreduce", "allgather", "gather",
+    "bcast", "allreduce", "allgather", "gather", "reduce_scatter",
+    "group_allreduce", "overlap",
 };
 
 /* What an option's argument is, and so how it is stored. */
@@ -182,7 +183,7 @@ static void opts_default (struct bench_opts *o)
     o->warmup = 100;
     o->budget = 256u << 20;
     o->check_every = 1;
-    for (int i = 0; i < BENCH_NOPS; i++)
+    for (int i = 0; i < BENCH_NDEFAULT; i++)
         o->ops[i] = true;
     o->barrier = true;
     o->mem = 100000;
@@ -216,7 +217,11 @@ static void usage (const char *prog)
 "  -T, --time SECONDS      at most about SECONDS of timed calls per size: fewer\n"
 "                          iterations when calls are slow (default 0: no limit)\n"
 "  -c, --check-every N     check every Nth call (default 1; 0 = no checks)\n"
-"  -o, --ops LIST          of barrier,bcast,allreduce,allgather,gather (default all)\n"
+"  -o, --ops LIST          of barrier,bcast,allreduce,allgather,gather (the\n"
+"                          default: these five), reduce_scatter, group_allreduce\n"
+"                          (on the ranks of one parity: rank %% 2) and overlap\n"
+"                          (iallreduce + compute + wait against allreduce, then\n"
+"                          compute)\n"
 "  -M, --mem N             RSS check over N 8-byte allreduces (default 100000; 0 off)\n"
 "  -W, --settle MS         every rank sleeps MS milliseconds after init, then a\n"
 "                          barrier, before the first call (default 500, --short\n"

@@ -12,14 +12,28 @@
 
 /* The collectives on buffers, in the order they are run.  The barrier has no
  * buffer and is not one of them (BENCH_NOPS stands for it where an op is
- * expected). */
+ * expected).  Those from BENCH_NDEFAULT on are run only when --ops names
+ * them (the default list, and so compare.sh's collectives tables and
+ * gloo-bench.py's, stays as it was):
+ *  - reduce_scatter: MPI_Reduce_scatter_block's operation;
+ *  - group_allreduce: an allreduce on the group of the ranks of this
+ *    rank's parity (the world split in two by colour rank % 2);
+ *  - overlap: a nonblocking allreduce started, a compute loop, its wait,
+ *    against the blocking allreduce and the same loop one after the
+ *    other (bench.c). */
 enum bench_op {
     BENCH_BCAST,
     BENCH_ALLREDUCE,
     BENCH_ALLGATHER,
     BENCH_GATHER,
+    BENCH_REDUCE_SCATTER,
+    BENCH_GROUP_ALLREDUCE,
+    BENCH_OVERLAP,
     BENCH_NOPS,
 };
+
+/* The ops run by default: those before this one. */
+#define BENCH_NDEFAULT BENCH_REDUCE_SCATTER
 
 #define BENCH_MAX_SIZES 64
 

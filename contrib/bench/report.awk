@@ -437,12 +437,18 @@ function of_link(bw) {
     return sprintf("%.2f", bw / link_gbs())
 }
 
-# link_rows(n, p): the allreduce and allgather rows of n nodes x p ranks.
+# on_link(op): whether op's bus bandwidth is set against the link.
+function on_link(op) {
+    return op ~ /^(allreduce|allgather|reduce_scatter|group_allreduce)$/
+}
+
+# link_rows(n, p): the allreduce, allgather, reduce_scatter and
+# group_allreduce rows of n nodes x p ranks.
 function link_rows(n, p,   r, i, j, b, op) {
     r = n * p
     for (j = 1; j <= nops; j++) {
         op = op_[j]
-        if (op != "allreduce" && op != "allgather") continue
+        if (!on_link(op)) continue
         for (i = 1; i <= nsizes; i++) {
             b = size_[i]
             row_start(n); cell_(r); cell_(op); cell_(b)
@@ -459,7 +465,9 @@ function link_section(   i, j, n) {
     print "## Against the link"
     print ""
     print "Bus bandwidth as nccl-tests reports it: allreduce 2(n-1)/n x bytes / time,"
-    print "allgather (n-1)/n x total bytes / time (n ranks); each is the traffic one"
+    print "allgather and reduce_scatter (n-1)/n x total bytes / time (n ranks),"
+    print "group_allreduce 2(g-1)/g x bytes / time (g = ceil(n/2), a group's ranks);"
+    print "each is the traffic one"
     print "rank's link carries per second in each direction with an optimal"
     print "algorithm, so it cannot exceed the link rate when one rank runs on each"
     print "node.  \"/ link\": against " sprintf("%.3f", link_gbs() * 8) " Gbit/s = " \
@@ -479,7 +487,8 @@ function link_section(   i, j, n) {
 }
 
 # link_targets(): the issue's goal, bus bandwidth >= 0.9 of the link at the
-# largest size, each op at every node count >= 2 with one rank per node.
+# largest size, each op at every node count >= 2 with one rank per node
+# (group_allreduce: from 4 nodes on, where its groups have 2 ranks).
 function link_targets(   i, n, j, op, big, v) {
     big = largest()
     print "## Targets against the link (issue 40)"
@@ -488,10 +497,10 @@ function link_targets(   i, n, j, op, big, v) {
     print "|---|---|---:|---|"
     for (j = 1; j <= nops; j++) {
         op = op_[j]
-        if (op != "allreduce" && op != "allgather") continue
+        if (!on_link(op)) continue
         for (i = 1; i <= nnode; i++) {
             n = node_[i]
-            if (n < 2) continue
+            if (n < (op == "group_allreduce" ? 4 : 2)) continue
             v = run_nodes(n) ? of_link(sw("ddp", n, n, op, big, "bw")) : "n/a (not run)"
             target(n " x 1 rank: " op " " human(big) " busbw / link", ">=", "0.90", v)
         }
@@ -602,6 +611,103 @@ function sweep_section(   i, j, n, p, r, skipped) {
         print ""
     }
     if (plotdata != "") plot_data()
+}
+
+# ---- reduce-scatter, group all-reduce, overlap ----------------------------------
+
+function swept_op(op,   j) {
+    for (j = 1; j <= nops; j++) if (op_[j] == op) return 1
+    return 0
+}
+
+# worst_time(n, r, op): the highest ddp / MPI time ratio of op over the
+# sweep's sizes at n nodes x r ranks, with its size ("1.04 at 65536"), or "".
+function worst_time(n, r, op,   i, v, w, wb) {
+    w = ""
+    for (i = 1; i <= nsizes; i++) {
+        v = time_ratio(n, r, op, size_[i])
+        if (v != "n/a" && (w == "" || v + 0 > w + 0)) { w = v; wb = size_[i] }
+    }
+    return w == "" ? "" : w " at " human(wb)
+}
+
+# The goals of the communicators issue: reduce_scatter and group_allreduce
+# no slower than Open MPI's on any row (time ratio <= 1.0 at every size).
+function comm_targets(   j, p, i, n, op, k, ops, v, w) {
+    split("reduce_scatter group_allreduce", ops, " ")
+    print "## Targets: reduce-scatter and group all-reduce against Open MPI"
+    print ""
+    print "The worst ddp / MPI time ratio over the sizes " sizes_text " (goal: every"
+    print "row at most 1.0); against the link, the largest size's bus bandwidth"
+    print "(section \"Targets against the link\", on a network)."
+    print ""
+    print "| target | goal | measured | met |"
+    print "|---|---|---:|---|"
+    for (k = 1; k <= 2; k++) {
+        op = ops[k]
+        if (!swept_op(op)) continue
+        for (j = 1; j <= nppn; j++) {
+            p = ppn_[j]
+            for (i = 1; i <= nnode; i++) {
+                n = node_[i]
+                if (!run_nodes(n)) continue
+                v = worst_time(n, n * p, op)
+                split(v, w, " ")
+                printf "| %s x %s rank%s: %s time ddp/MPI, worst size | <= 1.0 | %s | %s |\n",
+                    n, p, p == 1 ? "" : "s", op, na(v), verdict(w[1], "<=", "1.0")
+            }
+        }
+    }
+    print ""
+}
+
+# hidden(run, b): the share of the allreduce an overlap row hid:
+# (allreduce then compute - overlapped) / allreduce, or "n/a".
+function hidden(run, b,   a, s, o) {
+    a = cell(run, "overlap_allreduce", b, "time")
+    s = cell(run, "overlap_seq", b, "time")
+    o = cell(run, "overlap", b, "time")
+    if (run == "" || a == "" || s == "" || o == "" || a + 0 <= 0) return "n/a"
+    return sprintf("%.2f", (s - o) / a)
+}
+
+function overlap_section(   j, p, i, n, r, k, b, d, m) {
+    print "## Overlap: a nonblocking all-reduce around a compute loop"
+    print ""
+    print "At each size: the blocking allreduce alone; a compute loop (64 multiply-adds"
+    print "a unit on an array in L1) calibrated to take as long on the slowest rank;"
+    print "the allreduce then the loop (\"one after the other\"); and"
+    print "ddp_comm_iallreduce / MPI_Iallreduce started, the loop, ddp_wait / MPI_Wait"
+    print "(no MPI_Test in the loop) (\"overlapped\").  Hidden = (one after the other -"
+    print "overlapped) / allreduce: 1 when the whole allreduce ran behind the loop, 0"
+    print "when none of it did.  Times: per-round median, slowest rank."
+    print ""
+    print "| nodes | ranks | bytes | ddp allreduce us | ddp compute us | ddp one after the other us | ddp overlapped us | ddp hidden | MPI allreduce us | MPI one after the other us | MPI overlapped us | MPI hidden | overlapped time ratio | " checks_header() " |"
+    print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    for (j = 1; j <= nppn; j++)
+        for (i = 1; i <= nnode; i++) {
+            n = node_[i]; p = ppn_[j]; r = n * p
+            if (!run_nodes(n)) continue
+            for (k = 1; k <= nsizes; k++) {
+                b = size_[k]
+                d = swrun("ddp", n, r, "overlap", b); m = swrun("mpi", n, r, "overlap", b)
+                row_start(n); cell_(r); cell_(b)
+                cell_(na(cell(d, "overlap_allreduce", b, "time")))
+                cell_(na(cell(d, "overlap_compute", b, "time")))
+                cell_(na(cell(d, "overlap_seq", b, "time")))
+                cell_(na(cell(d, "overlap", b, "time")))
+                cell_(hidden(d, b))
+                cell_(na(cell(m, "overlap_allreduce", b, "time")))
+                cell_(na(cell(m, "overlap_seq", b, "time")))
+                cell_(na(cell(m, "overlap", b, "time")))
+                cell_(hidden(m, b))
+                cell_(ratio(cell(d, "overlap", b, "time"), cell(m, "overlap", b, "time")))
+                cell_(na(cell(d, "overlap", b, "check")) " / " na(cell(m, "overlap", b, "check")) \
+                    (G ? " / n/a" : ""))
+                row_end()
+            }
+        }
+    print ""
 }
 
 # ---- targets ------------------------------------------------------------------
@@ -740,7 +846,8 @@ function behind_section(   i, j, run, cfg, op, b, d, m, g, bm, bg, nm, ng, nl, l
         cfg = runcfg[run]
         for (j = 1; j <= nrows[run]; j++) {
             split(order[run, j], x, SUBSEP); op = x[1]; b = x[2]
-            if (op ~ /_sent$/ || where["ddp" SUBSEP cfg, op, b] != run) continue
+            # The compute loop alone moves nothing: not a row to compare.
+            if (op ~ /_sent$/ || op == "overlap_compute" || where["ddp" SUBSEP cfg, op, b] != run) continue
             d = t[run, op, b]
             if (d + 0 <= 0) continue
             rm = where["mpi" SUBSEP cfg, op, b]; rg = where["gloo" SUBSEP cfg, op, b]
@@ -845,6 +952,8 @@ END {
     }
     if (nodes != "") sweep_section()
     if (nodes != "" && link_gbs() != "") link_section()
+    if (nodes != "" && swept_op("overlap")) overlap_section()
+    if (nodes != "" && (swept_op("reduce_scatter") || swept_op("group_allreduce"))) comm_targets()
     if (ran("init")) init_section()
     if (ran("launch")) launch_section()
     if (ran("collectives")) { memory_section(); issue8_targets() }

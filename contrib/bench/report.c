@@ -67,7 +67,7 @@ void report_header (const struct report *rep, const char *backend)
         printf ("# time_us: per-call median over the iterations (mean_us: "
                 "mean, min_us: fastest call), slowest rank; GB/s = 1e9 B/s;\n"
                 "# busbw as nccl-tests; allgather/gather bytes = whole receive "
-                "buffer; FLOAT32, allreduce SUM\n");
+                "buffer, reduce_scatter's whole send buffer; FLOAT32, SUM\n");
     }
     if (rep->rank == 0 && rep->tsv)
         fprintf (rep->tsv, "impl\top\tnranks\tnnodes\tbytes\tcount\titers\t"
@@ -135,10 +135,15 @@ void report_mem (const struct report *rep, const struct mem_stats *m)
 /* busbw / algbw for op k on n ranks, as nccl-tests counts it. */
 static double bus_factor (enum bench_op k, int n)
 {
+    int g = (n + 1) / 2;    /* rank 0's group: the even ranks */
+
     switch (k) {
-        case BENCH_ALLREDUCE: return 2.0 * (n - 1) / n;
+        case BENCH_ALLREDUCE:
+        case BENCH_OVERLAP: return 2.0 * (n - 1) / n;
+        case BENCH_GROUP_ALLREDUCE: return 2.0 * (g - 1) / g;
         case BENCH_ALLGATHER:
-        case BENCH_GATHER: return (double)(n - 1) / n;
+        case BENCH_GATHER:
+        case BENCH_REDUCE_SCATTER: return (double)(n - 1) / n;
         default: return 1.0;
     }
 }
@@ -158,29 +163,65 @@ static void sent_row (const struct report *rep, enum bench_op k, size_t bytes,
                 "nodes\n", bench_op_name (k), bytes, r->sent);
 }
 
-void report_row (const struct report *rep, enum bench_op k, size_t bytes,
-                 size_t count, const struct result *r)
+/* One measured row named op, its bandwidths those of op k (BENCH_NOPS:
+ * none); check NULL: the row's own. */
+static void measured_row (const struct report *rep, const char *op,
+                          enum bench_op k, size_t bytes, long count,
+                          const struct result *r, const char *check)
 {
     double algbw = 0, busbw = 0;
     char chk[32];
 
-    if (rep->rank != 0)
-        return;
-    if (bytes > 0 && r->median_us > 0) {
+    if (bytes > 0 && r->median_us > 0 && k != BENCH_NOPS) {
         algbw = bytes / (r->median_us * 1e3);   /* bytes/us/1e3 = GB/s */
         busbw = algbw * bus_factor (k, rep->size);
     }
     check_str (r->errors, chk, sizeof (chk));
-    tsv_row (rep, &(struct row){ .op = bench_op_name (k), .bytes = bytes,
-        .count = (long)count, .iters = r->iters, .time_us = r->median_us,
-        .mean_us = r->mean_us, .min_us = r->min_us, .algbw = algbw,
-        .busbw = busbw, .check = chk });
+    if (!check)
+        check = chk;
+    tsv_row (rep, &(struct row){ .op = op, .bytes = bytes, .count = count,
+        .iters = r->iters, .time_us = r->median_us, .mean_us = r->mean_us,
+        .min_us = r->min_us, .algbw = algbw, .busbw = busbw, .check = check });
     if (text (rep)) {
         printf ("%10s %12zu %7d %11.2f %11.2f %11.2f %11.3f %11.3f  %s\n",
-                bench_op_name (k), bytes, r->iters, r->median_us, r->mean_us,
-                r->min_us, algbw, busbw, chk);
+                op, bytes, r->iters, r->median_us, r->mean_us, r->min_us,
+                algbw, busbw, check);
         fflush (stdout);
     }
+}
+
+void report_row (const struct report *rep, enum bench_op k, size_t bytes,
+                 size_t count, const struct result *r)
+{
+    if (rep->rank != 0)
+        return;
+    measured_row (rep, bench_op_name (k), k, bytes, (long)count, r, NULL);
     if (r->sent >= 0 && k != BENCH_NOPS)
         sent_row (rep, k, bytes, r);
+}
+
+void report_overlap (const struct report *rep, size_t bytes, size_t count,
+                     const struct overlap_stats *s)
+{
+    double comm = s->comm.median_us, hidden;
+
+    if (rep->rank != 0)
+        return;
+    measured_row (rep, "overlap_allreduce", BENCH_ALLREDUCE, bytes,
+                  (long)count, &s->comm, NULL);
+    /* The loop moves nothing and has nothing to check. */
+    measured_row (rep, "overlap_compute", BENCH_NOPS, bytes, s->units,
+                  &s->compute, "-");
+    measured_row (rep, "overlap_seq", BENCH_NOPS, bytes, (long)count, &s->seq,
+                  NULL);
+    measured_row (rep, "overlap", BENCH_OVERLAP, bytes, (long)count,
+                  &s->overlap, NULL);
+    if (!text (rep) || comm <= 0)
+        return;
+    hidden = (s->seq.median_us - s->overlap.median_us) / comm;
+    printf ("# overlap %zu: allreduce %.2f us, compute %.2f us (%ld units), "
+            "one after the other %.2f us, overlapped %.2f us: %.0f%% of the "
+            "allreduce hidden\n", bytes, comm, s->compute.median_us, s->units,
+            s->seq.median_us, s->overlap.median_us, hidden * 100);
+    fflush (stdout);
 }

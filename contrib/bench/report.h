@@ -16,6 +16,18 @@
  *  - barrier or a collective: the slowest rank's median (time_us), mean and
  *    fastest call over iters timed calls; check is "ok" or "FAIL:N" (N
  *    wrong elements on the worst rank);
+ *  - reduce_scatter: bytes = the whole send buffer (nranks x count per
+ *    rank), as allgather's is its whole receive buffer (nccl-tests);
+ *    busbw = algbw x (n-1)/n;
+ *  - group_allreduce: the allreduce on the group of this rank's parity
+ *    (colour rank % 2); busbw = algbw x 2(g-1)/g, g = ceil(n/2), the size
+ *    of rank 0's group;
+ *  - overlap, at each size four rows (bench.c): overlap_allreduce, the
+ *    blocking allreduce alone; overlap_compute, the compute loop alone
+ *    (count = its units); overlap_seq, the allreduce then the loop;
+ *    overlap, the iallreduce started, the loop, its wait.  The share of
+ *    the allreduce hidden = (overlap_seq - overlap) / overlap_allreduce
+ *    (1: all of it, 0: none), printed in the text table;
  *  - OP_sent (only when the implementation counts its traffic): count =
  *    bytes the busiest rank sent to other nodes per call of OP at this size,
  *    iters = the calls counted; check is "-".
@@ -67,6 +79,15 @@ struct mem_stats {
     long errors;        /* wrong results in the memory check */
 };
 
+/* overlap's four series at one size (each over ranks, as a row's). */
+struct overlap_stats {
+    struct result comm;     /* the blocking allreduce alone */
+    struct result compute;  /* the compute loop alone */
+    struct result seq;      /* the allreduce, then the loop */
+    struct result overlap;  /* iallreduce started, the loop, wait */
+    long units;             /* the loop's size (the same on every rank) */
+};
+
 /* The median of v[0..n-1] (n >= 1); sorts v. */
 double bench_median (double *v, int n);
 
@@ -87,5 +108,10 @@ void report_mem (const struct report *rep, const struct mem_stats *m);
  * rank), and its OP_sent row when r->sent was counted. */
 void report_row (const struct report *rep, enum bench_op k, size_t bytes,
                  size_t count, const struct result *r);
+
+/* overlap's four rows at bytes (count elements) and, in the text table,
+ * the share of the allreduce that was hidden. */
+void report_overlap (const struct report *rep, size_t bytes, size_t count,
+                     const struct overlap_stats *s);
 
 #endif /* DDP_BENCH_REPORT_H */

@@ -134,13 +134,19 @@ struct ddp_backend {
     /* Make the context of a group: called on every rank of the parent
      * communicator (parent: its context), in the same order as the
      * parent's collectives, with colour and key as ddp_comm_split() got
-     * them (colour DDP_UNDEFINED: this rank joins no group, sub is NULL,
-     * *ctxp is left NULL, but the rank takes part in whatever the backend
-     * does collectively on parent).  sub is a bootstrap of the group's
-     * ranks only (bootstrap.h: the "group" method; its rounds travel over
-     * the parent's collectives).  Returns 0 or a DDP_E* code after
-     * ddpi_error(), leaving nothing behind.  NULL: the core calls
-     * create (sub, cfg, ctxp) on the ranks with a colour. */
+     * them.  sub is a bootstrap of the group's ranks (bootstrap.h: the
+     * "group" method), whose rounds are lock-step rounds of every rank of
+     * the parent, carried by the parent's collectives (core/split.c): a
+     * round waits for the group's ranks only, but no collective of the
+     * backend's own on parent may run while another rank is in a round.
+     * Colour DDP_UNDEFINED: this rank joins no group (*ctxp is left NULL),
+     * and sub is a bootstrap of this rank alone on the same rounds: a
+     * backend whose group ranks take rounds before a collective call on
+     * the parent (ncclCommSplit) takes as many on it first.  Returns 0 or
+     * a DDP_E* code after ddpi_error(), leaving nothing behind; the core
+     * then agrees on the outcome over the parent and destroys the groups
+     * made if any rank failed.  NULL: the core calls create (sub, cfg,
+     * ctxp) on the ranks with a colour. */
     int (*split) (void *parent, int colour, int key, struct bootstrap *sub,
                   const struct ddp_config *cfg, void **ctxp);
 

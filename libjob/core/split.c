@@ -51,6 +51,8 @@ struct setup {
     int *world;            /* the world rank of each group rank */
     int *node;             /* the node of each group rank, numbered densely */
     int rank;              /* this rank's in the group */
+    bool member;           /* in a group (else: size 1, this rank alone,
+                              for a backend's split: backend.h) */
     /* The last lock-step round: every parent rank's message. */
     char *all;
     size_t *off, *len;
@@ -86,6 +88,7 @@ static int lockstep (struct setup *s, const struct msg_head *head,
         goto out;
     for (int r = 0; r < n; r++)
         max = lens[r] > max ? lens[r] : max;
+    max = (max + 7) & ~(uint64_t)7; /* every message's header aligned */
     if (max > ((uint64_t)1 << 24) || !(msg = calloc (1, max))
         || !(s->all = malloc ((size_t)max * (size_t)n))) {
         rc = ddpi_error (DDP_ENOMEM, "%s: out of memory (set-up messages of "
@@ -200,7 +203,23 @@ static int find_group (struct setup *s, const int64_t *w, int colour)
         s->node[i] = j;
     }
     s->size = m;
+    s->member = true;
     free (wnode);
+    return 0;
+}
+
+/* A rank in no group, for a backend with split(): itself alone. */
+static int find_self (struct setup *s)
+{
+    s->prank = calloc (1, sizeof (int));
+    s->world = calloc (1, sizeof (int));
+    s->node = calloc (1, sizeof (int));
+    if (!s->prank || !s->world || !s->node)
+        return ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
+    s->prank[0] = s->parent->rank;
+    s->world[0] = ddp_rank ();
+    s->size = 1;
+    s->rank = 0;
     return 0;
 }
 
@@ -214,35 +233,46 @@ static void setup_free (struct setup *s)
     free (s->len);
 }
 
+/* A bootstrap of s's ranks (*bp), its rounds s's lock-step rounds. */
+static int make_boot (struct setup *s, int colour, struct bootstrap **bp)
+{
+    char job[300], err[256] = "";
+    struct bootstrap_group spec = {
+        .rank = s->rank, .size = s->size, .rank_node = s->node,
+        .job_id = job, .round = group_round, .arg = s };
+    const struct bootstrap_info *pi =
+        bootstrap_info (s->parent->boot ? s->parent->boot : core_boot ());
+    int rc;
+
+    snprintf (job, sizeof (job), "%s/%u:%d", pi->job_id, s->parent->splits,
+              colour);
+    if ((rc = bootstrap_create_group (bp, &spec, core_config ()->timeout_s,
+                                      "DDP_TIMEOUT", err, sizeof (err))) < 0)
+        return ddpi_error (rc, "%s: %s", FN, err);
+    return 0;
+}
+
 /* Make this rank's context of the group (c->ctx), or take part in the
  * backend's split without a group (c NULL). */
 static int make_context (struct setup *s, struct ddp_comm *c, int colour,
                          int key)
 {
     const struct ddp_backend *be = s->parent->be;
-    char err[256] = "";
+    struct bootstrap *self = NULL;
+    void *none = NULL;
     int rc;
 
-    if (!c)
-        return be->split ? be->split (s->parent->ctx, DDP_UNDEFINED, key,
-                                      NULL, core_config (), &(void *){ NULL })
-                         : 0;
-    {
-        char job[300];
-        struct bootstrap_group spec = {
-            .rank = s->rank, .size = s->size, .rank_node = s->node,
-            .job_id = job, .round = group_round, .arg = s };
-        const struct bootstrap_info *pi =
-            bootstrap_info (s->parent->boot ? s->parent->boot : core_boot ());
-
-        snprintf (job, sizeof (job), "%s/%u:%d", pi->job_id,
-                  s->parent->splits, colour);
-        if ((rc = bootstrap_create_group (&c->boot, &spec,
-                                          core_config ()->timeout_s,
-                                          "DDP_TIMEOUT", err,
-                                          sizeof (err))) < 0)
-            return ddpi_error (rc, "%s: %s", FN, err);
+    if (!c) {
+        if (!be->split)
+            return 0;
+        if ((rc = make_boot (s, colour, &self)) == 0)
+            rc = be->split (s->parent->ctx, DDP_UNDEFINED, key, self,
+                            core_config (), &none);
+        bootstrap_destroy (self);
+        return rc;
     }
+    if ((rc = make_boot (s, colour, &c->boot)) < 0)
+        return rc;
     rc = be->split ? be->split (s->parent->ctx, colour, key, c->boot,
                                 core_config (), &c->ctx)
                    : be->create (c->boot, core_config (), &c->ctx);
@@ -320,7 +350,7 @@ static int setup_group (struct setup *s, int colour, int key,
     if (!(s->off = calloc ((size_t)s->parent->size, sizeof (size_t)))
         || !(s->len = calloc ((size_t)s->parent->size, sizeof (size_t))))
         rc = ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
-    else if (s->size > 0 && !(c = new_group (s)))
+    else if (s->member && !(c = new_group (s)))
         rc = DDP_ENOMEM;
     if (rc == 0)
         rc = make_context (s, c, colour, key);
@@ -361,9 +391,9 @@ int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
     if (!(all = calloc ((size_t)p->size, sizeof (mine))))
         return ddpi_error (DDP_ENOMEM, "%s: out of memory", FN);
     /* Every rank takes part, the bad ones too: the others must not wait. */
-    if ((rc = parent_allgather (p, mine, all, W_WORDS, DDP_INT64)) == 0
-        && mine[W_COLOUR] >= 0)
-        rc = find_group (&s, all, colour);
+    if ((rc = parent_allgather (p, mine, all, W_WORDS, DDP_INT64)) == 0)
+        rc = mine[W_COLOUR] >= 0 ? find_group (&s, all, colour)
+             : p->be->split ? find_self (&s) : 0;
     if (rc == 0)
         rc = setup_group (&s, (int)mine[W_COLOUR], key, &c);
     p->splits++;

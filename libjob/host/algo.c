@@ -76,6 +76,112 @@ static int swap (struct host *h, int to, void *a, size_t len, int from,
     return run (h, ops, n);
 }
 
+/* ------------------------------------------ a reduce-scatter's wants */
+
+/* The nodes an allgather step of a reduce-scatter moves data towards (the
+ * receiver and those it passes the data on to): what ranks of other
+ * nodes want is left out (algo.h, struct algo_want). */
+enum { TO_NODE, TO_GROUP, TO_RING };
+struct to {
+    int kind;
+    int a, b;   /* TO_NODE: node a; TO_GROUP: the virtual ranks that agree
+                   with virtual rank a from bit b up, and the nodes that
+                   fold into them; TO_RING: nodes a+1 .. a+b (mod N) */
+};
+
+static bool to_has (const struct host *h, const struct to *t, int node)
+{
+    int N = h->nnodes, v;
+
+    switch (t->kind) {
+    case TO_NODE:
+        return node == t->a;
+    case TO_GROUP:
+        if ((v = sched_vrank (node, N)) < 0)
+            v = sched_vrank (sched_fold_partner (node, N), N);
+        return v >> t->b == t->a >> t->b;
+    default:
+        v = sched_mod ((long)node - t->a, N);
+        return v >= 1 && v <= t->b;
+    }
+}
+
+/* The iovecs of elements [lo, hi) of buf (es bytes each) that the nodes
+ * of t want: without want (an all-reduce) all of them, in one iovec
+ * (empty or not); else the parts of ranks on those nodes, neighbours
+ * joined.  *vp is one (a single iovec) or malloc'd (free() it when it is
+ * not one).  Returns how many (0: nothing wanted), or DDP_ENOMEM. */
+static int want_iov (struct host *h, const struct algo_want *want,
+                     void *buf, size_t es, size_t lo, size_t hi,
+                     const struct to *t, struct iovec *one,
+                     struct iovec **vp)
+{
+    size_t cap, end;
+    struct iovec *v = one;
+    int k = 0;
+
+    *vp = one;
+    if (!want) {
+        *one = (struct iovec){ (char *)buf + lo * es, (hi - lo) * es };
+        return 1;
+    }
+    if (lo >= hi)
+        return 0;
+    cap = (want->base + hi - 1) / want->block
+          - (want->base + lo) / want->block + 1;
+    if (cap > 1 && !(v = calloc (cap, sizeof (*v)))) {
+        ddpi_error (DDP_ENOMEM, "out of memory");
+        return DDP_ENOMEM;
+    }
+    for (size_t x = lo; x < hi; x = end) {
+        size_t r = (want->base + x) / want->block;
+        char *p = (char *)buf + x * es;
+        end = (r + 1) * want->block - want->base;
+        end = end < hi ? end : hi;
+        if (!to_has (h, t, h->rank_node[r]))
+            continue;
+        if (k && (char *)v[k - 1].iov_base + v[k - 1].iov_len == p)
+            v[k - 1].iov_len += (end - x) * es;
+        else
+            v[k++] = (struct iovec){ p, (end - x) * es };
+    }
+    *vp = v;
+    return k;
+}
+
+/* swap() within buf (es bytes an element): elements [slo, shi) to node
+ * to, those the nodes of st want, and [rlo, rhi) from node from, those
+ * the nodes of rt want (either node -1: nothing that way).  Without want
+ * everything moves, as swap() moves it; with one, a side with nothing
+ * wanted is left out (both ends compute the same). */
+static int swap_want (struct host *h, const struct algo_want *want,
+                      void *buf, size_t es, int to, size_t slo, size_t shi,
+                      const struct to *st, int from, size_t rlo, size_t rhi,
+                      const struct to *rt, uint32_t tag)
+{
+    struct iovec s1, r1, *sv = &s1, *rv = &r1;
+    struct host_op ops[2];
+    int ns = 0, nr = 0, n = 0, rc = 0;
+
+    if (to >= 0 && (ns = want_iov (h, want, buf, es, slo, shi, st, &s1,
+                                   &sv)) < 0)
+        return ns;
+    if (from >= 0 && (nr = want_iov (h, want, buf, es, rlo, rhi, rt, &r1,
+                                     &rv)) < 0)
+        rc = nr;
+    if (rc == 0 && ns > 0)
+        rc = op_set (h, &ops[n++], to, true, tag, sv, ns);
+    if (rc == 0 && nr > 0)
+        rc = op_set (h, &ops[n++], from, false, tag, rv, nr);
+    if (rc == 0 && n > 0)
+        rc = run (h, ops, n);
+    if (sv != &s1)
+        free (sv);
+    if (rv != &r1)
+        free (rv);
+    return rc;
+}
+
 /* ------------------------------------------------------------- barrier */
 
 int algo_barrier (struct host *h)
@@ -158,19 +264,27 @@ static void finish (struct host *h, void *w, void *out, size_t n,
 
 /* ----------------------------------------------- recursive doubling (+fold) */
 
-/* A node that folds out: hand w to its odd neighbour, get the result. */
+/* A node that folds out: hand w to its odd neighbour, get the result
+ * (with want: what this node's ranks want of it). */
 static int fold_out (struct host *h, void *w, void *out, size_t count,
-                     ddp_dtype_t dtype, ddp_op_t op)
+                     ddp_dtype_t dtype, ddp_op_t op,
+                     const struct algo_want *want)
 {
-    struct iovec vs = { w, count * acc_size (dtype, op) };
-    struct iovec vr = { out, count * ddp_dtype_size (dtype) };
-    int f = sched_fold_partner (h->node, h->nnodes), rc;
+    struct iovec vs = { w, count * acc_size (dtype, op) }, r1, *vr;
+    int f = sched_fold_partner (h->node, h->nnodes), rc, nr;
+    struct to me = { TO_NODE, h->node, 0 };
     struct host_op ops[2];
 
-    if ((rc = op_set (h, &ops[0], f, true, TAG (PH_FOLD, 0), &vs, 1)) < 0
-        || (rc = op_set (h, &ops[1], f, false, TAG (PH_UNFOLD, 0), &vr, 1)) < 0)
-        return rc;
-    return run (h, ops, 2);
+    if ((nr = want_iov (h, want, out, ddp_dtype_size (dtype), 0, count, &me,
+                        &r1, &vr)) < 0)
+        return nr;
+    if ((rc = op_set (h, &ops[0], f, true, TAG (PH_FOLD, 0), &vs, 1)) == 0
+        && (nr == 0 || (rc = op_set (h, &ops[1], f, false, TAG (PH_UNFOLD, 0),
+                                     vr, nr)) == 0))
+        rc = run (h, ops, nr > 0 ? 2 : 1);
+    if (vr != &r1)
+        free (vr);
+    return rc;
 }
 
 /* The odd neighbour takes the folded partial in first (it is the lower). */
@@ -189,16 +303,21 @@ static int fold_in (struct host *h, void *w, size_t count, ddp_dtype_t dtype,
                          &c, count, TAG (PH_FOLD, 0));
 }
 
+/* The result to the node that folded out (with want: what its ranks
+ * want of it). */
 static int unfold (struct host *h, void *out, size_t count,
-                   ddp_dtype_t dtype)
+                   ddp_dtype_t dtype, const struct algo_want *want)
 {
-    return swap (h, sched_fold_partner (h->node, h->nnodes), out,
-                 count * ddp_dtype_size (dtype), -1, NULL, 0,
-                 TAG (PH_UNFOLD, 0));
+    int f = sched_fold_partner (h->node, h->nnodes);
+    struct to them = { TO_NODE, f, 0 };
+
+    return swap_want (h, want, out, ddp_dtype_size (dtype), f, 0, count,
+                      &them, -1, 0, 0, NULL, TAG (PH_UNFOLD, 0));
 }
 
 static int doubling (struct host *h, void *w, void *out, size_t count,
-                     ddp_dtype_t dtype, ddp_op_t op)
+                     ddp_dtype_t dtype, ddp_op_t op,
+                     const struct algo_want *want)
 {
     int N = h->nnodes, v = sched_vrank (h->node, N), p = sched_pow2_floor (N);
     size_t aes = acc_size (dtype, op);
@@ -206,7 +325,7 @@ static int doubling (struct host *h, void *w, void *out, size_t count,
     int rc, step = 0;
 
     if (v < 0)
-        return fold_out (h, w, out, count, dtype, op);
+        return fold_out (h, w, out, count, dtype, op, want);
     if (sched_fold_partner (h->node, N) >= 0
         && (rc = fold_in (h, w, count, dtype, op)) < 0)
         return rc;
@@ -226,7 +345,7 @@ static int doubling (struct host *h, void *w, void *out, size_t count,
     }
     finish (h, w, out, count, dtype, op);
     if (sched_fold_partner (h->node, N) >= 0)
-        return unfold (h, out, count, dtype);
+        return unfold (h, out, count, dtype, want);
     return 0;
 }
 
@@ -259,7 +378,8 @@ static bool halving_spans (int v, int p, int i, size_t count, size_t *klo,
 }
 
 static int halving (struct host *h, void *w, void *out, size_t count,
-                    ddp_dtype_t dtype, ddp_op_t op)
+                    ddp_dtype_t dtype, ddp_op_t op,
+                    const struct algo_want *want)
 {
     int N = h->nnodes, v = sched_vrank (h->node, N), p = sched_pow2_floor (N);
     int steps = sched_log2_ceil (p), lo, hi, rc;
@@ -268,7 +388,7 @@ static int halving (struct host *h, void *w, void *out, size_t count,
     char *scratch;
 
     if (v < 0)
-        return fold_out (h, w, out, count, dtype, op);
+        return fold_out (h, w, out, count, dtype, op, want);
     if (sched_fold_partner (h->node, N) >= 0
         && (rc = fold_in (h, w, count, dtype, op)) < 0)
         return rc;
@@ -289,16 +409,19 @@ static int halving (struct host *h, void *w, void *out, size_t count,
     blocks_span (count, p, lo, hi, &klo, &khi);
     finish (h, (char *)w + klo * aes, (char *)out + klo * es, khi - klo,
             dtype, op);
+    /* After step i the data a node holds go on to the virtual ranks that
+     * differ from it below bit i only: with want, what those want. */
     for (int i = steps - 1; i >= 0; i--) {
         int peer = sched_vnode (v ^ (1 << i), N);
+        struct to them = { TO_GROUP, v ^ (1 << i), i }, us = { TO_GROUP, v,
+                                                               i };
         halving_spans (v, p, i, count, &klo, &khi, &glo, &ghi);
-        if ((rc = swap (h, peer, (char *)out + klo * es, (khi - klo) * es,
-                        peer, (char *)out + glo * es, (ghi - glo) * es,
-                        TAG (PH_HALVING_AG, i))) < 0)
+        if ((rc = swap_want (h, want, out, es, peer, klo, khi, &them, peer,
+                             glo, ghi, &us, TAG (PH_HALVING_AG, i))) < 0)
             return rc;
     }
     if (sched_fold_partner (h->node, N) >= 0)
-        return unfold (h, out, count, dtype);
+        return unfold (h, out, count, dtype, want);
     return 0;
 }
 
@@ -339,9 +462,11 @@ static int ring_rs (struct host *h, void *w, void *out, size_t count,
  * node n starting with block n+shift.  root >= 0: node root has every
  * block already (a bcast), so nothing is sent to it: its predecessor
  * only receives, and the root only sends, (N - 1)/N of the buffer less
- * on the wire and through the root's memory. */
+ * on the wire and through the root's memory.  want (a reduce-scatter,
+ * root < 0): a block sent at step k goes on to the N - 1 - k nodes after
+ * the receiver, so only what they want of it is sent. */
 static int ring_ag (struct host *h, void *buf, size_t count, size_t es,
-                    int shift, int root)
+                    int shift, int root, const struct algo_want *want)
 {
     int N = h->nnodes, n = h->node, sb, rb, rc;
     int to = sched_mod (n + 1, N), from = sched_mod (n - 1, N);
@@ -352,12 +477,13 @@ static int ring_ag (struct host *h, void *buf, size_t count, size_t es,
     if (n == root)
         from = -1;
     for (int k = 0; k < N - 1; k++) {
+        struct to st = { TO_RING, n, N - 1 - k }, rt = { TO_RING, from,
+                                                         N - 1 - k };
         sched_ring_ag (n, N, shift, k, &sb, &rb);
         sched_block (count, N, sb, &slo, &shi);
         sched_block (count, N, rb, &rlo, &rhi);
-        if ((rc = swap (h, to, (char *)buf + slo * es, (shi - slo) * es, from,
-                        (char *)buf + rlo * es, (rhi - rlo) * es,
-                        TAG (PH_RING_AG, k))) < 0)
+        if ((rc = swap_want (h, want, buf, es, to, slo, shi, &st, from, rlo,
+                             rhi, &rt, TAG (PH_RING_AG, k))) < 0)
             return rc;
     }
     return 0;
@@ -409,19 +535,36 @@ static size_t ring_from_halving (struct host *h, size_t base)
     return base * (size_t)(k > 1 ? k : 1);
 }
 
-int algo_allreduce (struct host *h, void *w, void *out, size_t count,
-                    ddp_dtype_t dtype, ddp_op_t op)
+/* algo_allreduce(), or with want algo_reduce_scatter(): the same
+ * algorithm and arithmetic, the allgather half moving only what is
+ * wanted. */
+static int allreduce_want (struct host *h, void *w, void *out, size_t count,
+                           ddp_dtype_t dtype, ddp_op_t op,
+                           const struct algo_want *want)
 {
     int rc;
 
     if (small (h, count, ddp_dtype_size (dtype)))
-        return doubling (h, w, out, count, dtype, op);
+        return doubling (h, w, out, count, dtype, op, want);
     if (count * ddp_dtype_size (dtype)
         < ring_from_halving (h, h->tune.ring_min))
-        return halving (h, w, out, count, dtype, op);
+        return halving (h, w, out, count, dtype, op, want);
     if ((rc = ring_rs (h, w, out, count, dtype, op)) < 0)
         return rc;
-    return ring_ag (h, out, count, ddp_dtype_size (dtype), 1, -1);
+    return ring_ag (h, out, count, ddp_dtype_size (dtype), 1, -1, want);
+}
+
+int algo_allreduce (struct host *h, void *w, void *out, size_t count,
+                    ddp_dtype_t dtype, ddp_op_t op)
+{
+    return allreduce_want (h, w, out, count, dtype, op, NULL);
+}
+
+int algo_reduce_scatter (struct host *h, void *w, void *out, size_t count,
+                         ddp_dtype_t dtype, ddp_op_t op,
+                         const struct algo_want *want)
+{
+    return allreduce_want (h, w, out, count, dtype, op, want);
 }
 
 /* --------------------------------------------------------------- reduce */
@@ -572,7 +715,7 @@ int algo_bcast (struct host *h, void *buf, size_t bytes, int root)
         return tree_bcast (h, buf, bytes, root);
     if ((rc = tree_scatter (h, buf, bytes, root)) < 0)
         return rc;
-    return ring_ag (h, buf, bytes, 1, 0, root);
+    return ring_ag (h, buf, bytes, 1, 0, root, NULL);
 }
 
 /* --------------------------------------------------------------- gather */

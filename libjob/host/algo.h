@@ -20,6 +20,25 @@ int algo_barrier (struct host *h);
 int algo_allreduce (struct host *h, void *w, void *out, size_t count,
                     ddp_dtype_t dtype, ddp_op_t op);
 
+/* Which ranks want which elements of a lane's slice in a reduce-scatter:
+ * element x of the slice is element base + x of the call's (size blocks
+ * of block elements, block r rank r's), so it goes to rank (base + x) /
+ * block, on node h->rank_node[that]. */
+struct algo_want {
+    size_t base;
+    size_t block;
+};
+
+/* As algo_allreduce() (the same algorithm for count and the same
+ * arithmetic, so the same result to the bit), but out ends holding only
+ * the elements that ranks of this node want (the rest is garbage): the
+ * allgather half moves each element only towards the nodes that want it
+ * (none further than its node; an element no later node wants is not
+ * sent at all). */
+int algo_reduce_scatter (struct host *h, void *w, void *out, size_t count,
+                         ddp_dtype_t dtype, ddp_op_t op,
+                         const struct algo_want *want);
+
 /* As algo_allreduce(), the result only on node root; out is work space
  * of count elements (dtype) on the other nodes. */
 int algo_reduce (struct host *h, void *w, void *out, size_t count,

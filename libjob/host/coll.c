@@ -19,7 +19,8 @@
 
 
 const char *const host_kind_names[HOST_KINDS] = {
-    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "other",
+    "barrier", "bcast", "reduce", "allreduce", "gather", "allgather",
+    "reduce_scatter", "other",
 };
 
 /* ---------------------------------------------------------- stragglers */
@@ -168,7 +169,7 @@ static int call_begin (struct host *h, int kind, int dkind, size_t count,
     if (h->lk) {
         /* Across nodes only: a clock read is lost in a network call. */
         if (h->kind == KIND_BARRIER || h->kind == KIND_ALLREDUCE
-            || h->kind == KIND_ALLGATHER)
+            || h->kind == KIND_ALLGATHER || h->kind == KIND_REDUCE_SCATTER)
             h->full_entry = h->entry;
         h->entry = ddpi_now ();
     }
@@ -425,6 +426,108 @@ static int reduce_nodes (struct host *h, const char *send, char *recv,
     return result_out (h, out, want ? recv : NULL, count, es, La, true);
 }
 
+/* What of the node's part [at, end) of a reduce-scatter's result (its
+ * ranks' blocks in local rank order, count elements each) lies in a
+ * lane's slice [blo, bhi) of all the elements (mine): into res, at its
+ * place in the piece. */
+static void part_of_slice (struct host *h, char *res, const char *mine,
+                           size_t count, size_t at, size_t end, size_t blo,
+                           size_t bhi, size_t es)
+{
+    for (size_t v = at, hi; v < end; v = hi) {
+        size_t lr = v / count, glo, ghi;
+        /* v is element g of all: in local rank lr's block. */
+        size_t g = (size_t)h->local_ranks[lr] * count + (v - lr * count);
+        hi = (lr + 1) * count < end ? (lr + 1) * count : end;
+        glo = g > blo ? g : blo;
+        ghi = g + (hi - v) < bhi ? g + (hi - v) : bhi;
+        if (glo < ghi)
+            memcpy (res + (v - at + (glo - g)) * es, mine + (glo - blo) * es,
+                    (ghi - glo) * es);
+    }
+}
+
+/* Out phase of a reduce-scatter: the node's part of the result, its
+ * ranks' blocks (count elements each) in local rank order, goes through
+ * the result area a piece a step, lane l (< La; mine: its slice [blo,
+ * bhi) of the total elements) writing what of the piece lies in its
+ * slice, with the call's tag; a rank whose block the piece touches checks
+ * the lanes' tags and copies its part.  Nothing of other nodes' ranks
+ * crosses the segment.  The first piece goes in the last step of the in
+ * phase (nobody reads that bank's result area then). */
+static int scatter_out (struct host *h, const char *mine, char *recv,
+                        size_t count, size_t total, size_t es, int La)
+{
+    size_t c = h->res_bytes / es, part = (size_t)h->lsize * count;
+    size_t my_lo = (size_t)h->lrank * count, blo = 0, bhi = 0;
+    int l = h->lrank < La ? h->lrank : -1, rc;
+    uint64_t s = h->seq;
+
+    if (l >= 0)
+        sched_block (total, La, l, &blo, &bhi);
+    for (size_t at = 0; at < part; at += c) {
+        size_t end = part - at < c ? part : at + c, lo, hi;
+        char *res;
+        if (at > 0 && (rc = node_step_enter (h, &s)) < 0)
+            return rc;
+        res = host_result (h, (int)(s & 1));
+        if (l >= 0) {
+            part_of_slice (h, res, mine, count, at, end, blo, bhi, es);
+            node_tag_post (h, s);
+            host_post (h, 2, s);
+        }
+        lo = my_lo > at ? my_lo : at;
+        hi = my_lo + count < end ? my_lo + count : end;
+        if (lo >= hi)
+            continue;
+        if ((rc = node_wait_first (h, La, 2, s)) < 0
+            || (rc = node_tags_check (h, La, s)) < 0)
+            return rc;
+        memcpy (recv + (lo - my_lo) * es, res + (lo - at) * es,
+                (hi - lo) * es);
+    }
+    return 0;
+}
+
+/* A reduce-scatter across nodes: the all-reduce of the size x count
+ * elements with its lanes, in phase and cross-node algorithm
+ * (allreduce_nodes: the same result to the bit), but the algorithm's
+ * allgather half moves only what the receiving nodes' ranks want
+ * (algo_reduce_scatter), and the out phase only this node's blocks.  Each
+ * lane works in scratch: recv holds one block, not a slice. */
+static int reduce_scatter_nodes (struct host *h, const char *send,
+                                 char *recv, size_t count, ddp_dtype_t dtype,
+                                 ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), total = (size_t)h->size * count;
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    int La = active_lanes (h, total, es), rc;
+    struct algo_want want = { 0, count };
+    size_t bhi = 0;
+    char *w = NULL, *out = NULL;
+
+    if (h->lrank < La) {
+        sched_block (total, La, h->lrank, &want.base, &bhi);
+        w = host_scratch (h, 0, (bhi - want.base) * ddp_dtype_size (at));
+        out = at == dtype ? w : host_scratch (h, 2, (bhi - want.base) * es);
+        if (!w || !out)
+            return DDP_ENOMEM;
+    }
+    if (h->lsize == 1) {
+        ddpi_widen (w, send, total, dtype, op);
+        if ((rc = algo_reduce_scatter (h, w, out, total, dtype, op,
+                                       &want)) < 0)
+            return rc;
+        memmove (recv, out + (size_t)h->rank * count * es, count * es);
+        return 0;
+    }
+    if ((rc = reduce_in (h, send, w, total, dtype, op, La)) < 0
+        || (w && (rc = algo_reduce_scatter (h, w, out, bhi - want.base,
+                                            dtype, op, &want)) < 0))
+        return rc;
+    return scatter_out (h, out, recv, count, total, es, La);
+}
+
 /* In phase of a bcast: the root (not lane 0) hands buf to lane 0, with
  * the call's tag (node.h). */
 static int bcast_in (struct host *h, char *buf, size_t bytes, int root_lr)
@@ -669,6 +772,29 @@ static int barrier_run (struct host *h)
     return rc < 0 ? rc : barrier_steps (h);
 }
 
+/* A reduction on a world of one rank. */
+static int reduce_alone (struct host *h, const char *send, char *recv,
+                         size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    void *w;
+
+    /* One rank's value is the result (AVG divides by 1) unless a 16-bit
+     * float is rounded through float32 (as with more ranks). */
+    if (at == dtype) {
+        if (recv != send)
+            memmove (recv, send, count * ddp_dtype_size (dtype));
+        return 0;
+    }
+    w = host_scratch (h, 0, count * ddp_dtype_size (at));
+    if (!w)
+        return DDP_ENOMEM;
+    ddpi_widen (w, send, count, dtype, op);
+    ddpi_reduce_finish (w, count, at, op, 1);
+    ddpi_narrow (recv, w, count, dtype, op);
+    return 0;
+}
+
 static int reduce_impl (struct host *h, const char *send, char *recv,
                         size_t count, ddp_dtype_t dtype, ddp_op_t op, int root)
 {
@@ -679,25 +805,8 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
                           root < 0 ? DDP_COLL_ALLREDUCE : DDP_COLL_REDUCE,
                           count, dtype, op, root)) < 0)
         return rc;
-    if (h->size == 1) {
-        ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
-        void *w;
-
-        /* One rank's value is the result (AVG divides by 1) unless a
-         * 16-bit float is rounded through float32 (as with more ranks). */
-        if (at == dtype) {
-            if (recv != send)
-                memmove (recv, send, count * ddp_dtype_size (dtype));
-            return 0;
-        }
-        w = host_scratch (h, 0, count * ddp_dtype_size (at));
-        if (!w)
-            return DDP_ENOMEM;
-        ddpi_widen (w, send, count, dtype, op);
-        ddpi_reduce_finish (w, count, at, op, 1);
-        ddpi_narrow (recv, w, count, dtype, op);
-        return 0;
-    }
+    if (h->size == 1)
+        return reduce_alone (h, send, recv, count, dtype, op);
     if (h->nnodes > 1)
         return root < 0 ? allreduce_nodes (h, send, recv, count, dtype, op)
                         : reduce_nodes (h, send, recv, count, dtype, op, root);
@@ -722,6 +831,28 @@ int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
 {
     return call_end (ctx, reduce_impl (ctx, sendbuf, recvbuf, count, dtype,
                                        op, root));
+}
+
+static int reduce_scatter_run (struct host *h, const char *send, char *recv,
+                               size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    int rc;
+
+    if ((rc = call_begin (h, KIND_REDUCE_SCATTER, DDP_COLL_REDUCE_SCATTER,
+                          count, dtype, op, 0)) < 0)
+        return rc;
+    if (h->size == 1)
+        return reduce_alone (h, send, recv, count, dtype, op);
+    if (h->nnodes > 1)
+        return reduce_scatter_nodes (h, send, recv, count, dtype, op);
+    return node_reduce_scatter_run (h, send, recv, count, dtype, op);
+}
+
+int host_reduce_scatter (void *ctx, const void *sendbuf, void *recvbuf,
+                         size_t recvcount, ddp_dtype_t dtype, ddp_op_t op)
+{
+    return call_end (ctx, reduce_scatter_run (ctx, sendbuf, recvbuf,
+                                              recvcount, dtype, op));
 }
 
 static int bcast_run (struct host *h, void *buf, size_t count,

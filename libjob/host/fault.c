@@ -241,7 +241,7 @@ static void check_list (struct host *h)
 
 static const char *const call_names[HOST_KINDS] = {
     "ddp_barrier", "ddp_bcast", "ddp_reduce", "ddp_allreduce", "ddp_gather",
-    "ddp_allgather", "a collective",
+    "ddp_allgather", "ddp_reduce_scatter", "a collective",
 };
 
 const char *host_call_name (int kind)
@@ -362,6 +362,7 @@ const char *host_desc_kind_name (int dkind)
         [DDP_COLL_ALLREDUCE] = "ddp_allreduce",
         [DDP_COLL_GATHER] = "ddp_gather",
         [DDP_COLL_ALLGATHER] = "ddp_allgather",
+        [DDP_COLL_REDUCE_SCATTER] = "ddp_reduce_scatter",
         [HOST_DESC_BARRIER] = "ddp_barrier",
     };
 

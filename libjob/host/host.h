@@ -92,6 +92,12 @@
  * the one rank it waited for: a rank reads its node-mates' flags only
  * when that does not answer (in the ring: when its lead is used up).
  *
+ * Reduce-scatter (one node): each rank reduces only its own block, in
+ * local rank order as an all-reduce does: through the slots, every rank
+ * putting a piece of every block in its slot a step (node.c), or, from
+ * 256 KiB of send, by single copy from the others' sends; a rank reads
+ * nothing of the other blocks.
+ *
  * Single copy (one node only): a bcast of 16 KiB to 32 MiB and a gather
  * or allgather of 8 KiB a rank or more go in one step without the banks:
  * each rank posts the address of its buffer (flags' addr) with seq; a
@@ -154,6 +160,20 @@
  *              allgather that sends nothing to the root
  *   gather     binomial tree (each node forwards its subtree's data)
  *   allgather  output < SMALL_MAX: Bruck; else ring
+ *   reduce-scatter  the all-reduce of the size x count elements (its
+ *              lanes, its algorithm: the same order, the same result to
+ *              the bit), whose allgather half (the fold's return,
+ *              halving's doubling steps, the ring's allgather) sends an
+ *              element only towards the nodes whose ranks want it, and
+ *              no message where none does; the out phase moves only the
+ *              node's ranks' blocks.  With nodes of equal size in a
+ *              block layout and one lane, each block the ring reduced
+ *              goes one hop (the ring finishes block b on node b-1, and
+ *              node b wants it): (N-1)/N B + B/N beta in all against
+ *              2 (N-1)/N B; halving's doubling steps carry an element
+ *              only along its way to its node (4 nodes of one rank,
+ *              counted: 2/3 of the all-reduce's bytes with either);
+ *              doubling saves only on the fold's return
  * Cost per lane (alpha: latency of a message, beta: time per byte, gamma:
  * reduction time per byte; p = 2^floor(log2 N)):
  *   dissemination      ceil(log2 N) alpha
@@ -189,6 +209,8 @@
  *   binomial reduce to root r: P_r op P_{r+1} op ... op P_{r-1}, grouped
  *     by the tree (each subtree is combined before its parent adds it);
  *   ring RS + gather: as the ring.
+ * A reduce-scatter takes the all-reduce's order for the size x count
+ * elements: rank r's block is bitwise that block of the all-reduce.
  * AVG divides once, at the end, by the world size; a 16-bit result is
  * rounded once, at the end.
  *
@@ -245,6 +267,10 @@ int host_reduce (void *ctx, const void *sendbuf, void *recvbuf,
                  size_t count, ddp_dtype_t dtype, ddp_op_t op, int root);
 int host_allreduce (void *ctx, const void *sendbuf, void *recvbuf,
                     size_t count, ddp_dtype_t dtype, ddp_op_t op);
+/* sendbuf: size x recvcount elements; recvbuf may be this rank's block
+ * of it (in place). */
+int host_reduce_scatter (void *ctx, const void *sendbuf, void *recvbuf,
+                         size_t recvcount, ddp_dtype_t dtype, ddp_op_t op);
 int host_gather (void *ctx, const void *sendbuf, void *recvbuf,
                  size_t count, ddp_dtype_t dtype, int root);
 int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,

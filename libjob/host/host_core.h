@@ -314,7 +314,7 @@ struct host_tune {
 /* The collectives, for the traffic counters. */
 enum host_kind {
     KIND_BARRIER, KIND_BCAST, KIND_REDUCE, KIND_ALLREDUCE, KIND_GATHER,
-    KIND_ALLGATHER, KIND_OTHER, HOST_KINDS
+    KIND_ALLGATHER, KIND_REDUCE_SCATTER, KIND_OTHER, HOST_KINDS
 };
 
 /* Messages and payload bytes one rank sent to and received from other

@@ -645,12 +645,12 @@ static int node_bcast_cma (struct host *h, char *buf, size_t bytes, int root)
 
 /* This rank's share of an all-reduce by single copy (node_allreduce_cma):
  * elements [lo, hi) of every local rank's send, reduced in local rank
- * order (as in the segment: the same result to the bit) into recv, a
- * piece at a time (CMA_REDUCE_PIECE of accumulation; the node-mates'
+ * order (as in the segment: the same result to the bit) into dst (its
+ * element lo first; a reduce-scatter's too), a piece at a time (CMA_REDUCE_PIECE of accumulation; the node-mates'
  * pieces together at most CMA_REDUCE_SCRATCH): the node-mates' pieces read
  * into scratch, reduced into an accumulation piece (never into recv
  * itself: it may be send), then finished and narrowed into recv. */
-static int reduce_share_cma (struct host *h, const char *send, char *recv,
+static int reduce_share_cma (struct host *h, const char *send, char *dst,
                              size_t lo, size_t hi, ddp_dtype_t dtype,
                              ddp_op_t op)
 {
@@ -682,7 +682,7 @@ static int reduce_share_cma (struct host *h, const char *send, char *recv,
         }
         ddpi_reduce_many_acc (acc, src, h->lsize, m, dtype, op);
         ddpi_reduce_finish (acc, m, at, op, h->size);
-        ddpi_narrow (recv + off * es, acc, m, dtype, op);
+        ddpi_narrow (dst + (off - lo) * es, acc, m, dtype, op);
     }
     return 0;
 }
@@ -708,7 +708,8 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     share (h, h->lrank, count, &lo, &hi);
     if ((rc = node_wait_all (h, 0, s)) < 0
         || (rc = node_tags_check (h, h->lsize, s)) < 0
-        || (rc = reduce_share_cma (h, send, recv, lo, hi, dtype, op)) < 0)
+        || (rc = reduce_share_cma (h, send, recv + lo * es, lo, hi, dtype,
+                                   op)) < 0)
         return rc;
     host_post (h, 1, s);
     if ((rc = node_wait_all (h, 1, s)) < 0)
@@ -724,6 +725,34 @@ static int node_allreduce_cma (struct host *h, const char *send, char *recv,
     }
     host_post (h, 2, s);
     return node_wait_all (h, 2, s);
+}
+
+/* A reduce-scatter on one node by single copy, in one step: every rank
+ * posts its send; each reduces its own block from every rank's send
+ * (reduce_share_cma: the all-reduce's share, this rank's block) into its
+ * recv and says so (red); it returns when all have, so that no one still
+ * reads its send.  In place, recv is this rank's block of send, which no
+ * one else reads. */
+static int node_reduce_scatter_cma (struct host *h, const char *send,
+                                    char *recv, size_t count,
+                                    ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t lo = (size_t)h->rank * count;
+    uint64_t s = 0;
+    int rc;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    host_cma_post (h, send, NULL);
+    node_tag_post (h, s);
+    host_post (h, 0, s);
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = node_tags_check (h, h->lsize, s)) < 0
+        || (rc = reduce_share_cma (h, send, recv, lo, lo + count, dtype,
+                                   op)) < 0)
+        return rc;
+    host_post (h, 1, s);
+    return node_wait_all (h, 1, s);
 }
 
 /* A gather (recv: the root's, NULL elsewhere; all: an allgather) on one
@@ -907,5 +936,74 @@ int node_gather_run (struct host *h, const char *send, char *recv,
                                     n, bytes)) < 0)
             return rc;
     }
+    return 0;
+}
+
+/* A reduce-scatter's step on one node through the slots: elements [e, e
+ * + n) of blocks [b, b + nb) of every rank's send go in its slot, block
+ * after block; the rank whose block is among them checks the tags and
+ * reduces its piece from every slot in local rank order (node_reduce, as
+ * an all-reduce's step: the same result to the bit) into its recv.  The
+ * others take no wait: the next step's begin holds the bank. */
+static int node_scatter_step (struct host *h, const char *send, char *recv,
+                              size_t count, size_t b, size_t nb, size_t e,
+                              size_t n, ddp_dtype_t dtype, ddp_op_t op)
+{
+    ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
+    size_t es = ddp_dtype_size (dtype), me = (size_t)h->rank;
+    uint64_t s = 0;
+    char *slot, *w;
+    int rc, bank;
+
+    if ((rc = node_step_begin (h, &s)) < 0)
+        return rc;
+    bank = (int)(s & 1);
+    slot = host_slot (h, bank, h->lrank);
+    for (size_t k = 0; k < nb; k++)
+        memcpy (slot + k * n * es, send + ((b + k) * count + e) * es, n * es);
+    node_tag_post (h, s);
+    host_post (h, 0, s);
+    if (me < b || me >= b + nb)
+        return 0;
+    w = at == dtype ? recv + e * es
+                    : host_scratch (h, 0, n * ddp_dtype_size (at));
+    if (!w)
+        return DDP_ENOMEM;
+    if ((rc = node_wait_all (h, 0, s)) < 0
+        || (rc = node_tags_check (h, h->lsize, s)) < 0)
+        return rc;
+    node_reduce (h, bank, w, (me - b) * n, n, dtype, op);
+    ddpi_reduce_finish (w, n, at, op, h->size);
+    ddpi_narrow (recv + e * es, w, n, dtype, op);
+    return 0;
+}
+
+int node_reduce_scatter_run (struct host *h, const char *send, char *recv,
+                             size_t count, ddp_dtype_t dtype, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dtype), size = (size_t)h->size;
+    size_t c = h->slot_bytes / (size * es), nb = size;
+    int rc;
+
+    if ((rc = cma_use (h, size * count * es, CMA_REDUCE_MIN,
+                       CMA_REDUCE_MAX)) != 0)
+        return rc < 0 ? rc : node_reduce_scatter_cma (h, send, recv, count,
+                                                      dtype, op);
+    /* A piece of every block a step; in slots too small for one element
+     * of each, the blocks in groups. */
+    if (c == 0) {
+        c = h->slot_bytes / es < count ? h->slot_bytes / es : count;
+        nb = h->slot_bytes / (c * es);
+    }
+    else if (c > count)
+        c = count;
+    for (size_t b = 0; b < size; b += nb)
+        for (size_t e = 0; e < count; e += c) {
+            size_t m = size - b < nb ? size - b : nb;
+            size_t n = count - e < c ? count - e : c;
+            if ((rc = node_scatter_step (h, send, recv, count, b, m, e, n,
+                                         dtype, op)) < 0)
+                return rc;
+        }
     return 0;
 }

@@ -60,6 +60,16 @@ void node_reduce (struct host *h, int bank, void *dst, size_t lo,
 int node_reduce_run (struct host *h, const char *send, char *recv,
                      size_t count, ddp_dtype_t dtype, ddp_op_t op, bool all);
 
+/* Block r (count elements) of the reduction over the node of every
+ * rank's send (size x count elements) into rank r's recv, which may be
+ * its block of send (in place); the same result to the bit as
+ * node_reduce_run (all) gives for that block.  From 256 KiB of send by
+ * single copy where the node allows it, each rank reading its block of
+ * the others' sends; else through the slots, a piece of every block a
+ * step, each rank reducing its own. */
+int node_reduce_scatter_run (struct host *h, const char *send, char *recv,
+                             size_t count, ddp_dtype_t dtype, ddp_op_t op);
+
 /* bytes of rank root's buf into every other rank's. */
 int node_bcast_run (struct host *h, char *buf, size_t bytes, int root);
 

@@ -102,7 +102,31 @@ static int blob_fail (struct nccl_blob *b, int code, const char *fmt, ...)
     return code;
 }
 
-/* Everything this rank does before the fence: choose and set the GPU, read
+/* Make c->device current (creating its CUDA context) and put its identity
+ * in me.  Returns 0, or -1 with the failure in me. */
+static int use_device (struct nccl_ctx *c, struct nccl_blob *me)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e;
+
+    me->device = c->device;
+    if ((e = DL (cudaSetDevice) (c->device)) != cudaSuccess
+        || (e = DL (cudaFree) (NULL)) != cudaSuccess) { /* creates the context */
+        blob_fail (me, DDP_ECUDA, "cudaSetDevice (%d): %s", c->device,
+                   DL (cudaGetErrorString) (e));
+        return -1;
+    }
+    if (DL (cudaDeviceGetPCIBusId) (me->busid, sizeof (me->busid), c->device)
+        != cudaSuccess)
+        me->busid[0] = '\0';
+    if (DL (cudaGetDeviceProperties) (&prop, c->device) == cudaSuccess)
+        memcpy (me->uuid, prop.uuid.bytes, sizeof (me->uuid));
+    (void)DL (cudaGetLastError) ();
+    return 0;
+}
+
+/* Everything this rank does before the fence: choose (unless c->device
+ * is set already: a group's, its parent's) and set the GPU, read
  * its identity, and create a unique id when it is a root.  Failures go into
  * the blob (the rank still joins the fence, so every rank learns of it). */
 static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
@@ -110,7 +134,6 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
 {
     char why[128], cause[160];
     const char *cvd = getenv ("CUDA_VISIBLE_DEVICES"), *hint;
-    struct cudaDeviceProp prop;
     cudaError_t e;
     int ndev = 0;
     ncclResult_t r;
@@ -122,24 +145,14 @@ static void local_setup (struct nccl_ctx *c, const struct bootstrap_info *bi,
         blob_fail (me, DDP_ECUDA, "%s: %s", cause, hint);
         return;
     }
-    if ((c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
-                                         sizeof (why))) < 0) {
+    if (c->device < 0
+        && (c->device = nccl_choose_device (ndev, cvd, bi->local_rank, why,
+                                            sizeof (why))) < 0) {
         blob_fail (me, DDP_ECUDA, "%s", why);
         return;
     }
-    me->device = c->device;
-    if ((e = DL (cudaSetDevice) (c->device)) != cudaSuccess
-        || (e = DL (cudaFree) (NULL)) != cudaSuccess) { /* creates the context */
-        blob_fail (me, DDP_ECUDA, "cudaSetDevice (%d): %s", c->device,
-                   DL (cudaGetErrorString) (e));
+    if (use_device (c, me) < 0)
         return;
-    }
-    if (DL (cudaDeviceGetPCIBusId) (me->busid, sizeof (me->busid), c->device)
-        != cudaSuccess)
-        me->busid[0] = '\0';
-    if (DL (cudaGetDeviceProperties) (&prop, c->device) == cudaSuccess)
-        memcpy (me->uuid, prop.uuid.bytes, sizeof (me->uuid));
-    (void)DL (cudaGetLastError) ();
     if (nroots > 0 && nccl_root_index (bi->rank, bi->size, nroots) >= 0) {
         if ((r = DL (ncclGetUniqueId) (&me->id)) != ncclSuccess) {
             blob_fail (me, DDP_ENCCL, "ncclGetUniqueId: %s",
@@ -306,65 +319,116 @@ static int comm_ready (struct nccl_ctx *c)
     return 0;
 }
 
-static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
-                      void **ctxp)
+/* A context for rank of a communicator of size ranks, shown to the peers
+ * as in call (NCCL_CALL_INIT, NCCL_CALL_SPLIT), with its watch started,
+ * and this rank's blob begun in me: what every rank publishes, failures
+ * included (a bad DDP_NCCL_BUFFER_CACHE fails every rank alike, through
+ * the blobs).  NULL when out of memory. */
+static struct nccl_ctx *ctx_new (int rank, int size,
+                                 const struct ddp_config *cfg, int call,
+                                 struct nccl_blob *me)
 {
-    const struct bootstrap_info *bi = bootstrap_info (b);
     struct nccl_ctx *c = calloc (1, sizeof (*c));
-    struct nccl_blob me;
-    struct nccl_blob *all = NULL;
-    ncclUniqueId *ids = NULL;
-    double t0 = ddpi_now (), t1, t2, t3, t4;
-    int rpr = 0, nroots = 0, version = 0, rc;
-    bool cache = true, loaded = false;
-    char why[sizeof (me.reason)];
+    bool cache = true;
 
+    memset (me, 0, sizeof (*me));
+    me->magic = NCCL_BLOB_MAGIC;
+    me->device = -1;
     if (!c)
-        return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
-    c->rank = bi->rank;
-    c->size = bi->size;
+        return NULL;
+    c->rank = rank;
+    c->size = size;
     c->device = -1;
     c->cfg = cfg;
     c->cap_s = DDPI_TIMEOUT_MAX;
-    memset (&me, 0, sizeof (me));
-    me.magic = NCCL_BLOB_MAGIC;
-    me.device = -1;
-    if (gethostname (me.host, sizeof (me.host) - 1) < 0)
-        snprintf (me.host, sizeof (me.host), "unknown");
-    /* A bad value fails every rank alike, through the blobs. */
+    if (gethostname (me->host, sizeof (me->host) - 1) < 0)
+        snprintf (me->host, sizeof (me->host), "unknown");
     if (ddpi_env_flag ("DDP_NCCL_BUFFER_CACHE", &cache) < 0)
-        blob_fail (&me, DDP_EINVAL, "%s", ddpi_last_error ());
+        blob_fail (me, DDP_EINVAL, "%s", ddpi_last_error ());
     c->no_cache = !cache;
-    /* A rank without CUDA or NCCL still joins the exchange, so that every
-     * rank learns why (check_blobs). */
-    if (nccl_dl_load (why, sizeof (why)) == 0)
-        loaded = true;
-    else
-        blob_fail (&me, DDP_ECUDA, "%s", why);
-    if (loaded)
-        DL (ncclGetVersion) (&version);
-    me.nccl_version = version;
-    if (loaded && (rpr = ranks_per_root (&me)) > 0)
-        nroots = scalable () ? nccl_num_roots (c->size, rpr) : 1;
-    me.ranks_per_root = rpr;
-    c->call = NCCL_CALL_INIT;
+    c->call = call;
     nccl_show (c, true);
-    watch_start (c, &me);
-    if (loaded)
-        local_setup (c, bi, nroots, &me);
-    t1 = ddpi_now ();
-    if (!(all = exchange (c, b, &me, &rc)))
-        goto error;
-    t2 = ddpi_now ();
-    if (!(ids = calloc (nroots > 0 ? (size_t)nroots : 1, sizeof (*ids)))) {
-        rc = ddpi_error (DDP_ENOMEM, "nccl: out of memory");
-        goto error;
-    }
-    if ((rc = check_blobs (c, all, nroots, ids)) < 0)
-        goto error;
-    if (c->watch && nccl_watch_peers (c->watch, all) < 0)
+    watch_start (c, me);
+    return c;
+}
+
+/* A set-up failed with rc: abort what NCCL made, release the rest.
+ * Returns rc. */
+static int ctx_fail (struct nccl_ctx *c, int rc)
+{
+    if (c->comm)
+        nccl_comm_break (c, rc);
+    ctx_free (c);
+    return rc;
+}
+
+/* The one fence of a set-up and its checks: publish me on b, check every
+ * rank's blob, collect the nroots unique ids into ids (none for a split),
+ * tell the watch where the peers' watches are.  Returns 0 or a DDP_E*
+ * code (check_blobs). */
+static int fence (struct nccl_ctx *c, struct bootstrap *b,
+                  const struct nccl_blob *me, int nroots, ncclUniqueId *ids)
+{
+    struct nccl_blob *all;
+    int rc;
+
+    if (!(all = exchange (c, b, me, &rc)))
+        return rc;
+    rc = check_blobs (c, all, nroots, ids);
+    if (rc == 0 && c->watch && nccl_watch_peers (c->watch, all) < 0)
         ddpi_debug ("nccl: out of memory for the peers' watch addresses:"
                     " a dead or late rank will not be named");
+    free (all);
+    return rc;
+}
+
+/* Load CUDA and NCCL and put this rank's NCCL version and
+ * DDP_NCCL_RANKS_PER_ROOT in me (a failure too: the rank still joins the
+ * fence, so that every rank learns why).  Returns the number of unique
+ * ids (roots) the communicator is made from (0 after a bad
+ * DDP_NCCL_RANKS_PER_ROOT), or -1 when CUDA or NCCL did not load. */
+static int nccl_settings (struct nccl_blob *me, int size)
+{
+    char why[sizeof (me->reason)];
+    int rpr;
+
+    if (nccl_dl_load (why, sizeof (why)) < 0) {
+        blob_fail (me, DDP_ECUDA, "%s", why);
+        return -1;
+    }
+    DL (ncclGetVersion) (&me->nccl_version);
+    if ((rpr = ranks_per_root (me)) < 1)
+        return 0;
+    me->ranks_per_root = rpr;
+    return scalable () ? nccl_num_roots (size, rpr) : 1;
+}
+
+/* A communicator of b's ranks from unique ids: create(), and a group's
+ * without ncclCommSplit (call NCCL_CALL_SPLIT, device its parent's; -1:
+ * chosen as create() chooses). */
+static int create_on (struct bootstrap *b, const struct ddp_config *cfg,
+                      int call, int device, void **ctxp)
+{
+    const struct bootstrap_info *bi = bootstrap_info (b);
+    struct nccl_blob me;
+    struct nccl_ctx *c = ctx_new (bi->rank, bi->size, cfg, call, &me);
+    ncclUniqueId *ids = NULL;
+    double t0 = ddpi_now (), t1, t2, t3, t4;
+    int nroots, rc;
+
+    if (!c)
+        return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+    c->device = device;
+    if ((nroots = nccl_settings (&me, c->size)) >= 0)
+        local_setup (c, bi, nroots, &me);
+    else
+        nroots = 0;
+    if (!(ids = calloc (nroots > 0 ? (size_t)nroots : 1, sizeof (*ids))))
+        blob_fail (&me, DDP_ENOMEM, "out of memory");
+    t1 = ddpi_now ();
+    if ((rc = fence (c, b, &me, nroots, ids)) < 0)
+        goto error;
+    t2 = ddpi_now ();
     if ((rc = comm_init (c, nroots, ids)) < 0)
         goto error;
     t3 = ddpi_now ();
@@ -375,20 +439,152 @@ static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
                " on %s; NCCL %d, %d root(s) of %d ranks", c->device, me.busid,
                getenv ("CUDA_VISIBLE_DEVICES") ? getenv ("CUDA_VISIBLE_DEVICES")
                                                : "unset",
-               me.host, version, nroots, c->size);
+               me.host, me.nccl_version, nroots, c->size);
     ddpi_debug ("nccl: init phases: local setup %.3f s, exchange %.3f s,"
                " communicator %.3f s, stream %.3f s, total %.3f s", t1 - t0,
                t2 - t1, t3 - t2, t4 - t3, t4 - t0);
-    free (all);
     free (ids);
     *ctxp = c;
     return 0;
 error:
-    if (c->comm)
-        nccl_comm_break (c, rc);
-    free (all);
     free (ids);
-    ctx_free (c);
+    return ctx_fail (c, rc);
+}
+
+static int op_create (struct bootstrap *b, const struct ddp_config *cfg,
+                      void **ctxp)
+{
+    return create_on (b, cfg, NCCL_CALL_INIT, -1, ctxp);
+}
+
+/* ---- split: a group's communicator from its parent's ------------------- */
+
+/* Does the loaded NCCL split communicators (ncclCommSplit, >= 2.18)? */
+static bool can_split (void)
+{
+#ifdef NCCL_DL_HAVE_SPLIT
+    return DL (ncclCommSplit) != NULL;
+#else
+    return false;
+#endif
+}
+
+/* Take part in ncclCommSplit on the parent p with colour (>= 0, or
+ * NCCL_SPLIT_NOCOLOR: c is NULL) and key; the new communicator becomes
+ * c->comm.  Waits for the parent's part, then for the new communicator,
+ * both non-blocking, to the deadline.  A failure of the parent's part
+ * aborts the parent (its ranks may be left inside the split), one of the
+ * new communicator only that.  Returns 0 or a DDP_E* code. */
+static int comm_split (struct nccl_ctx *p, struct nccl_ctx *c, int colour,
+                       int key)
+{
+#ifdef NCCL_DL_HAVE_SPLIT
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    ncclComm_t nc = NULL;
+    ncclResult_t r;
+    int rc;
+
+    config.blocking = 0;
+    r = DL (ncclCommSplit) (p->comm, colour, key, &nc, &config);
+    if (c)
+        c->comm = nc;
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_fail (p, r, "ncclCommSplit");
+    if ((rc = nccl_settle (p, r, "ncclCommSplit")) < 0 || !c || !c->comm)
+        return rc;
+    if (DL (ncclCommGetAsyncError) (c->comm, &r) != ncclSuccess)
+        r = ncclInternalError;
+    return nccl_settle (c, r, "ncclCommSplit (the group's communicator)");
+#else
+    (void)p, (void)c, (void)colour, (void)key;
+    return ddpi_error (DDP_ENCCL, "nccl: built without ncclCommSplit");
+#endif
+}
+
+/* This rank joins the group of colour: a context like create()'s on the
+ * parent's GPU, one fence on the group's bootstrap sub (the group's ranks
+ * learn whether every one of them can go on, and where the others' watches
+ * are), then ncclCommSplit on the parent, with the colour when the fence
+ * found no failure, else with none (the group's ranks agree on which, and
+ * none leaves the parent's other ranks waiting inside the split). */
+static int split_join (struct nccl_ctx *p, int colour, int key,
+                       struct bootstrap *sub, const struct ddp_config *cfg,
+                       void **ctxp)
+{
+    const struct bootstrap_info *bi = bootstrap_info (sub);
+    struct nccl_blob me;
+    struct nccl_ctx *c = ctx_new (bi->rank, bi->size, cfg, NCCL_CALL_SPLIT,
+                                  &me);
+    char first[512];
+    int rc, src;
+
+    if (!c) {
+        (void)bootstrap_fence (sub, first, sizeof (first));
+        nccl_call_enter (p, NCCL_CALL_SPLIT, false);
+        (void)comm_split (p, NULL, NCCL_SPLIT_NOCOLOR, key);
+        return ddpi_error (DDP_ENOMEM, "nccl: out of memory");
+    }
+    DL (ncclGetVersion) (&me.nccl_version);
+    c->device = p->device;
+    (void)use_device (c, &me);
+    rc = fence (c, sub, &me, 0, NULL);
+    if (rc < 0) /* the split's own error must not replace this one */
+        snprintf (first, sizeof (first), "%s", ddpi_last_error ());
+    /* The fence's rounds may be the parent's own collectives (the core's
+     * group bootstrap): the split is the parent's call only from here. */
+    nccl_call_enter (p, NCCL_CALL_SPLIT, false);
+    src = comm_split (p, c, rc == 0 ? colour : NCCL_SPLIT_NOCOLOR, key);
+    if (rc < 0)
+        return ctx_fail (c, ddpi_error (rc, "%s", first));
+    if ((rc = src) < 0 || (rc = comm_ready (c)) < 0)
+        return ctx_fail (c, rc);
+    ddpi_debug ("nccl: group of colour %d: rank %d of %d, GPU %d, through"
+                " ncclCommSplit", colour, c->rank, c->size, c->device);
+    *ctxp = c;
+    return 0;
+}
+
+/* backend.h's split.  With ncclCommSplit every rank of the parent takes
+ * part in it (DDP_UNDEFINED with NCCL_SPLIT_NOCOLOR), as a collective of
+ * the parent's; without it (NCCL < 2.18) the group's communicator is made
+ * as create() makes one, from the group's bootstrap, on the parent's GPU
+ * (the group's local ranks are not the world's: choosing again could take
+ * another rank's), and the parent is not used. */
+static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
+                     const struct ddp_config *cfg, void **ctxp)
+{
+    struct nccl_ctx *p = parent;
+    bool bad = colour < 0 ? colour != DDP_UNDEFINED : !sub;
+    int rc;
+
+    if (!can_split ()) {
+        if (bad)
+            return ddpi_error (DDP_EINVAL, "nccl: split: colour %d without"
+                               " a group", colour);
+        return colour == DDP_UNDEFINED
+                   ? 0
+                   : create_on (sub, cfg, NCCL_CALL_SPLIT, p->device, ctxp);
+    }
+    if (p->broken)
+        return nccl_broken_error (p);
+    /* A call the core should not make still takes part, as DDP_UNDEFINED,
+     * so that the parent's other ranks are not left inside the split;
+     * and a rank without a group takes the one round the groups' ranks
+     * take on theirs (their fence) on its own bootstrap, when the core
+     * gave one (backend.h). */
+    if (colour == DDP_UNDEFINED || bad) {
+        char err[256];
+        if (sub)
+            (void)bootstrap_fence (sub, err, sizeof (err));
+        nccl_call_enter (p, NCCL_CALL_SPLIT, false);
+        rc = comm_split (p, NULL, NCCL_SPLIT_NOCOLOR, key);
+    }
+    else
+        rc = split_join (p, colour, key, sub, cfg, ctxp);
+    if (bad && rc == 0)
+        rc = ddpi_error (DDP_EINVAL, "nccl: split: colour %d without a"
+                         " group", colour);
+    nccl_show (p, false);
     return rc;
 }
 
@@ -436,8 +632,8 @@ static const struct ddp_gpu_ops gpu_ops = {
 
 const struct ddp_backend ddpi_backend_nccl = {
     .name = "nccl", .create = op_create, .destroy = op_destroy,
-    .barrier = nccl_op_barrier, .coll = nccl_op_coll, .abort = op_abort,
-    .gpu = &gpu_ops,
+    .split = op_split, .barrier = nccl_op_barrier, .coll = nccl_op_coll,
+    .abort = op_abort, .gpu = &gpu_ops,
 };
 
 int nccl_backend_probe (char *why, size_t whylen)

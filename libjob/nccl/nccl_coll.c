@@ -2,7 +2,8 @@
  * (nccl_ctx.h): which kind of memory each buffer is (kept for the ranges
  * NCCL could use), host buffers staged through a device scratch buffer,
  * NCCL's calls enqueued on a stream (gather as grouped sends and
- * receives, the AVG workaround), and the wait for them (nccl_wait.c).
+ * receives, reduce-scatter's own in-place layout, the AVG workaround), and
+ * the wait for them (nccl_wait.c).
  * The core has checked every argument.
  */
 #include "config.h"
@@ -118,6 +119,10 @@ struct coll {
     ncclDataType_t dt;
     ncclRedOp_t op;
     int root;
+    /* Set by coll_stage_in or rs_stage_in: */
+    bool staged;         /* the scratch buffer is used: wait before return */
+    void *dev_out;       /* a reduce-scatter's device recvbuf that NCCL does
+                            not write (its result is copied there), or NULL */
 };
 
 /* Which bytes this rank reads/writes, given the collective's shape. */
@@ -208,8 +213,10 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
             return DL (ncclAllReduce) (ds, dr, k->count, k->dt, k->op, c->comm, s);
         case DDP_COLL_ALLGATHER:
             return DL (ncclAllGather) (ds, dr, k->count, k->dt, c->comm, s);
-        case DDP_COLL_REDUCE_SCATTER: /* not yet: the NCCL part */
-            return ncclInvalidUsage;
+        case DDP_COLL_REDUCE_SCATTER:
+            /* In place or not as coll_stage_in laid it out. */
+            return DL (ncclReduceScatter) (ds, dr, k->count, k->dt, k->op,
+                                           c->comm, s);
         case DDP_COLL_GATHER:
             break;
     }
@@ -236,10 +243,69 @@ static ncclResult_t coll_enqueue (struct nccl_ctx *c, const struct coll *k,
     return r != ncclSuccess ? r : g;
 }
 
+/* Copy len bytes from the user's buffer src (on the device when dev) to
+ * the scratch buffer's dst on stream s.  Returns 0 or DDP_ECUDA. */
+static int stage_copy (void *dst, const void *src, size_t len, bool dev,
+                       cudaStream_t s)
+{
+    cudaError_t e = DL (cudaMemcpyAsync) (dst, src, len,
+                                          dev ? cudaMemcpyDeviceToDevice
+                                              : cudaMemcpyHostToDevice, s);
+
+    return e == cudaSuccess ? 0
+                            : nccl_cuda_error (e, "cudaMemcpyAsync (staging in)");
+}
+
+/* A reduce-scatter's layout (ncclReduceScatter is in place when recvbuff
+ * is this rank's block of sendbuff).  Device buffers in that layout, or
+ * disjoint ones, go to NCCL as they are.  Otherwise the send side is
+ * copied into the scratch buffer and NCCL runs in place there, its result
+ * at this rank's block of the copy; from there it goes to recvbuf (a host
+ * one by coll_run's copy out, a device one by a device copy on s, dev_out).
+ * That is the case of host send buffers (staged anyway), of buffers that
+ * overlap otherwise (outside NCCL's contract), and of an out-of-place
+ * average: NCCL 2.28.3 leaves the tail of out-of-place ncclAvg reductions
+ * unwritten (avg_send), so it runs in place, as allreduce's does.  A host
+ * recv buffer with a device send buffer (not AVG) gets its own scratch. */
+static int rs_stage_in (struct nccl_ctx *c, struct coll *k, bool sdev,
+                        bool rdev, const void **ds, void **dr, cudaStream_t s)
+{
+    size_t own = (size_t)c->rank * k->recv_bytes;
+    bool inplace = (const char *)k->sendbuf + own == (char *)k->recvbuf;
+    bool copy = !sdev
+                || (!inplace
+                    && (nccl_avg_in_place (k->op, k->sendbuf, k->recvbuf,
+                                           k->recv_bytes)
+                        || overlap (k->sendbuf, k->send_bytes, k->recvbuf,
+                                    k->recv_bytes)));
+    int rc;
+
+    *ds = k->sendbuf;
+    *dr = k->recvbuf;
+    if (copy) {
+        if ((rc = scratch_reserve (c, k->send_bytes)) < 0
+            || (rc = stage_copy (c->scratch, k->sendbuf, k->send_bytes, sdev,
+                                 s)) < 0)
+            return rc;
+        *ds = c->scratch;
+        *dr = (char *)c->scratch + own;
+        k->dev_out = rdev && !inplace ? k->recvbuf : NULL;
+        k->staged = true;
+    }
+    else if (!rdev) {
+        if ((rc = scratch_reserve (c, k->recv_bytes)) < 0)
+            return rc;
+        *dr = c->scratch;
+        k->staged = true;
+    }
+    return 0;
+}
+
 /* Where each side lives on the device: ds/dr point at the user's buffers
- * or into the scratch buffer.  Host data is copied in on stream s. */
-static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
-                          bool sdev, bool rdev, const void **ds, void **dr,
+ * or into the scratch buffer.  Host data is copied in on stream s; sets
+ * k->staged when the scratch buffer is used. */
+static int coll_stage_in (struct nccl_ctx *c, struct coll *k, bool sdev,
+                          bool rdev, const void **ds, void **dr,
                           cudaStream_t s)
 {
     /* One scratch region serves both sides of an in-place (all)reduce. */
@@ -248,7 +314,6 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
     bool send_scratch = k->send_bytes && !sdev;
     bool recv_scratch = k->recv_bytes && !rdev;
     size_t soff = 0, roff = 0, need = 0;
-    cudaError_t e;
     int rc;
 
     /* NCCL's in-place gather layout is sendbuf == recvbuf + rank * count;
@@ -278,13 +343,9 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
     *dr = recv_scratch ? (char *)c->scratch + roff : k->recvbuf;
     if (k->kind == DDP_COLL_BCAST)
         *dr = send_scratch ? c->scratch : k->recvbuf;
-    if (send_scratch && k->send_bytes) {
-        e = DL (cudaMemcpyAsync) ((void *)*ds, k->sendbuf, k->send_bytes,
-                             sdev ? cudaMemcpyDeviceToDevice
-                                  : cudaMemcpyHostToDevice, s);
-        if (e != cudaSuccess)
-            return nccl_cuda_error (e, "cudaMemcpyAsync (staging in)");
-    }
+    k->staged = send_scratch || recv_scratch;
+    if (send_scratch && k->send_bytes)
+        return stage_copy ((void *)*ds, k->sendbuf, k->send_bytes, sdev, s);
     return 0;
 }
 
@@ -293,7 +354,7 @@ static int coll_stage_in (struct nccl_ctx *c, const struct coll *k,
 static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
                      bool wait)
 {
-    bool sdev, rdev, staged;
+    bool sdev, rdev;
     const void *ds;
     void *dr;
     int rc;
@@ -311,13 +372,22 @@ static int coll_run (struct nccl_ctx *c, struct coll *k, cudaStream_t s,
     else if ((rc = classify (c, k->sendbuf, k->send_bytes, &sdev)) < 0
              || (rc = classify (c, k->recvbuf, k->recv_bytes, &rdev)) < 0)
         return rc;
-    if ((rc = coll_stage_in (c, k, sdev, rdev, &ds, &dr, s)) < 0)
+    rc = k->kind == DDP_COLL_REDUCE_SCATTER
+             ? rs_stage_in (c, k, sdev, rdev, &ds, &dr, s)
+             : coll_stage_in (c, k, sdev, rdev, &ds, &dr, s);
+    if (rc < 0)
         return rc;
     rc = nccl_settle (c, coll_enqueue (c, k, ds, dr, s), k->name);
     if (rc < 0)
         return rc;
-    staged = (k->recv_bytes && !rdev) || (k->send_bytes && !sdev);
-    if (!wait && !staged)
+    if (k->dev_out) {
+        cudaError_t e = DL (cudaMemcpyAsync) (k->dev_out, dr, k->recv_bytes,
+                                              cudaMemcpyDeviceToDevice, s);
+        if (e != cudaSuccess)
+            return nccl_cuda_error (e, "cudaMemcpyAsync (staging out)");
+    }
+    /* The scratch buffer is free again only once the stream is past it. */
+    if (!wait && !k->staged)
         return 0;
     /* The operation must finish before a copy into pageable host memory is
      * issued: that copy blocks the CPU with no deadline. */
@@ -371,6 +441,7 @@ static const int coll_calls[] = {
     [DDP_COLL_ALLREDUCE] = NCCL_CALL_ALLREDUCE,
     [DDP_COLL_GATHER] = NCCL_CALL_GATHER,
     [DDP_COLL_ALLGATHER] = NCCL_CALL_ALLGATHER,
+    [DDP_COLL_REDUCE_SCATTER] = NCCL_CALL_REDUCE_SCATTER,
 };
 
 /* Every collective, for the core API (on the library's stream, waiting) and
@@ -381,10 +452,9 @@ int nccl_op_coll (void *ctx, const struct ddp_coll *d)
     struct coll k = {.kind = d->kind, .name = NULL,
                      .sendbuf = d->sendbuf, .recvbuf = d->recvbuf,
                      .count = d->count, .root = d->root};
-    bool with_op = d->kind == DDP_COLL_REDUCE || d->kind == DDP_COLL_ALLREDUCE;
     int rc;
 
-    if ((rc = coll_types (&k, d->dtype, d->op, with_op)) < 0)
+    if ((rc = coll_types (&k, d->dtype, d->op, ddp_coll_has_op (d->kind))) < 0)
         return rc;
     coll_sizes (c, &k, ddp_dtype_size (d->dtype));
     nccl_call_enter (c, coll_calls[d->kind], d->on_stream);

@@ -45,14 +45,22 @@
     X (ncclGetLastError) X (ncclCommInitRankConfig) X (ncclCommFinalize) \
     X (ncclCommDestroy) X (ncclCommAbort) X (ncclCommGetAsyncError) \
     X (ncclAllReduce) X (ncclReduce) X (ncclBroadcast) X (ncclAllGather) \
-    X (ncclSend) X (ncclRecv) X (ncclGroupStart) X (ncclGroupEnd)
+    X (ncclReduceScatter) X (ncclSend) X (ncclRecv) X (ncclGroupStart) X (ncclGroupEnd)
 
 /* NCCL's calls that a library older than the build's headers may lack:
- * the table's entry is then NULL and the backend does without. */
-#ifdef HAVE_NCCL_SCALABLE_INIT
-#define NCCL_DL_NCCL_OPTIONAL(X) X (ncclCommInitRankScalable)
+ * the table's entry is then NULL and the backend does without
+ * (ncclCommInitRankScalable: one root; ncclCommSplit, NCCL >= 2.18: a
+ * group's communicator is created from the group's bootstrap instead). */
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+#define NCCL_DL_HAVE_SPLIT 1
+#define NCCL_DL_SPLIT(X) X (ncclCommSplit)
 #else
-#define NCCL_DL_NCCL_OPTIONAL(X)
+#define NCCL_DL_SPLIT(X)
+#endif
+#ifdef HAVE_NCCL_SCALABLE_INIT
+#define NCCL_DL_NCCL_OPTIONAL(X) X (ncclCommInitRankScalable) NCCL_DL_SPLIT (X)
+#else
+#define NCCL_DL_NCCL_OPTIONAL(X) NCCL_DL_SPLIT (X)
 #endif
 
 #define NCCL_DL_FIELD(fn) __typeof__ (fn) *fn;

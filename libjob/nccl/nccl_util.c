@@ -101,6 +101,8 @@ char *nccl_state_name (uint64_t st, char *buf, size_t len)
         [NCCL_CALL_GATHER] = "ddp_gather",
         [NCCL_CALL_ALLGATHER] = "ddp_allgather",
         [NCCL_CALL_FINALIZE] = "ddp_finalize",
+        [NCCL_CALL_REDUCE_SCATTER] = "ddp_reduce_scatter",
+        [NCCL_CALL_SPLIT] = "ddp_comm_split",
     };
     int call = NCCL_STATE_CALL (st);
     bool coll = call != NCCL_CALL_INIT && call != NCCL_CALL_FINALIZE;

@@ -137,6 +137,8 @@ enum nccl_call {
     NCCL_CALL_GATHER,
     NCCL_CALL_ALLGATHER,
     NCCL_CALL_FINALIZE,   /* ddp_finalize, after its last barrier */
+    NCCL_CALL_REDUCE_SCATTER,
+    NCCL_CALL_SPLIT,      /* ddp_comm_split, on the parent */
     NCCL_CALLS
 };
 #define NCCL_ST_IN 1u       /* inside the call (else it left it) */

@@ -6,7 +6,8 @@
  * (16-bit floats through the references of tests/lib/fpref.h).  The
  * inputs are chosen so that the float results are exact in any order; a
  * second pass with random floats checks that every rank gets bitwise the
- * same result (hashes compared with an allgather).
+ * same result (hashes compared with an allgather), and that a
+ * reduce-scatter gives bitwise the all-reduce's block (host backend).
  *
  * Usage: ddp_check [-q] [-r] [-l COUNT]   (-q: fewer sizes; -l: large
  * count, default 2200000 elements, 0 skips it; -r: after ddp_finalize,
@@ -192,6 +193,45 @@ static void test_reductions (size_t n, ddp_dtype_t dt, ddp_op_t op)
     free (orig);
 }
 
+/* Does the backend have ddp_reduce_scatter?  The host backend does; the
+ * nccl backend not yet (nccl_coll.c), and ddp_check runs on it too. */
+static int have_reduce_scatter (void)
+{
+    return strcmp (ddp_backend_name (), "host") == 0;
+}
+
+/* Reduce-scatter of n elements a rank: every rank's send holds size
+ * blocks (index i of the whole at i), rank r gets block r of the
+ * reduction; out of place (sendbuf left alone) and in place (recvbuf is
+ * this rank's block of sendbuf). */
+static void test_reduce_scatter (size_t n, ddp_dtype_t dt, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dt), all = n * (size_t)size;
+    size_t me = (size_t)rank * n;
+    char *send = xmalloc (all * es), *orig = xmalloc (all * es);
+    char *recv = xmalloc (n * es), *ref = xmalloc (all * es);
+
+    if (!have_reduce_scatter ())
+        goto out;
+    fill (send, all, rank, dt, op);
+    memcpy (orig, send, all * es);
+    for (size_t i = me; i < me + n; i++)
+        expect (ref, i, dt, op);
+    memset (recv, 0xa5, n * es);
+    rc_ok (ddp_reduce_scatter (send, recv, n, dt, op), "reduce_scatter");
+    check_mem ("reduce_scatter", recv, ref + me * es, n, es, dt, op);
+    check_mem ("reduce_scatter leaves sendbuf", send, orig, all, es, dt, op);
+    rc_ok (ddp_reduce_scatter (send, send + me * es, n, dt, op),
+           "reduce_scatter in place");
+    check_mem ("reduce_scatter in place", send + me * es, ref + me * es, n,
+               es, dt, op);
+out:
+    free (send);
+    free (orig);
+    free (recv);
+    free (ref);
+}
+
 static void test_moves (size_t n, ddp_dtype_t dt)
 {
     size_t es = ddp_dtype_size (dt), ws = (size_t)size;
@@ -261,6 +301,34 @@ static void test_identical (size_t n, ddp_dtype_t dt, ddp_op_t op)
     free (all);
 }
 
+/* Random floats: a reduce-scatter gives bitwise the block of an
+ * all-reduce of the same data (the same reduction order). */
+static void test_rs_identical (size_t n, ddp_dtype_t dt, ddp_op_t op)
+{
+    size_t es = ddp_dtype_size (dt), all = n * (size_t)size;
+    char *buf = xmalloc (all * es), *ar = xmalloc (all * es);
+    char *recv = xmalloc (n * es);
+    unsigned s = 54321u + (unsigned)rank * 7919u;
+
+    if (!have_reduce_scatter ())
+        goto out;
+    for (size_t i = 0; i < all; i++) {
+        s = s * 1103515245u + 12345u;
+        fpref_put (dt, buf, i, ((double)(s >> 8) / (1 << 24) - 0.5) * 3.7);
+    }
+    rc_ok (ddp_allreduce (buf, ar, all, dt, op), "allreduce random");
+    rc_ok (ddp_reduce_scatter (buf, recv, n, dt, op),
+           "reduce_scatter random");
+    nchecks++;
+    if (memcmp (recv, ar + (size_t)rank * n * es, n * es) != 0)
+        FAIL ("reduce_scatter %s %s count %zu: not bitwise the allreduce's "
+              "block", dtname[dt], opname[op], n);
+out:
+    free (buf);
+    free (ar);
+    free (recv);
+}
+
 int main (int argc, char **argv)
 {
     size_t sizes_full[] = { 0, 1, 2, 7, 63, 1001, 40000, 300001 };
@@ -300,8 +368,11 @@ int main (int argc, char **argv)
     rc_ok (ddp_barrier (), "barrier");
     for (size_t k = 0; k < nsizes; k++) {
         for (dt = 0; dt < DDP_NUM_DTYPES; dt++) {
-            for (op = 0; op < DDP_NUM_OPS; op++)
+            for (op = 0; op < DDP_NUM_OPS; op++) {
                 test_reductions (sizes[k], (ddp_dtype_t)dt, (ddp_op_t)op);
+                test_reduce_scatter (sizes[k], (ddp_dtype_t)dt,
+                                     (ddp_op_t)op);
+            }
             test_moves (sizes[k], (ddp_dtype_t)dt);
         }
         rc_ok (ddp_barrier (), "barrier");
@@ -311,6 +382,8 @@ int main (int argc, char **argv)
         test_identical (70001, (ddp_dtype_t)dt, DDP_SUM);
         test_identical (1001, (ddp_dtype_t)dt, DDP_AVG);
         test_identical (333, (ddp_dtype_t)dt, DDP_PROD);
+        test_rs_identical (1001, (ddp_dtype_t)dt, DDP_SUM);
+        test_rs_identical (70001, (ddp_dtype_t)dt, DDP_AVG);
     }
     if (large) {
         /* Chunked through the segment: several steps per call. */
@@ -318,6 +391,9 @@ int main (int argc, char **argv)
         test_reductions (large, DDP_INT64, DDP_MAX);
         test_reductions (large + 1, DDP_BFLOAT16, DDP_AVG);
         test_moves (large / (size_t)size + 3, DDP_FLOAT32);
+        test_reduce_scatter (large / (size_t)size + 3, DDP_FLOAT32,
+                             DDP_SUM);
+        test_rs_identical (large / (size_t)size + 1, DDP_FLOAT32, DDP_SUM);
         test_identical (large, DDP_FLOAT32, DDP_SUM);
     }
     total = nfail;

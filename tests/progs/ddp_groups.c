@@ -7,7 +7,7 @@
  *                        when any failed
  *   ddp_groups HOW K N   two groups (even and odd world ranks); after N
  *                        all-reduces on its group world rank K exits
- *                        (HOW kill), sleeps DDP_TIMEOUT + 3 s and exits
+ *                        (HOW kill), sleeps 3 DDP_TIMEOUT + 1 s and exits
  *                        (stall), or passes another count (mismatch);
  *                        the others go on: its group-mates report what
  *                        their next call returned and how long it took,
@@ -302,7 +302,7 @@ static void check_all (void)
 }
 
 /* World rank k misbehaves after n calls on its group (how: "kill" exits,
- * "stall" sleeps DDP_TIMEOUT + 3 s then exits, "mismatch" passes another
+ * "stall" sleeps 3 DDP_TIMEOUT + 1 s then exits, "mismatch" passes another
  * count); see the header. */
 static int fault (const char *how, int k, int n)
 {
@@ -322,7 +322,8 @@ static int fault (const char *how, int k, int n)
                 if (strcmp (how, "kill") == 0)
                     _exit (3);
                 if (strcmp (how, "stall") == 0) {
-                    usleep ((useconds_t)((t ? atof (t) : 30) + 3) * 1000000);
+                    usleep ((useconds_t)(3 * (t ? atof (t) : 30) + 1)
+                            * 1000000);
                     _exit (0);
                 }
                 count = 2;
@@ -339,16 +340,19 @@ static int fault (const char *how, int k, int n)
             rc = ddp_comm_allreduce (grp, x, y, 1, DDP_INT64, DDP_SUM);
         printf ("rank %d group %d: %d calls of its own: %s\n", rank,
                 rank % 2, i, rc == 0 ? "all passed" : ddp_last_error ());
-        fflush (NULL);
-        if (strcmp (how, "mismatch") == 0)
-            goto out;   /* the world is fine: nothing to show there */
-        usleep (200000);
-        t0 = now ();
-        rc = ddp_barrier ();
-        printf ("rank %d group %d: world barrier after %.2f s: %s: %s\n",
-                rank, rank % 2, now () - t0, ddp_strerror (rc),
-                rc ? ddp_last_error () : "");
     }
+    fflush (NULL);
+    if (strcmp (how, "mismatch") == 0)
+        goto out;   /* the world is fine: nothing to show there */
+    /* Every rank but k in the world's barrier (after the stalled rank's
+     * group-mate has timed out, so that only k is missing). */
+    usleep (strcmp (how, "stall") == 0 && rank % 2 != k % 2
+            ? (useconds_t)((t ? atof (t) : 30) + 1) * 1000000 : 200000);
+    t0 = now ();
+    rc = ddp_barrier ();
+    printf ("rank %d group %d: world barrier after %.2f s: %s: %s\n", rank,
+            rank % 2, now () - t0, ddp_strerror (rc),
+            rc ? ddp_last_error () : "");
 out:
     fflush (NULL);
     ddp_finalize ();

@@ -4,7 +4,8 @@
  * under srun with one GPU per rank.  For every collective, dtype and op, on
  * device, managed, pinned and plain host buffers and several counts, the
  * result is compared with a reference computed here from the values every
- * rank is known to contribute.  Also: in-place forms, the explicit-stream
+ * rank is known to contribute (reduce-scatter too, in and out of place,
+ * without a _stream form: the core has none).  Also: in-place forms, the explicit-stream
  * variants, barrier, the accessors and the argument checks.
  *
  *   nccl_check --probe   exit 0 if a CUDA device is visible, else print why
@@ -22,7 +23,7 @@
  * The full run's count 1048579 (2^20 + 3) is the one where NCCL 2.28.3's
  * out-of-place ncclAvg left the last elements unwritten (doc/nccl.md):
  * every reduction of every dtype is checked there, in and out of place,
- * on every buffer kind, for allreduce and reduce.
+ * on every buffer kind, for allreduce, reduce and reduce-scatter.
  */
 #include "config.h"
 
@@ -252,6 +253,45 @@ static bool check_reduce (ddp_dtype_t t, ddp_op_t op, enum kind k, size_t n,
     return good;
 }
 
+/* Reduce-scatter of n elements per rank: this rank's block of the reduced
+ * size * n elements, out of place, or in place (recvbuf = this rank's
+ * block of sendbuf). */
+static bool check_reduce_scatter (ddp_dtype_t t, ddp_op_t op, enum kind k,
+                                  size_t n, bool inplace)
+{
+    size_t es = ddp_dtype_size (t), own = (size_t)rank * n;
+    struct buf s, r;
+    bool good = true;
+    char label[128];
+    int rc;
+
+    snprintf (label, sizeof (label), "reduce_scatter%s %s %s %s n=%zu",
+              inplace ? " in-place" : "", dtype_name[t], op_name[op],
+              kind_name[k], n);
+    if (pair_setup (&s, &r, t, op, k, n * (size_t)size, n, label) < 0)
+        return false;
+    rc = ddp_reduce_scatter (s.p, inplace ? (char *)s.p + own * es : r.p, n,
+                             t, op);
+    if (rc != 0) {
+        diag ("%s: rc=%d (%s)", label, rc, ddp_strerror (rc));
+        good = false;
+    }
+    else if (inplace) {
+        buf_pull (&s);
+        CHECK_ELEMS (t, (char *)s.host + own * es, n,
+                     reduce_ref (t, op, own + i), label);
+    }
+    else {
+        buf_pull (&r);
+        CHECK_ELEMS (t, r.host, n, reduce_ref (t, op, own + i), label);
+    }
+    if (verbose || !good)
+        diag ("%s: %s", label, good ? "ok" : "FAILED");
+    buf_free (&s);
+    buf_free (&r);
+    return good;
+}
+
 static bool check_bcast (ddp_dtype_t t, enum kind k, size_t n, int root,
                          bool stream)
 {
@@ -343,6 +383,18 @@ static void check_all_reductions (void)
                 }
                 good &= check_allreduce (t, op, k, 1031, false, true);
                 ok (good, "allreduce/reduce %s %s on %s buffers",
+                    dtype_name[t], op_name[op], kind_name[k]);
+            }
+    for (int t = 0; t < DDP_NUM_DTYPES; t++)
+        for (int op = 0; op < DDP_NUM_OPS; op++)
+            for (int k = 0; k < K_NUM && (only_op < 0 || op == only_op);
+                 k++) {
+                bool good = true;
+                for (size_t c = 0; c < ncounts; c++) {
+                    good &= check_reduce_scatter (t, op, k, counts[c], false);
+                    good &= check_reduce_scatter (t, op, k, counts[c], true);
+                }
+                ok (good, "reduce_scatter %s %s on %s buffers",
                     dtype_name[t], op_name[op], kind_name[k]);
             }
 }

@@ -10,10 +10,32 @@
  * "Device" memory is host memory the mock hands out and remembers; an
  * operation runs when it is enqueued, for one rank (world size 1 moves data;
  * a larger communicator never finishes initializing, like NCCL without its
- * peers).  Controls, read at each call:
+ * peers).  ncclReduceScatter moves this rank's block of sendbuff (the
+ * whole result in a world of one).
+ *
+ * ncclCommSplit returns ncclInProgress with a new communicator that is
+ * ready at its first ncclCommGetAsyncError (NCCL_SPLIT_NOCOLOR: NULL, and
+ * ncclSuccess at once).  What it models: in a world of one, NCCL exactly
+ * (a communicator of one).  With MOCK_NCCL_PEERS=fake only what one
+ * process can see: the mock does not know the other ranks' colours and
+ * keys, so the new communicator has one rank, rank 0, whatever the group
+ * (its collectives complete at once, moving this rank's data; a
+ * reduce-scatter moves block 0); the backend takes a group's rank and
+ * size from the group's bootstrap, not from NCCL.  A split communicator's
+ * collectives count in MOCK_NCCL_HANG_AFTER/ERROR_AFTER and in the counts
+ * as any other's.  MOCK_NCCL_PEER_DIR counts and waits for the
+ * collectives of the communicators init made (the world) only: neither
+ * ncclCommSplit nor a split communicator's collectives are counted there,
+ * so every rank of the world, in a group or not, keeps the same count,
+ * and a group's ranks are not watched through DIR.  Built a second time
+ * as nccl_mock_nosplit.so (MOCK_NO_SPLIT_SYMBOL), without ncclCommSplit:
+ * an NCCL older than 2.18 to the backend.
+ *
+ * Controls, read at each call:
  *   MOCK_CUDA_DEVICES=N       devices (default: the CUDA_VISIBLE_DEVICES
  *                             entries, else 1; 0: cudaErrorNoDevice)
- *   MOCK_NCCL_INIT=hang|fail  init stays in progress / fails
+ *   MOCK_NCCL_INIT=hang|fail  init (and ncclCommSplit's new communicator)
+ *                             stays in progress / fails
  *   MOCK_NCCL_HANG_AFTER=N    after N collectives the stream never drains
  *   MOCK_NCCL_ERROR_AFTER=N   after N collectives the communicator reports
  *                             ncclRemoteError (and the stream stalls)
@@ -95,7 +117,8 @@ struct alloc {
 static struct alloc allocs[MAX_ALLOCS];
 static int current_device;
 static cudaError_t last_error = cudaSuccess;
-static long ops_done;
+static long ops_done;   /* collectives, every communicator's */
+static long world_ops;  /* those of communicators made by init (PEER_DIR) */
 static long attr_calls;
 
 /* The arena: device and managed allocations, first fit in the holes that
@@ -114,6 +137,7 @@ struct ncclComm {
     int init_hang;
     ncclResult_t async;
     int dead_peer;       /* MOCK_NCCL_PEER_DIR: the peer found gone, or -1 */
+    bool split;          /* made by ncclCommSplit (not watched through DIR) */
 };
 
 /* MOCK_NCCL_PEER_DIR: what a rank shows its peers, in DIR/rank.R. */
@@ -328,7 +352,7 @@ static void peers_join (struct ncclComm *c)
     if (p == MAP_FAILED)
         return;
     mine = p;
-    mine->ops = ops_done;
+    mine->ops = world_ops;
     mine->pid = getpid ();
     theirs = calloc ((size_t)c->nranks, sizeof (*theirs));
     if (rename (tmp, path) < 0)
@@ -358,23 +382,23 @@ static bool peers_ready (struct ncclComm *c)
 {
     bool ready = true;
 
-    if (!mine || !theirs || c->async != ncclSuccess)
+    if (!mine || !theirs || c->async != ncclSuccess || c->split)
         return c->async == ncclSuccess;
     for (int r = 0; r < c->nranks; r++) {
         if (r == c->rank)
             continue;
         if (!theirs[r] && !(theirs[r] = map_rank (r)))
             return false;
-        if (theirs[r]->ops >= ops_done)
+        if (theirs[r]->ops >= world_ops)
             continue;
         /* Behind and gone: it never comes.  Its count is read again once
          * it is known to be gone (it may have got this far just before). */
-        if (exited (theirs[r]->pid) && theirs[r]->ops < ops_done) {
+        if (exited (theirs[r]->pid) && theirs[r]->ops < world_ops) {
             c->async = ncclRemoteError;
             c->dead_peer = r;
             return false;
         }
-        ready = ready && theirs[r]->ops >= ops_done; /* arrived meanwhile */
+        ready = ready && theirs[r]->ops >= world_ops; /* arrived meanwhile */
     }
     return ready;
 }
@@ -600,21 +624,32 @@ ncclResult_t ncclGetUniqueId (ncclUniqueId *id)
     return ncclSuccess;
 }
 
-static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
+/* A communicator as init (split: ncclCommSplit) makes it. */
+static struct ncclComm *comm_alloc (int nranks, int rank, bool split)
 {
     const char *init = getenv ("MOCK_NCCL_INIT");
     struct ncclComm *c;
 
     if (init && strcmp (init, "fail") == 0)
-        return ncclSystemError;
+        return NULL;
     if (!(c = calloc (1, sizeof (*c))))
-        return ncclSystemError;
+        return NULL;
     c->nranks = nranks;
     c->rank = rank;
+    c->split = split;
     c->init_hang = (init && strcmp (init, "hang") == 0)
                    || (nranks > 1 && !fake_peers ());
     c->async = c->init_hang ? ncclInProgress : ncclSuccess;
     c->dead_peer = -1;
+    return c;
+}
+
+static ncclResult_t comm_new (ncclComm_t *comm, int nranks, int rank)
+{
+    struct ncclComm *c = comm_alloc (nranks, rank, false);
+
+    if (!c)
+        return ncclSystemError;
     *comm = c;
     the_comm = c;
     peers_join (c);
@@ -638,6 +673,26 @@ ncclResult_t ncclCommInitRankConfig (ncclComm_t *comm, int nranks,
     (void)id, (void)config;
     return comm_new (comm, nranks, rank);
 }
+
+#ifndef MOCK_NO_SPLIT_SYMBOL
+/* A new communicator of one rank (see the header), or NULL for
+ * NCCL_SPLIT_NOCOLOR; config NULL or not, it is non-blocking as its
+ * parent is here. */
+ncclResult_t ncclCommSplit (ncclComm_t comm, int color, int key,
+                            ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    (void)key, (void)config;
+    if (!comm || !newcomm || comm->async == ncclInProgress
+        || (color < 0 && color != NCCL_SPLIT_NOCOLOR))
+        return ncclInvalidArgument;
+    *newcomm = NULL;
+    if (color == NCCL_SPLIT_NOCOLOR)
+        return ncclSuccess;
+    if (!(*newcomm = comm_alloc (1, 0, true)))
+        return ncclSystemError;
+    return ncclInProgress;
+}
+#endif
 
 ncclResult_t ncclCommGetAsyncError (ncclComm_t c, ncclResult_t *r)
 {
@@ -722,8 +777,10 @@ static ncclResult_t op (ncclComm_t c, ncclDataType_t t, const void *src,
     if (c->nranks != 1 && !fake_peers ())
         return ncclInvalidUsage;
     ops_done++;
+    if (!c->split)
+        world_ops++;
     if (mine)
-        mine->ops = ops_done;
+        mine->ops = world_ops;
     if (dst && src && count)
         memmove (dst, src, count * type_size (t));
     return ncclSuccess;
@@ -786,6 +843,20 @@ ncclResult_t ncclAllGather (const void *s, void *r, size_t n,
 {
     (void)st;
     return op (c, t, s, r, n);
+}
+
+/* In a world of one the whole result; with fake peers only this rank's
+ * block (its own data, as the other collectives do). */
+ncclResult_t ncclReduceScatter (const void *s, void *r, size_t n,
+                                ncclDataType_t t, ncclRedOp_t o,
+                                ncclComm_t c, cudaStream_t st)
+{
+    (void)st;
+    if (!c || !s)
+        return ncclInvalidArgument;
+    return reduction (c, t, o,
+                      (const char *)s + (size_t)c->rank * n * type_size (t),
+                      r, n);
 }
 
 ncclResult_t ncclSend (const void *s, size_t n, ncclDataType_t t, int peer,

@@ -10,6 +10,11 @@
  * first failure is printed as "loop failed at I rc=RC (STRERROR) after T s",
  * then the next call's code ("again rc=RC") and whether the communicator is
  * still published ("comm after=yes|no").
+ * With "rs N": two reduce-scatters (SUM, float64, host buffers) of N
+ * elements per rank, where rank r sends element j = 1000 * r + j of
+ * size * N, out of place and in place, each printed as
+ * "rs[ in-place] rank=R rc=RC first=F last=L" (the first and last element
+ * this rank received).
  * Exit status: 0 after a successful init and finalize, 1 when init failed,
  * 2 when something after init failed.  Built in every configuration.
  */
@@ -27,6 +32,35 @@ static double now (void)
     struct timespec ts;
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Two reduce-scatters of n elements per rank, as the header says. */
+static int reduce_scatter (long n)
+{
+    int r = ddp_rank (), size = ddp_world_size (), rc, bad = 0;
+    size_t total = (size_t)n * (size_t)size;
+    double *send = malloc (total * sizeof (*send));
+    double *recv = calloc ((size_t)n, sizeof (*recv));
+
+    if (n < 1 || !send || !recv) {
+        printf ("rs: bad count or out of memory\n");
+        free (send);
+        free (recv);
+        ddp_finalize ();
+        return 2;
+    }
+    for (int inplace = 0; inplace < 2; inplace++) {
+        double *out = inplace ? send + (size_t)r * (size_t)n : recv;
+        for (size_t j = 0; j < total; j++)
+            send[j] = 1000.0 * r + (double)j;
+        rc = ddp_reduce_scatter (send, out, (size_t)n, DDP_FLOAT64, DDP_SUM);
+        printf ("rs%s rank=%d rc=%d first=%g last=%g\n",
+                inplace ? " in-place" : "", r, rc, out[0], out[n - 1]);
+        bad += rc < 0;
+    }
+    free (send);
+    free (recv);
+    return ddp_finalize () < 0 || bad ? 2 : 0;
 }
 
 /* n allreduces; report the first failure and what follows it. */
@@ -70,6 +104,8 @@ int main (int argc, char **argv)
             ddp_cuda_device ());
     if (argc > 2 && strcmp (argv[1], "loop") == 0)
         return loop (strtol (argv[2], NULL, 10));
+    if (argc > 2 && strcmp (argv[1], "rs") == 0)
+        return reduce_scatter (strtol (argv[2], NULL, 10));
     v = r + 1;
     rc = ddp_allreduce_stream (&v, &sum, 1, DDP_FLOAT64, DDP_SUM, NULL);
     printf ("allreduce_stream rc=%d (%s)\n", rc, ddp_strerror (rc));

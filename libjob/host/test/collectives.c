@@ -7,7 +7,9 @@
  *
  * Every collective, several dtypes and ops, sizes that take one step and
  * many (a small DDP_SHM_SLOT), sends in pieces and reads ahead cut
- * anywhere, roots on either node; then the faults: a
+ * anywhere, roots on either node; reduce-scatter for every dtype and op
+ * against the all-reduce's block, bitwise, on 1 to 4 nodes, uneven and
+ * interleaved; then the faults: a
  * rank killed in a barrier loop, one killed from outside in a large
  * all-reduce, one that never comes (timeout); on one node, the ring of
  * small bcasts and gathers (node.c), its run-ahead, a rank killed or
@@ -17,6 +19,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -33,6 +36,7 @@
 #include "ddp_internal.h"
 #include "host_core.h"
 #include "localjob.h"
+#include "reduce.h"
 
 #define SIZE 4
 #define NODES 2
@@ -202,6 +206,127 @@ out:
     free (s);
 }
 
+/* ---- reduce-scatter ---------------------------------------------------- */
+
+/* Rank r's element i of dtype for a reduce-scatter: pseudo-random, floats
+ * in [-2, 2) with full significands (a sum in another order differs in
+ * the last bits), integers of every bit (they wrap alike in any order). */
+static void rs_input (void *buf, size_t n, ddp_dtype_t dt, int r)
+{
+    size_t es = ddp_dtype_size (dt);
+    uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(r + 1);
+
+    for (size_t i = 0; i < n; i++) {
+        char *p = (char *)buf + i * es;
+        float f;
+        double d;
+        uint16_t u16;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        d = (double)(x >> 11) / (double)(1ULL << 53) * 4.0 - 2.0;
+        f = (float)d;
+        switch (dt) {
+        case DDP_FLOAT16:
+            u16 = ddpi_float_to_half (f);
+            memcpy (p, &u16, 2);
+            break;
+        case DDP_BFLOAT16:
+            u16 = ddpi_float_to_bf16 (f);
+            memcpy (p, &u16, 2);
+            break;
+        case DDP_FLOAT32:
+            memcpy (p, &f, 4);
+            break;
+        case DDP_FLOAT64:
+            memcpy (p, &d, 8);
+            break;
+        default:
+            memcpy (p, &x, es);
+            break;
+        }
+    }
+}
+
+static const char *const rs_dtypes[DDP_NUM_DTYPES] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+    "bfloat16", "float32", "float64",
+};
+static const char *const rs_ops[DDP_NUM_OPS] = {
+    "sum", "prod", "min", "max", "avg",
+};
+
+/* A reduce-scatter of count elements a rank under dt and op, out of place
+ * and in place, against an all-reduce of the same data: this rank's block
+ * bitwise (the same reduction order), the send buffer left alone out of
+ * place.  Counts how many calls it checked in *calls. */
+static void rs_one (void *ctx, int me, size_t count, ddp_dtype_t dt,
+                    ddp_op_t op, int *calls)
+{
+    size_t es = ddp_dtype_size (dt), all = count * SIZE * es, mine = count * es;
+    char *send = malloc (all), *orig = malloc (all), *ar = malloc (all);
+    char *in = malloc (all), *recv = malloc (mine ? mine : 1);
+    const char *what = "";
+    int rc;
+
+    RANK_CHECK (send && orig && ar && in && recv, "out of memory");
+    if (!send || !orig || !ar || !in || !recv)
+        goto out;
+    rs_input (send, count * SIZE, dt, me);
+    memcpy (orig, send, all);
+    memcpy (in, send, all);
+    memset (recv, 0xa5, mine);
+    if ((rc = be->allreduce (ctx, send, ar, count * SIZE, dt, op)) < 0)
+        what = "allreduce";
+    else if ((rc = be->reduce_scatter (ctx, send, recv, count, dt, op)) < 0)
+        what = "reduce_scatter";
+    else if ((rc = be->reduce_scatter (ctx, in, in + (size_t)me * mine,
+                                       count, dt, op)) < 0)
+        what = "reduce_scatter in place";
+    RANK_CHECK (rc == 0, "%s of %zu %s %s: %s", what, count, rs_dtypes[dt],
+                rs_ops[op], ddpi_last_error ());
+    if (rc < 0)
+        goto out;
+    *calls += 2;
+    RANK_CHECK (memcmp (recv, ar + (size_t)me * mine, mine) == 0,
+                "reduce_scatter of %zu %s %s: not the all-reduce's block",
+                count, rs_dtypes[dt], rs_ops[op]);
+    RANK_CHECK (memcmp (in + (size_t)me * mine, ar + (size_t)me * mine, mine)
+                == 0, "reduce_scatter in place of %zu %s %s: not the "
+                "all-reduce's block", count, rs_dtypes[dt], rs_ops[op]);
+    RANK_CHECK (memcmp (send, orig, all) == 0, "reduce_scatter of %zu %s %s "
+                "changed its send buffer", count, rs_dtypes[dt], rs_ops[op]);
+out:
+    free (send);
+    free (orig);
+    free (ar);
+    free (in);
+    free (recv);
+}
+
+/* Every dtype and op at every count of arg (a 0-ended list): prints how
+ * many reduce-scatters rank 0 checked. */
+static int rank_rs (int rank, void *arg)
+{
+    const size_t *counts = arg;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+    int calls = 0;
+
+    if (!ctx)
+        return 2;
+    for (size_t k = 0; counts[k] && !tap_rank_fails; k++)
+        for (int dt = 0; dt < DDP_NUM_DTYPES; dt++)
+            for (int op = 0; op < DDP_NUM_OPS; op++)
+                rs_one (ctx, rank, counts[k], (ddp_dtype_t)dt, (ddp_op_t)op,
+                        &calls);
+    if (rank == 0)
+        fprintf (stderr, "rank 0: %d reduce-scatters checked\n", calls);
+    teardown (ctx, b, true);
+    return tap_rank_fails ? 1 : 0;
+}
+
 static int rank_collectives (int rank, void *arg)
 {
     static const size_t sizes[] = { 1, 1000, 70000 };
@@ -213,8 +338,11 @@ static int rank_collectives (int rank, void *arg)
     if (!ctx)
         return 2;
     for (size_t k = 0; k < sizeof (sizes) / sizeof (sizes[0]); k++) {
+        int calls = 0;
         check_allreduce (ctx, rank, sizes[k]);
         check_rooted (ctx, rank, sizes[k]);
+        rs_one (ctx, rank, sizes[k], DDP_FLOAT32, DDP_SUM, &calls);
+        rs_one (ctx, rank, sizes[k], DDP_BFLOAT16, DDP_AVG, &calls);
     }
     RANK_CHECK (be->barrier (ctx) == 0, "barrier: %s", ddpi_last_error ());
     teardown (ctx, b, true);
@@ -412,7 +540,8 @@ static int rank_bad_var (int rank, void *arg)
  * node or across two (then also the frames' sizes, fault.c). */
 struct mismatch {
     const char *how;    /* "bcast": from rank 0; "gather", "reduce": to
-                           rank 0; "allreduce" */
+                           rank 0; "allreduce"; "reduce_scatter" (n a
+                           rank's block) */
     int nodes;          /* simulated nodes */
     size_t n, vn;       /* floats the ranks pass (a rank's, to a gather),
                            and the victim at the 50th call */
@@ -522,6 +651,8 @@ static int rank_mismatch (int rank, void *arg)
         else if (strcmp (m->how, "reduce") == 0)
             rc = be->reduce (ctx, a, rank == 0 ? g : NULL, n, DDP_FLOAT32,
                              DDP_SUM, 0);
+        else if (strcmp (m->how, "reduce_scatter") == 0)
+            rc = be->reduce_scatter (ctx, g, a, n, DDP_FLOAT32, DDP_SUM);
         else
             rc = be->allreduce (ctx, a, g, n, DDP_FLOAT32, DDP_SUM);
     }
@@ -612,6 +743,177 @@ static void sndbufs (void)
         rc = run (rank_sndbuf, &want, st);
         is_int (rc, 0, "%s%s%s", c[i].what, rc ? ": " : "", rc ? err : "");
         unsetenv ("DDP_TCP_SNDBUF");
+    }
+}
+
+/* Run fn on SIZE ranks over nodes simulated nodes, rank r on node_of[r]
+ * (NULL: in blocks). */
+static int run_layout (int nodes, const int *node_of, ddpi_ljob_fn fn,
+                       void *arg, int *st)
+{
+    struct ddpi_ljob_opts o = { SIZE, nodes, node_of, 120, "collectives.t" };
+    struct ddpi_ljob *j = ddpi_ljob_start (&o, fn, arg, err, sizeof (err));
+
+    if (!j) {
+        diag ("start: %s", err);
+        return -1;
+    }
+    return ddpi_ljob_wait (j, st, err, sizeof (err));
+}
+
+/* Reduce-scatter, every dtype and op, counts 1 to more than a slot
+ * (20000 a rank: 80000 elements, in 64 KiB slots), on each layout: one
+ * node (single copy, and the slots), nodes of one rank, uneven and
+ * interleaved nodes, 3 nodes (one folds in recursive doubling and
+ * halving), with the thresholds moved so that small counts take halving
+ * and the ring too, and small slots with two lanes. */
+static void reduce_scatters (void)
+{
+    static const size_t counts[] = { 1, 7, 1000, 20000, 0 };
+    static const int three_one[SIZE] = { 0, 0, 0, 1 };
+    static const int one_three[SIZE] = { 0, 1, 1, 1 };
+    static const int inter[SIZE] = { 0, 1, 0, 1 };
+    static const int three[SIZE] = { 0, 0, 1, 2 };
+    static const int three_inter[SIZE] = { 0, 1, 2, 0 };
+    static const struct {
+        int nodes;
+        const int *node_of;
+        const char *env;    /* NAME=VALUE ... set for this run */
+        const char *what;
+    } c[] = {
+        { 1, NULL, "", "1 node (single copy from 256 KiB)" },
+        { 1, NULL, "DDP_CMA=0", "1 node through the slots (DDP_CMA=0)" },
+        { 1, NULL, "DDP_CMA=0 DDP_SHM_SLOT=4096",
+          "1 node in 4 KiB slots (many steps)" },
+        { 2, NULL, "", "2 nodes of 2" },
+        { 2, three_one, "", "nodes of 3 and 1" },
+        { 2, one_three, "", "nodes of 1 and 3" },
+        { 2, inter, "", "2 nodes, ranks interleaved" },
+        { 2, NULL, "DDP_SHM_SLOT=4096 DDP_LANE_MIN=4096",
+          "2 nodes of 2, two lanes, 4 KiB slots" },
+        { 3, three, "DDP_SMALL_MAX=256 DDP_RING_MIN=4096",
+          "3 nodes of 2, 1, 1 (a fold; halving and ring from small "
+          "counts)" },
+        { 3, three_inter, "DDP_SMALL_MAX=256 DDP_RING_MIN=4096",
+          "3 nodes, ranks interleaved (rank 3 on node 0)" },
+        { 4, NULL, "DDP_SMALL_MAX=256 DDP_RING_MIN=4096",
+          "4 nodes of 1 (halving and ring from small counts)" },
+        { 4, NULL, "", "4 nodes of 1" },
+    };
+    int st[SIZE], rc;
+
+    for (size_t k = 0; k < sizeof (c) / sizeof (c[0]); k++) {
+        char env[128], *save = NULL;
+        setenv ("DDP_SHM_SLOT", "65536", 1);
+        snprintf (env, sizeof (env), "%s", c[k].env);
+        for (char *t = strtok_r (env, " ", &save); t;
+             t = strtok_r (NULL, " ", &save)) {
+            char *eq = strchr (t, '=');
+            *eq = '\0';
+            setenv (t, eq + 1, 1);
+        }
+        rc = run_layout (c[k].nodes, c[k].node_of, rank_rs, (void *)counts,
+                         st);
+        is_int (rc, 0, "reduce-scatter, every dtype and op, 1 to 20000 "
+                "a rank, in and out of place, bitwise the all-reduce's "
+                "block: %s%s%s", c[k].what, rc ? ": " : "", rc ? err : "");
+        snprintf (env, sizeof (env), "%s", c[k].env);
+        for (char *t = strtok_r (env, " ", &save); t;
+             t = strtok_r (NULL, " ", &save)) {
+            *strchr (t, '=') = '\0';
+            unsetenv (t);
+        }
+        unsetenv ("DDP_SHM_SLOT");
+    }
+}
+
+/* One all-reduce of SIZE x *arg floats, then one reduce-scatter of the
+ * same (the counters go to DDP_STATS at destroy). */
+static int rank_traffic (int rank, void *arg)
+{
+    size_t n = *(const size_t *)arg;
+    struct bootstrap *b = NULL;
+    struct ddp_config cfg;
+    void *ctx = setup (&b, &cfg, 30.0);
+    float *send = calloc (n * SIZE, sizeof (float));
+    float *recv = calloc (n * SIZE, sizeof (float));
+
+    (void)rank;
+    if (!ctx || !send || !recv)
+        return 2;
+    RANK_CHECK (be->allreduce (ctx, send, recv, n * SIZE, DDP_FLOAT32,
+                               DDP_SUM) == 0
+                && be->reduce_scatter (ctx, send, recv, n, DDP_FLOAT32,
+                                       DDP_SUM) == 0,
+                "%s", ddpi_last_error ());
+    teardown (ctx, b, true);
+    free (send);
+    free (recv);
+    return tap_rank_fails ? 1 : 0;
+}
+
+/* The payload bytes every rank received in calls of kind, from the
+ * counters' lines in path (ddp-stats ... kind=calls,ms,bs,mr,br). */
+static unsigned long long bytes_in (const char *path, const char *kind)
+{
+    unsigned long long sum = 0, c, ms, bs, mr, br;
+    char line[1024], key[64];
+    FILE *f = fopen (path, "r");
+
+    snprintf (key, sizeof (key), " %s=", kind);
+    while (f && fgets (line, sizeof (line), f)) {
+        const char *p = strstr (line, key);
+        if (p && sscanf (p + strlen (key), "%llu,%llu,%llu,%llu,%llu", &c,
+                         &ms, &bs, &mr, &br) == 5)
+            sum += br;
+    }
+    if (f)
+        fclose (f);
+    return sum;
+}
+
+/* What a reduce-scatter moves between nodes, counted (DDP_STATS) on 4
+ * nodes of one rank against the all-reduce of the same data: as much in
+ * recursive doubling (full vectors every step), 2/3 with halving and
+ * with the ring, whose allgather halves bring each node its block only
+ * (one hop on the ring). */
+static void reduce_scatter_traffic (void)
+{
+    static const struct {
+        size_t n;
+        const char *ring_min;
+        int num, den;       /* the most the reduce-scatter may take */
+        const char *what;
+    } c[] = {
+        { 1000, NULL, 1, 1, "recursive doubling (16 KB): as much" },
+        { 100000, NULL, 2, 3, "halving (1.6 MB): 2/3" },
+        { 100000, "65536", 2, 3, "ring (1.6 MB): 2/3" },
+    };
+    char path[] = "/tmp/collectives-stats-XXXXXX";
+    int st[SIZE], rc, fd;
+
+    for (size_t k = 0; k < sizeof (c) / sizeof (c[0]); k++) {
+        unsigned long long ar, rs;
+        if ((fd = mkstemp (path)) < 0) {
+            ok (0, "mkstemp: %s", strerror (errno));
+            return;
+        }
+        close (fd);
+        setenv ("DDP_STATS", path, 1);
+        if (c[k].ring_min)
+            setenv ("DDP_RING_MIN", c[k].ring_min, 1);
+        rc = run_on (SIZE, rank_traffic, (void *)&c[k].n, st);
+        unsetenv ("DDP_STATS");
+        unsetenv ("DDP_RING_MIN");
+        ar = bytes_in (path, "allreduce");
+        rs = bytes_in (path, "reduce_scatter");
+        unlink (path);
+        snprintf (path, sizeof (path), "/tmp/collectives-stats-XXXXXX");
+        ok (rc == 0 && ar > 0 && rs > 0
+            && rs * (unsigned)c[k].den <= ar * (unsigned)c[k].num,
+            "reduce-scatter on 4 nodes of one rank, %s of the all-reduce's "
+            "bytes: %llu against %llu%s%s", c[k].what, rs, ar,
+            rc ? ": " : "", rc ? err : "");
     }
 }
 
@@ -742,6 +1044,27 @@ static void mismatches (void)
           "rank 0: ddp_reduce of 8192 float32 with SUM to root 0 (its "
           "collective #52); rank 3: ddp_reduce of 16384 float32|"
           "ddp_reduce #52: node 1 (rank ", 0 },
+        /* Reduce-scatter: on one node in the slots (every rank waits
+         * for every other), against single copy (the vote's step), and
+         * on two nodes in the in phase or between the nodes. */
+        { "reduce_scatter", 1, 2, 4, 1, "ranks 0-1|ranks 1-2|ranks 1,3",
+          "rank 1: ddp_reduce_scatter of 4 float32 with SUM (its collective "
+          "#52)", 0 },
+        { "reduce_scatter", 1, 1024, 65536, 2,
+          "ranks 0,2|ranks 1-2|ranks 2-3",
+          "rank 2: ddp_reduce_scatter of 65536 float32 with SUM (its "
+          "collective #52)", 0 },
+        { "reduce_scatter", 2, 2, 4, 1, "ranks 0-1",
+          "rank 1: ddp_reduce_scatter of 4 float32 with SUM (its collective "
+          "#52)", 0 },
+        { "reduce_scatter", 2, 4096, 8192, 3, "ranks 2-3|ranks 0,3",
+          "rank 3: ddp_reduce_scatter of 8192 float32 with SUM (its "
+          "collective #52)", 0 },
+        /* Two lanes a node: the victim's slices differ too. */
+        { "reduce_scatter", 2, 65536, 131072, 0,
+          "ranks 0-1|ranks 0,2|ranks 0,3",
+          "rank 0: ddp_reduce_scatter of 131072 float32 with SUM (its "
+          "collective #52)|ddp_reduce_scatter #52: node 0 (rank ", 0 },
     };
     int st[SIZE], rc;
 
@@ -836,6 +1159,8 @@ int main (void)
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "4 ranks on 2 nodes: every collective right%s%s",
             rc ? ": " : "", rc ? err : "");
+    reduce_scatters ();
+    reduce_scatter_traffic ();
     setenv ("DDP_SHM_SLOT", "4096", 1);
     rc = run (rank_collectives, NULL, st);
     is_int (rc, 0, "the same in 4 KiB slots (many steps per call)%s%s",

@@ -147,6 +147,12 @@ static void test_state_names (void)
     is_str (nccl_state_name (NCCL_STATE (9, NCCL_CALL_FINALIZE, 0), b,
                              sizeof (b)),
             "ddp_finalize", "state name: finalize");
+    is_str (nccl_state_name (NCCL_STATE (4, NCCL_CALL_REDUCE_SCATTER,
+                                         NCCL_ST_IN), b, sizeof (b)),
+            "ddp_reduce_scatter #4", "state name: reduce-scatter");
+    is_str (nccl_state_name (NCCL_STATE (5, NCCL_CALL_SPLIT, NCCL_ST_IN), b,
+                             sizeof (b)),
+            "ddp_comm_split #5", "state name: a split, on the parent");
     is_str (nccl_state_name (NCCL_STATE (3, 200, 0), b, sizeof (b)),
             "a collective #3", "state name: a call this build does not know");
     ok (NCCL_STATE_NUM (NCCL_STATE (UINT64_C (1) << 40, NCCL_CALL_GATHER,
