@@ -109,6 +109,44 @@ test_expect_success 'uneven layout (5 ranks, 2 nodes): every function' '
 	test $(grep -c "^rank [0-4]: collectives: [4-9][0-9] checks, 0 failed$" coll5.out) = 5
 '
 
+# Groups, requests and reduce-scatter (tests/progs/py_groups.py).
+GROUPS=$DDP_SRC_DIR/tests/progs/py_groups.py
+
+test_expect_success 'groups and requests in one process; finalize completes a request in flight' '
+	"$PY" "$GROUPS" single >gsingle.out 2>gsingle.err ||
+		{ cat gsingle.out gsingle.err; false; } &&
+	ddp_show gsingle.out &&
+	grep -q "^rank 0: single: 1[0-9] checks, 0 failed$" gsingle.out
+'
+
+# groups: split with keys, nested, new_group, every collective with
+# group=, requests (several in flight, test(), dropped), the errors.
+for layout in "4 -n 4 -N 2" "5 -m 0,1,0,1,1"; do
+	n=${layout%% *}; args=${layout#* }
+	test_expect_success "groups and requests on $n ranks ($args)" '
+		run groups$n $args -- "$PY" "$GROUPS" groups &&
+		test "$(cat groups$n.rc)" = 0 &&
+		! grep -q FAIL groups$n.out &&
+		test $(grep -c "^rank [0-4]: groups: [6-9][0-9] checks, 0 failed$" groups$n.out) = $n
+	'
+	test_expect_success "reduce_scatter on $n ranks ($args): world, groups, in place, async" '
+		run rs$n $args -- "$PY" "$GROUPS" rs &&
+		test "$(cat rs$n.rc)" = 0 &&
+		! grep -q FAIL rs$n.out &&
+		test $(grep -c "^rank [0-4]: rs: [0-9]* checks, 0 failed$" rs$n.out) = $n
+	'
+done
+
+# The same on torch tensors (tests/progs/torch_tensors.py groups; t0750
+# runs it under srun), where this Python has torch.
+"$PY" -c "import torch" 2>/dev/null && test_set_prereq TORCH
+test_expect_success TORCH 'groups, requests and reduce_scatter on torch tensors (4 ranks, 2 nodes)' '
+	run tgroups -n 4 -N 2 -- "$PY" "$DDP_SRC_DIR/tests/progs/torch_tensors.py" groups &&
+	test "$(cat tgroups.rc)" = 0 &&
+	! grep -q FAIL tgroups.out &&
+	test $(grep -c "^rank [0-3]: groups: [0-9]* checks, 0 failed$" tgroups.out) = 4
+'
+
 test_expect_success 'an exception on one rank is raised on every rank (RemoteError), long work does not time out' '
 	run remote -n 4 -N 2 -- env DDP_TIMEOUT=1 "$PY" "$CHECK" remote &&
 	test "$(cat remote.rc)" = 0 &&

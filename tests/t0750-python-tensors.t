@@ -4,7 +4,8 @@ test_description='the Python module'"'"'s collectives on torch tensors
 bool, int16, a tensor that requires grad, an expanded one, a CUDA one);
 4 ranks on 2 nodes under srun --ddp=host: float32/float64/int32/int64
 all_reduce in place, a transposed tensor, broadcast, reduce, all_gather_into
-and gather_into; ranks that pass different dtypes or sizes all raise
+and gather_into; groups, requests and reduce_scatter; ranks that pass
+different dtypes or sizes all raise
 ddp.Error (EMISMATCH) naming both'
 . "$(dirname "$0")/test-lib.sh"
 
@@ -34,6 +35,12 @@ test_expect_success '4 ranks on 2 nodes: sums, a transposed tensor, broadcast, r
 	ddp_srun $SRUN "$PY" "$PROG" job >job.out 2>job.err ||
 		{ cat job.err; false; } &&
 	checked job 4
+'
+
+test_expect_success '4 ranks on 2 nodes: groups, requests and reduce_scatter on tensors' '
+	ddp_srun $SRUN "$PY" "$PROG" groups >groups.out 2>groups.err ||
+		{ cat groups.err; false; } &&
+	checked groups 4
 '
 
 # Each rank raises ddp.Error (EMISMATCH); the ranks that saw both calls

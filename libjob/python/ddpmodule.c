@@ -120,7 +120,8 @@ static int add_constants (PyObject *m)
 static int add_parts (PyObject *m)
 {
     PyMethodDef *const parts[] = {
-        pyddp_init_methods, pyddp_coll_methods, pyddp_helpers_methods,
+        pyddp_init_methods, pyddp_coll_methods, pyddp_group_methods,
+        pyddp_objects_methods, pyddp_helpers_methods,
         pyddp_stop_methods, pyddp_log_methods, pyddp_sampler_methods,
     };
 
@@ -137,7 +138,8 @@ PyMODINIT_FUNC PyInit__ddp (void)
     if (!m)
         return NULL;
     if (add_parts (m) < 0 || pyddp_helpers_init (m) < 0
-        || add_constants (m) < 0 || pyddp_errors_init (m) < 0) {
+        || add_constants (m) < 0 || pyddp_errors_init (m) < 0
+        || pyddp_group_init (m) < 0 || pyddp_request_init (m) < 0) {
         Py_DECREF (m);
         return NULL;
     }

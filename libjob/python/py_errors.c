@@ -104,6 +104,21 @@ PyObject *pyddp_fail_here (int rc, const char *where)
     return pyddp_fail (rc, where, core ? ddp_last_error () : "");
 }
 
+PyObject *pyddp_fail_data (int rc, const char *where, const char *also,
+                           const char *detail)
+{
+    char msg[900];
+
+    if (!detail)
+        detail = "";
+    if (rc != DDP_EMISMATCH || !also)
+        return pyddp_fail (rc, where, detail);
+    snprintf (msg, sizeof (msg), "the ranks passed different data: every "
+              "rank must pass the same dtype and number of elements%s%s%s",
+              also ? also : "", detail[0] ? "; " : "", detail);
+    return pyddp_fail (rc, where, msg);
+}
+
 PyObject *pyddp_fetch_exception (void)
 {
 #if PY_VERSION_HEX >= 0x030C0000

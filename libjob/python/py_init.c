@@ -13,6 +13,8 @@
 
 static bool initialized;                /* ddp_init succeeded (GIL held) */
 
+void (*pyddp_before_finalize) (void);
+
 /* ---- Initialization ----------------------------------------------------- */
 
 static int do_init (void)
@@ -94,6 +96,8 @@ static PyObject *py_finalize (PyObject *self, PyObject *unused)
         Py_RETURN_NONE;
     if (pyddp_refuse_local ("ddp.finalize") < 0)
         return NULL;
+    if (pyddp_before_finalize)
+        pyddp_before_finalize ();
     DDP_CALL (rc, ddp_finalize ());
     initialized = false;
     if (rc < 0 && rc != DDP_ENOINIT)

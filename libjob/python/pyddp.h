@@ -8,7 +8,13 @@
  *   ddpmodule.c   the module: the identity queries, the constants,
  *                 PyInit__ddp assembling the parts below
  *   py_coll.c     the collectives: barrier, all_reduce, broadcast, the
- *                 gathers and all_reduce_dict's named values
+ *                 gathers and reduce_scatter, on the world or a group,
+ *                 blocking or not
+ *   py_objects.c  the bytes under the object calls (broadcast_object,
+ *                 gather, all_gather) and all_reduce_dict's named values
+ *   py_group.c    ddp.Group: split(), the communicator of a group=
+ *   py_request.c  ddp.Request: a collective started with async_op=True,
+ *                 its memory held until it completed
  *   py_data.c     the memory a data collective works on: buffers and
  *                 DLPack tensors, their dtype, a strided one's copy
  *   py_helpers.c  the main-process helpers: run_on_main, main_only and
@@ -81,6 +87,10 @@ static inline PyObject *ddp_new_ref (PyObject *o)
 /* Initialize libddp on first use; 0, or -1 with an exception set. */
 int pyddp_ensure_init (void);
 
+/* Called by finalize() before ddp_finalize() (py_group.c sets it: every
+ * request completed, every group marked freed), or NULL. */
+extern void (*pyddp_before_finalize) (void);
+
 /* 0 outside a local block; -1 with ddp.Error set inside one, where a data
  * collective named 'where' cannot run (the other ranks would never join). */
 int pyddp_refuse_local (const char *where);
@@ -145,6 +155,13 @@ PyObject *pyddp_fail (int rc, const char *where, const char *detail);
  * ddp_last_error() where the core recorded one).  Returns NULL. */
 PyObject *pyddp_fail_here (int rc, const char *where);
 
+/* Raise for a failed data collective in 'where': DDP_EMISMATCH (the
+ * ranks passed different dtypes or counts, or also: " and op") in words
+ * the Python caller controls, then detail; any other code as
+ * pyddp_fail().  Returns NULL. */
+PyObject *pyddp_fail_data (int rc, const char *where, const char *also,
+                           const char *detail);
+
 /* The exception being raised, taken out (a new reference; NULL if none). */
 PyObject *pyddp_fetch_exception (void);
 
@@ -206,6 +223,52 @@ void pyddp_data_release (struct pyddp_data *d);
 /* "float32" for DDP_FLOAT32. */
 const char *pyddp_dtype_name (ddp_dtype_t dt);
 
+/* ---- Groups (py_group.c) ----------------------------------------------- */
+
+/* The communicator of a call's group= argument: NULL for None (or a NULL
+ * group: the world).  0, or -1 with TypeError (not a ddp.Group) or
+ * ValueError (freed) set. */
+int pyddp_group_comm (PyObject *group, ddp_comm_t **comm, const char *where);
+
+/* Add ddp.Group and UNDEFINED to module m; 0, or -1 with an exception set. */
+int pyddp_group_init (PyObject *m);
+
+/* ---- Requests (py_request.c) ------------------------------------------- */
+
+/* Makes the result of a request when it completed successfully, from its
+ * first data and the result it was started with (a new reference, or NULL
+ * with an exception set, raised by wait()). */
+typedef PyObject *(*pyddp_finish_fn) (struct pyddp_data *d, PyObject *result);
+
+/* A ddp.Request for a collective 'where' (a static string) about to start
+ * on comm (group: the ddp.Group, referenced; NULL for the world); a new
+ * reference, or NULL with an exception set.  Its data (two slots, zeroed:
+ * pyddp_request_data) are released when it goes. */
+PyObject *pyddp_request_new (const char *where, ddp_comm_t *comm,
+                             PyObject *group);
+
+/* The request's two slots of data, for pyddp_data_get. */
+struct pyddp_data *pyddp_request_data (PyObject *r);
+
+/* The collective started as req (NULL: nothing runs, completed at once):
+ * the request holds the objects of its first nd data, writes back those of
+ * write_back's bits on success, and wait() returns result (or finish's).
+ * also: the EMISMATCH words.  Returns r (the reference passed on). */
+PyObject *pyddp_request_start (PyObject *r, ddp_request_t *req, int nd,
+                               unsigned write_back, PyObject *result,
+                               pyddp_finish_fn finish, const char *also);
+
+/* Wait for r and return what wait() returns (a new reference), or NULL
+ * with its exception set. */
+PyObject *pyddp_request_result (PyObject *r);
+
+/* Complete every request in flight on comm (all: on any communicator),
+ * the GIL released while waiting; their results are kept for wait(). */
+void pyddp_requests_complete (ddp_comm_t *comm, bool all);
+
+/* Add ddp.Request to module m; 0, or -1 with an exception set. */
+int pyddp_request_init (PyObject *m);
+
 /* ---- Callbacks (py_helpers.c) ----------------------------------------- */
 
 /* A Python callable libddp calls back through a trampoline. */
@@ -232,6 +295,8 @@ int pyddp_helpers_init (PyObject *m);
 
 extern PyMethodDef pyddp_init_methods[];
 extern PyMethodDef pyddp_coll_methods[];
+extern PyMethodDef pyddp_group_methods[];
+extern PyMethodDef pyddp_objects_methods[];
 extern PyMethodDef pyddp_helpers_methods[];
 extern PyMethodDef pyddp_stop_methods[];
 extern PyMethodDef pyddp_log_methods[];

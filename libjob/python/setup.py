@@ -58,7 +58,8 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 SOURCES = ["ddpmodule.c", "py_init.c", "py_wait.c", "py_errors.c",
-           "py_coll.c", "py_data.c", "py_helpers.c", "py_stop.c", "py_log.c",
+           "py_coll.c", "py_objects.c", "py_group.c", "py_request.c",
+           "py_data.c", "py_helpers.c", "py_stop.c", "py_log.c",
            "py_sampler.c"]
 # Directories the dynamic linker searches anyway: no rpath to them.
 SYSTEM_LIBDIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64",

@@ -1,8 +1,10 @@
 """torch_tensors.py - the collectives of the Python module ddp on torch
 tensors (tests/t0750-python-tensors.t).
 
-Run alone (local: one process) or as the ranks of a job (job; mismatch
-CASE, one case a job).  Usage: torch_tensors.py local|job|mismatch CASE
+Run alone (local: one process) or as the ranks of a job (job; groups:
+groups, requests and reduce_scatter, also under ddp-run, t0720; mismatch
+CASE, one case a job).  Usage: torch_tensors.py local|job|groups|mismatch
+CASE
 
 Each check prints "ok NAME" or "FAIL NAME: why" (with the rank in a job); a
 mode ends with "MODE: N checks, F failed" and exits 1 if one failed.
@@ -300,15 +302,101 @@ def mode_local():
     return summary("local")
 
 
+def mode_groups():
+    """Groups, requests and reduce_scatter on torch tensors (any world
+    size from 2; ranks in the same order on every rank)."""
+    r, n = ddp.rank(), ddp.world_size()
+    g = ddp.split(r % 2, key=r)
+    gsum = float(sum(g.ranks))
+    x = torch.full((2, 3), float(r))
+    y = ddp.all_reduce(x, group=g)
+    check("all_reduce on a group: in place",
+          y is x and same(x, torch.full((2, 3), gsum)), f"{x}")
+    x = torch.arange(4, dtype=torch.int64) + r
+    ddp.broadcast(x, src=0, group=g)
+    check("broadcast from group rank 0",
+          same(x, torch.arange(4, dtype=torch.int64) + g.ranks[0]), f"{x}")
+    x = torch.ones(3, dtype=torch.bfloat16)
+    ddp.reduce(x, dst=g.size - 1, group=g)
+    want = torch.full((3,), float(g.size), dtype=torch.bfloat16) \
+        if g.rank == g.size - 1 else torch.ones(3, dtype=torch.bfloat16)
+    check("reduce to the group's last rank (bfloat16)", same(x, want), f"{x}")
+    outp = torch.empty(g.size, 2)
+    ddp.all_gather_into(outp, torch.full((2,), float(r)), group=g)
+    check("all_gather_into on a group",
+          same(outp, torch.tensor([[float(k)] * 2 for k in g.ranks])),
+          f"{outp}")
+    outp = torch.zeros(g.size, dtype=torch.int32)
+    y = ddp.gather_into(outp, torch.tensor([r], dtype=torch.int32), dst=0,
+                        group=g)
+    check("gather_into on a group",
+          (y is outp and outp.tolist() == list(g.ranks)) if g.rank == 0
+          else y is None, f"{outp}")
+
+    # Requests: several in flight; a transposed view (a temporary the
+    # request keeps alive) written back at wait().
+    xs = [torch.full((1000,), float(r + i)) for i in range(4)]
+    reqs = [ddp.all_reduce(t, async_op=True) for t in xs]
+    base = torch.arange(12, dtype=torch.float64).reshape(3, 4) * (r + 1)
+    qt = ddp.all_reduce(base.t(), group=g, async_op=True)
+    check("several async all_reduce of tensors",
+          all(q.wait() is xs[i]
+              and same(xs[i], torch.full((1000,), float(n * (n - 1) // 2
+                                                       + n * i)))
+              for i, q in enumerate(reqs)))
+    qt.wait()
+    check("async all_reduce of a transposed view: written back at wait()",
+          same(base, torch.arange(12, dtype=torch.float64).reshape(3, 4)
+               * float(sum(k + 1 for k in g.ranks))), f"{base}")
+    z = torch.full((8,), float(r))
+    ddp.all_reduce(z, "max", async_op=True)         # dropped at once
+    check("a dropped request completed before it went",
+          same(z, torch.full((8,), float(n - 1))), f"{z}")
+    x = torch.ones(5)
+    q = ddp.all_reduce(x, group=g, async_op=True)
+    while not q.is_completed():
+        pass
+    check("is_completed(), then wait()", q.wait() is x
+          and same(x, torch.full((5,), float(g.size))), f"{x}")
+
+    # reduce_scatter: into out, in place (out a view of this rank's
+    # block), on a group without out, async.
+    x = torch.arange(n * 2, dtype=torch.float32) + r
+    outp = torch.empty(2)
+    y = ddp.reduce_scatter(x, outp)
+    want = torch.arange(2 * r, 2 * r + 2, dtype=torch.float32) * n \
+        + float(n * (n - 1) // 2)
+    check("reduce_scatter into out", y is outp and same(outp, want),
+          f"{outp}")
+    x = torch.arange(n * 2, dtype=torch.float32) + r
+    y = ddp.reduce_scatter(x, x.view(n, 2)[r])
+    check("reduce_scatter in place (out a view of x's block)",
+          same(x.view(n, 2)[r], want), f"{x}")
+    x = torch.full((g.size, 3), float(r), dtype=torch.float64)
+    q = ddp.reduce_scatter(x, op="avg", group=g, async_op=True)
+    check("async reduce_scatter avg on a group, in place",
+          q.wait() is x and same(x[g.rank], torch.full((3,), gsum / g.size,
+                                                       dtype=torch.float64)),
+          f"{x}")
+    raises("reduce_scatter: out of another dtype", ValueError,
+           ["out holds float64 elements and x float32"], ddp.reduce_scatter,
+           torch.zeros(n), torch.zeros(1, dtype=torch.float64))
+    g.free()
+    ddp.barrier()
+    return summary("groups")
+
+
 def main():
     if sys.argv[1:] == ["job"]:
         return mode_job()
+    if sys.argv[1:] == ["groups"]:
+        return mode_groups()
     if sys.argv[1:] == ["local"]:
         return mode_local()
     if len(sys.argv) == 3 and sys.argv[1] == "mismatch" \
             and sys.argv[2] in ("dtype", "bytes", "count", "shape"):
         return mode_mismatch(sys.argv[2])
-    sys.stderr.write("usage: torch_tensors.py job|local|mismatch "
+    sys.stderr.write("usage: torch_tensors.py job|local|groups|mismatch "
                      "dtype|bytes|count|shape\n")
     return 2
 

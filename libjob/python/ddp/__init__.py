@@ -13,13 +13,22 @@ Identity:  rank(), world_size(), local_rank(), local_world_size(),
     backend(), version()
 Collectives (every rank calls them, in the same order):  barrier(),
     broadcast_object(obj, src=0), all_reduce(x, op='sum'),
-    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj);
+    all_reduce_dict(d, op='avg'), gather(obj, dst=0), all_gather(obj)
+    (all but all_reduce_dict also on a group: group=);
     on tensors (torch's on the CPU, anything with __dlpack__) and buffers
     (numpy arrays), in place: all_reduce(x), broadcast(x, src=0),
     reduce(x, dst=0, op='sum'), all_gather_into(out, x),
     gather_into(out, x, dst=0).  Same dtype and number of elements on
     every rank (else ddp.Error, EMISMATCH); a strided tensor is copied and
     written back; CUDA tensors, complex and bool are refused (ValueError).
+    reduce_scatter(x, out=None, op='sum'): block r of the reduction on
+    rank r.
+Groups:  split(colour, key=0, group=None) and new_group(ranks) make a
+    Group (.rank, .size, .ranks, world_rank(r), free(), a with-block); the
+    collectives, barrier(), all_reduce() and the object calls
+    (broadcast_object, gather, all_gather) take group= (None: the world).
+Nonblocking:  async_op=True on those collectives returns a Request
+    (wait(), test(), is_completed()); the objects belong to it until done.
 Work done by one rank, failures shared with all:  run_on_main(func, ...),
     main_process_only (decorator), main_only(), rank0_first(),
     local_rank0_first() (context managers or with a function),
@@ -53,6 +62,7 @@ Environment: DDP_TIMEOUT, DDP_BACKEND, DDP_DEBUG, DDP_STOP_SIGNALS,
 DDP_STRAGGLERS and the others of ddp(3); see ddp-python(7).
 """
 
+import array
 import atexit
 import functools
 import io
@@ -67,7 +77,7 @@ from ._ddp import (
     init, finalize, rank, world_size, local_rank, local_world_size,
     node_rank, num_nodes, is_main, is_local_main, is_distributed, backend,
     version, nccl_info, barrier, all_reduce, broadcast, reduce, all_gather_into,
-    gather_into, should_stop, stop_signals, stop_requested,
+    gather_into, reduce_scatter, split, Group, Request, UNDEFINED, should_stop, stop_signals, stop_requested,
     restart_count, log_prefix, host_addrs,
     OK, EINVAL, ENOINIT, ENOMEM, ENOLAUNCH, EPMIX, ETRANSPORT, ETIMEDOUT,
     EPEER, EREMOTE, EUSER, ENOTSUP, ENCCL, ECUDA, EMISMATCH,
@@ -82,6 +92,7 @@ __all__ = [
     "is_distributed", "backend", "version", "nccl_info",
     "barrier", "broadcast_object", "all_reduce", "all_reduce_dict", "gather",
     "all_gather", "broadcast", "reduce", "all_gather_into", "gather_into",
+    "reduce_scatter", "split", "new_group", "Group", "Request", "UNDEFINED",
     "run_on_main", "main_process_only", "main_only", "rank0_first",
     "local_rank0_first", "compute_and_broadcast", "reduce_and_broadcast",
     "should_stop", "stop_signals", "stop_requested", "restart_count",
@@ -142,16 +153,19 @@ def _bind(func, args, kwargs, what, where):
 
 # ---- Collectives on objects ------------------------------------------------
 
-def broadcast_object(obj, src=0):
+def broadcast_object(obj, src=0, group=None):
     """Return src's obj on every rank (pickled; any size).
 
     Only src's obj matters; the others may pass None.  If pickling fails on
     src, src raises its own exception and every other rank RemoteError
     with its type and message (speechbrain's ddp_broadcast and
     torch.distributed.broadcast_object_list leave them blocked).  Inside a
-    main-only block it returns obj.
+    main-only block it returns obj.  group: a ddp.Group (src is a rank of
+    it), None for the world.
     """
     where = "ddp.broadcast_object"
+    if group is not None:
+        return _group_objects(obj, group, where, "broadcast", src)
     _check_rank(src, "src", where)
     if _ddp._in_local():
         return obj
@@ -168,28 +182,98 @@ def _pickled(obj):
         return b"", e
 
 
-def gather(obj, dst=0):
+def gather(obj, dst=0, group=None):
     """Return the list of every rank's obj (rank order) on dst, None elsewhere.
 
     Objects are pickled, any size per rank.  A rank whose obj cannot be
     pickled raises its own exception; the others raise RemoteError naming
-    it.
+    it.  group: a ddp.Group (dst and the order are its ranks), None for the
+    world.
     """
     where = "ddp.gather"
+    if group is not None:
+        return _group_objects(obj, group, where, "gather", dst)
     _check_rank(dst, "dst", where)
     data, err = _pickled(obj)
     parts = _ddp._gatherv(data, dst, err)
     return None if parts is None else [pickle.loads(p) for p in parts]
 
 
-def all_gather(obj):
+def all_gather(obj, group=None):
     """Return the list of every rank's obj (rank order) on every rank.
 
     As gather(), with the result everywhere (aitoolbox's mp_sync,
-    axolotl's gather_from_all_ranks).
+    axolotl's gather_from_all_ranks).  group: a ddp.Group (its ranks, in
+    its order), None for the world.
     """
+    if group is not None:
+        return _group_objects(obj, group, "ddp.all_gather", "all_gather")
     data, err = _pickled(obj)
     return [pickle.loads(p) for p in _ddp._allgatherv(data, err)]
+
+
+def _group_objects(obj, group, where, kind, root=0):
+    """broadcast_object, gather or all_gather (kind) on a Group, with its
+    data collectives: every rank's pickle length (negative: pickling
+    failed, and the length of the error's words), then the pickles padded
+    to the longest: broadcast from root, gathered on root or on all.  A
+    failure is shared as the world's calls share it: raised on its rank,
+    RemoteError naming the first such rank (a world rank) on the others."""
+    if not isinstance(group, Group):
+        raise TypeError(f"{where}: group must be a ddp.Group or None, not "
+                        f"{type(group).__name__}")
+    if isinstance(root, bool) or not isinstance(root, int):
+        raise TypeError(f"{where}: {'src' if kind == 'broadcast' else 'dst'} "
+                        f"must be an int rank, not {type(root).__name__}")
+    if kind != "all_gather" and not 0 <= root < group.size:
+        raise ValueError(f"{where}: {'src' if kind == 'broadcast' else 'dst'}"
+                         f"={root} is not a rank of this group (0 .. "
+                         f"{group.size - 1})")
+    me, n = group.rank, group.size
+    err = None
+    data = b""
+    if kind != "broadcast" or me == root:
+        data, err = _pickled(obj)
+    if err is not None:
+        data = f"{type(err).__name__}\n{err}".encode("utf-8", "replace")
+    lens = array.array("q", [0] * n)
+    all_gather_into(lens, array.array("q", [-len(data) - 1 if err is not None
+                                            else len(data)]), group=group)
+    if any(v < 0 for v in lens):
+        width = max(-v - 1 for v in lens)
+        mine = bytearray(data if err is not None else b"")
+        mine += bytes(width - len(mine))
+        out = bytearray(width * n)
+        all_gather_into(out, mine, group=group)
+        if err is not None:
+            raise err
+        first = next(i for i, v in enumerate(lens) if v < 0)
+        text = out[first * width:first * width - lens[first] - 1]
+        type_name, _, message = text.decode("utf-8",
+                                            "replace").partition("\n")
+        others = sum(1 for v in lens if v < 0) > 1
+        e = RemoteError(f"{where}: rank {group.world_rank(first)} raised "
+                        f"{type_name}{': ' if message else ''}{message}"
+                        f"{' (and other ranks too)' if others else ''}")
+        e.code, e.where, e.rank = EREMOTE, where, group.world_rank(first)
+        e.type_name, e.remote_message = type_name, message
+        raise e
+    if kind == "broadcast":
+        buf = bytearray(data) if me == root else bytearray(lens[root])
+        broadcast(buf, root, group=group)
+        return obj if me == root else pickle.loads(buf)
+    width = max(lens)
+    mine = bytearray(data) + bytes(width - len(data))
+    here = kind == "all_gather" or me == root
+    out = bytearray(width * n) if here else None
+    if kind == "all_gather":
+        all_gather_into(out, mine, group=group)
+    else:
+        gather_into(out, mine, root, group=group)
+    if not here:
+        return None
+    return [pickle.loads(out[i * width:i * width + lens[i]])
+            for i in range(n)]
 
 
 def _reduce_values(values, op):
@@ -244,6 +328,67 @@ def all_reduce_dict(d, op="avg"):
         r = _reduce_values([row[i] for row in rows], op)
         out[k] = int(r) if isinstance(d[k], int) and op != "avg" else r
     return {k: out[k] for k in d}
+
+
+# ---- Groups ----------------------------------------------------------------
+
+def new_group(ranks=None):
+    """A Group of the world's ranks in ranks (None: all), torch's new_group.
+
+    Collective over the world: every rank calls it with the same ranks
+    (any order; the group's rank order is the world's).  Returns the Group
+    on its members and None on the other ranks.  The ranks passed are
+    compared first (one small all_reduce): ranks that pass different lists
+    all raise ddp.Error (EMISMATCH); a rank whose list is malformed raises
+    TypeError or ValueError, the others ddp.Error (EMISMATCH), and no group
+    is made.  Made by split(): colour 0 for the members, UNDEFINED for the
+    others, the world rank as key.
+    """
+    where = "ddp.new_group"
+    me, n = rank(), world_size()
+    err = None
+    members = ()
+    try:
+        members = _member_ranks(ranks, n, where)
+        tag = hash(members) & (2 ** 62 - 1)
+    except (TypeError, ValueError) as e:
+        err, tag = e, -1
+    hi, neg_lo = all_reduce([tag, -tag], "max")
+    if err is not None:
+        raise err
+    if hi != -neg_lo:
+        raise _error(EMISMATCH, where, f"{where}: the ranks passed "
+                     "different lists of ranks (or a malformed one): "
+                     "every rank must pass the same")
+    return split(0 if me in members else UNDEFINED, me)
+
+
+def _error(code, where, msg):
+    """A ddp.Error as the module raises them (.code, .where)."""
+    e = Error(msg)
+    e.code, e.where = code, where
+    return e
+
+
+def _member_ranks(ranks, n, where):
+    """ranks (None: all of 0 .. n-1) as a sorted tuple of distinct ranks."""
+    if ranks is None:
+        return tuple(range(n))
+    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+        raise TypeError(f"{where}: ranks must be a list of ints, not "
+                        f"{type(ranks).__name__}")
+    out = []
+    for r in ranks:
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise TypeError(f"{where}: ranks holds a {type(r).__name__}: "
+                            "it must hold int ranks")
+        if not 0 <= r < n:
+            raise ValueError(f"{where}: {r} is not a rank of this job "
+                             f"(0 .. {n - 1})")
+        out.append(r)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{where}: ranks {out} holds a rank twice")
+    return tuple(sorted(out))
 
 
 # ---- Work done by one rank -------------------------------------------------
