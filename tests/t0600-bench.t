@@ -111,8 +111,11 @@ test_expect_success 'ddp-bench runs reduce_scatter, group_allreduce and overlap 
 	grep -q "^# overlap 65536: allreduce [0-9.]* us, .* of the allreduce hidden\$" comm.out &&
 	! grep -q "^ *\(bcast\|allgather\|gather\) " comm.out
 '
-test_expect_success MPI 'mpi-bench runs reduce_scatter, group_allreduce and overlap on 2 nodes x 2 ranks' '
-	ddp_srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 env OMPI_MCA_pml=ob1 \
+# One rank a node, as the other MPI runs here: with two a node, Open MPI
+# 4.1's TCP links on the shared loopback met "received unexpected process
+# identifier" and hung (seen once, in CI's run of this test).
+test_expect_success MPI 'mpi-bench runs reduce_scatter, group_allreduce and overlap on 2 nodes' '
+	ddp_srun --mpi=pmix -N2 -n2 env OMPI_MCA_pml=ob1 \
 		OMPI_MCA_btl_vader_backing_directory=/tmp OMPI_MCA_btl_sm_backing_directory=/tmp \
 		OMPI_MCA_btl_tcp_if_include=lo \
 		"$DDP_BUILD_DIR/contrib/bench/mpi-bench" -s 64,64K -n 10 -M 0 -W 0 \
