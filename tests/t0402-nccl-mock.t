@@ -183,9 +183,11 @@ test_expect_success 'reduce-scatter with fake peers: each rank gets its own bloc
 # where the group's communicator is made from the group's bootstrap.
 split_t=$DDP_BUILD_DIR/libjob/nccl/test/split.t
 nosplit=$DDP_BUILD_DIR/tests/progs/.libs/nccl_mock_nosplit.so
+# split.t's TAP is shown indented: under prove -v its lines would be read
+# as this file's.
 test_expect_success 'split: a group through ncclCommSplit, a whole context; failures' '
 	on_mock env DDP_DEBUG=1 "$split_t" >split.out 2>split.err &&
-	cat split.out &&
+	sed "s/^/  /" split.out &&
 	grep "^# the loaded NCCL has ncclCommSplit$" split.out &&
 	! grep "^not ok" split.out &&
 	grep -q "^ok .* - not even with DDP_UNDEFINED$" split.out &&
@@ -195,7 +197,7 @@ test_expect_success 'split: a group through ncclCommSplit, a whole context; fail
 test_expect_success 'split without ncclCommSplit: the group is created from its bootstrap' '
 	env -u WORLD_SIZE -u RANK -u CUDA_VISIBLE_DEVICES LD_PRELOAD="$nosplit" \
 		DDP_DEBUG=1 "$split_t" >nosplit.out 2>nosplit.err &&
-	cat nosplit.out &&
+	sed "s/^/  /" nosplit.out &&
 	grep "^# the loaded NCCL lacks ncclCommSplit$" nosplit.out &&
 	! grep "^not ok" nosplit.out &&
 	grep -q "^ok .* - a group that never forms: DDP_ETIMEDOUT$" nosplit.out &&
