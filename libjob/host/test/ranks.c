@@ -180,28 +180,10 @@ out:
 
 char err[512];
 
-/* Run fn on SIZE ranks on nodes simulated nodes. */
-int run_on (int nodes, ddpi_ljob_fn fn, void *arg, int *st)
-{
-    struct ddpi_ljob_opts o = { SIZE, nodes, NULL, 120, "collectives.t" };
-    struct ddpi_ljob *j = ddpi_ljob_start (&o, fn, arg, err, sizeof (err));
-
-    if (!j) {
-        diag ("start: %s", err);
-        return -1;
-    }
-    return ddpi_ljob_wait (j, st, err, sizeof (err));
-}
-
-int run (ddpi_ljob_fn fn, void *arg, int *st)
-{
-    return run_on (NODES, fn, arg, st);
-}
-
 /* Run fn on SIZE ranks over nodes simulated nodes, rank r on node_of[r]
  * (NULL: in blocks). */
-int run_layout (int nodes, const int *node_of, ddpi_ljob_fn fn,
-                       void *arg, int *st)
+int run_layout (int nodes, const int *node_of, ddpi_ljob_fn fn, void *arg,
+                int *st)
 {
     struct ddpi_ljob_opts o = { SIZE, nodes, node_of, 120, "collectives.t" };
     struct ddpi_ljob *j = ddpi_ljob_start (&o, fn, arg, err, sizeof (err));
@@ -211,4 +193,15 @@ int run_layout (int nodes, const int *node_of, ddpi_ljob_fn fn,
         return -1;
     }
     return ddpi_ljob_wait (j, st, err, sizeof (err));
+}
+
+/* Run fn on SIZE ranks on nodes simulated nodes, in blocks. */
+int run_on (int nodes, ddpi_ljob_fn fn, void *arg, int *st)
+{
+    return run_layout (nodes, NULL, fn, arg, st);
+}
+
+int run (ddpi_ljob_fn fn, void *arg, int *st)
+{
+    return run_on (NODES, fn, arg, st);
 }
