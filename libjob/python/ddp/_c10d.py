@@ -34,6 +34,8 @@ Only torch is needed here; the rest of the module never imports this file.
 """
 
 import collections
+import os
+import sys
 import threading
 import time
 
@@ -156,11 +158,102 @@ def _failure(e, what):
     return new
 
 
+def _unwrap(fut):
+    """then()'s callback: the value, or the failure raised, so that the
+    chained future carries it as an error that C++ sees (a Python
+    set_exception() alone is a value to C++)."""
+    return fut.value()
+
+
+class Work(dist._Work):
+    """The Work given to torch's Python functions (dist.all_reduce ...).
+
+    torch's own Work made from a future (_create_work_from_future) never
+    raises from wait() (torch 1.13 and later: FutureWrappingWork::wait
+    only waits), so a failed all_reduce would return as if done.  This
+    one raises the ddp exception (PeerError naming the rank, ...) from
+    wait(); get_future() is the chained future, failed in C++ too, for
+    comm hooks and then().  C++ callers (DDP's reducer) get torch's Work
+    instead: torch 1.13 does not call a Python Work's wait() from C++.
+    """
+
+    def __init__(self, fut, chained):
+        super().__init__()
+        self._fut = fut
+        self._chained = chained
+
+    def wait(self, timeout=None):
+        self._fut.wait()        # raises the collective's failure
+        return True
+
+    def get_future(self):
+        return self._chained
+
+    def is_completed(self):
+        return self._fut.done()
+
+    def is_success(self):
+        if not self._fut.done():
+            raise RuntimeError("ddp backend: is_success() before the "
+                               "work completed: wait() first")
+        try:
+            self._fut.wait()
+        except Exception:       # noqa: BLE001 - only whether it failed
+            return False
+        return True
+
+    def exception(self):
+        try:
+            self._fut.wait()
+        except Exception as e:  # noqa: BLE001 - returned, as torch's
+            return e
+        return None
+
+    def result(self):
+        return self._fut.wait()
+
+    def source_rank(self):
+        raise RuntimeError("ddp backend: source_rank() is for recv from any "
+                           "source, which the ddp backend does not do")
+
+    def synchronize(self):
+        pass
+
+    def abort(self):
+        raise RuntimeError("ddp backend: a collective cannot be aborted; "
+                           "libddp fails it within DDP_TIMEOUT when a rank "
+                           "does not come")
+
+
+_HERE = os.path.abspath(__file__)
+
+
+def _called_from_python_api():
+    """Is the first caller outside this file torch's Python API
+    (torch/distributed/distributed_c10d.py: dist.all_reduce ...), rather
+    than C++ (DDP's reducer, _broadcast_coalesced: the Python frame then
+    is whoever called into C++, e.g. the caller of backward())?"""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename) == _HERE:
+        f = f.f_back
+    if f is None:
+        return False
+    return os.path.basename(f.f_code.co_filename) == "distributed_c10d.py"
+
+
+def _work(fut):
+    """The Work of future fut, for the caller (see Work)."""
+    chained = fut.then(_unwrap)
+    if _called_from_python_api():
+        return Work(fut, chained)
+    return _create_work_from_future(chained)
+
+
 def _done_work(value):
     """A Work already completed with value (nothing to move)."""
     fut = torch.futures.Future()
     fut.set_result(value)
-    return _create_work_from_future(fut)
+    return _work(fut)
 
 
 # ---- Tensors ---------------------------------------------------------------
@@ -318,8 +411,9 @@ class ProcessGroup(dist.ProcessGroup):
         except (TypeError, ValueError) as e:
             raise type(e)(f"ddp backend: {what}: {e}") from None
         fut = torch.futures.Future()
+        work = _work(fut)
         self._completer.add(_Pending(req, fut, finish, what))
-        return _create_work_from_future(fut)
+        return work
 
     # -- all-reduce -------------------------------------------------------
 
