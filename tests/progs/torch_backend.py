@@ -387,8 +387,11 @@ def failure(args, how):
     try:
         train(None, 10, on_step=on_step)
     except Exception as e:      # noqa: BLE001 - what the survivor saw
+        if me == victim:
+            raise               # uncaught: the rank ends naming it
         took = time.monotonic() - start[0]
-        print(f"rank {me}: {type(e).__name__} after {took:.2f} s: {e}",
+        first = str(e).splitlines()[0] if str(e) else ""
+        print(f"rank {me}: {type(e).__name__} after {took:.2f} s: {first}",
               flush=True)
         sys.exit(0)
     fail("training went through")
