@@ -45,6 +45,17 @@ test_expect_success 'one process: every op, DDP against gloo' '
 	ok_ranks one-train train 1
 '
 
+# The local launcher (no cluster): 3 ranks on 2 simulated nodes.
+LOCAL=$DDP_PROGS/ddp-local-run
+test_expect_success 'ddp-local-run -n 3 -N 2: every op, DDP against gloo' '
+	timeout 150 "$LOCAL" -n 3 -N 2 -b host -t 120 -- "$PY" -W ignore "$PROG" ops \
+		>local-ops.out 2>local-ops.err || { cat local-ops.out local-ops.err; false; } &&
+	ok_ranks local-ops ops 3 &&
+	timeout 150 "$LOCAL" -n 3 -N 2 -b host -t 120 -- "$PY" -W ignore "$PROG" train 10 \
+		>local-train.out 2>local-train.err || { cat local-train.out local-train.err; false; } &&
+	ok_ranks local-train train 3
+'
+
 ddp_cluster_require
 
 # NAME:RANKS:srun's layout
