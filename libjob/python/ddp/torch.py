@@ -251,8 +251,12 @@ def _wrap_new_group(orig):
 def _install():
     """Register backend "ddp" and wrap torch's new_group (once)."""
     if _c10d.NAME.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(_c10d.NAME, _c10d.create,
-                                      extended_api=True)
+        kwargs = {"extended_api": True}
+        # torch 2 asks which devices a backend serves (default: cpu, cuda)
+        if "devices" in inspect.signature(
+                dist.Backend.register_backend).parameters:
+            kwargs["devices"] = ["cpu"]
+        dist.Backend.register_backend(_c10d.NAME, _c10d.create, **kwargs)
     if not getattr(_c10d_mod.new_group, "_ddp_wrapped", False):
         wrapped = _wrap_new_group(_c10d_mod.new_group)
         _c10d_mod.new_group = wrapped
