@@ -308,10 +308,13 @@ def batch(step, rank):
     return torch.randn(16, 32, generator=g), torch.randn(16, 4, generator=g)
 
 
-def train(pg, steps, width=64, on_step=None):
-    """DDP on process group pg; returns (parameters, mean step seconds)."""
+def train(pg, steps, width=64, on_step=None, hook=None):
+    """DDP on process group pg (with comm hook hook, e.g. torch's
+    fp16_compress_hook); returns (parameters, mean step seconds)."""
     net = nn.parallel.DistributedDataParallel(
         model(0, width), process_group=pg, bucket_cap_mb=1)
+    if hook is not None:
+        net.register_comm_hook(pg, hook)
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     rank = dist.get_rank()
     times = []
@@ -344,8 +347,15 @@ def train_mode(args):
     p_ddp, t_ddp = train(None, steps, width)
     p_gloo, t_gloo = train(gloo, steps, width)
     worst = compare(p_ddp, p_gloo, "ddp against gloo")
-    done("train", f", {steps} steps, max |ddp - gloo| {worst:.3g}, step "
-         f"ddp {t_ddp * 1e3:.2f} ms gloo {t_gloo * 1e3:.2f} ms")
+    # a comm hook of torch's: the work's future holds the output tensors
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    hook = default_hooks.fp16_compress_hook
+    h_ddp, _ = train(None, 5, width, hook=hook)
+    h_gloo, _ = train(gloo, 5, width, hook=hook)
+    hworst = compare(h_ddp, h_gloo, "fp16_compress_hook: ddp against gloo")
+    done("train", f", {steps} steps, max |ddp - gloo| {worst:.3g} "
+         f"(fp16_compress_hook {hworst:.3g}), step ddp {t_ddp * 1e3:.2f} ms "
+         f"gloo {t_gloo * 1e3:.2f} ms")
 
 
 def subgroup(args):
