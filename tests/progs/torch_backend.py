@@ -291,6 +291,12 @@ def ops(args):
                  lambda: dist.all_reduce(torch.zeros(2, device="meta")),
                  ["ddp backend"])
     dist.barrier()
+    # Last (libddp's group may stay broken): ranks that pass different
+    # sizes all raise ddp.Error from the Python API's wait().
+    if dist.get_world_size() > 1:
+        check_raises("all_reduce of different sizes",
+                     lambda: dist.all_reduce(torch.ones(4 + dist.get_rank())),
+                     ["ddp backend: allreduce of", "disagree"])
     done("ops", f", {counts[0]} results checked, {counts[1]} against gloo")
 
 
