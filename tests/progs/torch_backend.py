@@ -381,6 +381,19 @@ def subgroup(args):
     dist.all_gather(peer, other[0])
     if torch.equal(peer[0], peer[2]):
         fail("the two groups trained the same model: data crossed groups")
+    # collectives of the Python API on a group, and on one that only
+    # some ranks use (ranks 1 and 3; 0 and 2 make it, then skip it)
+    t = torch.tensor([float(me)])
+    dist.all_reduce(t, group=mine)
+    if t.item() != sum(halves[me // 2]):
+        fail(f"all_reduce on {halves[me // 2]}: {t.item()}")
+    odd = dist.new_group([1, 3])
+    x = torch.tensor([10. * me])
+    if me in (1, 3):
+        dist.all_reduce(x, group=odd)
+        if x.item() != 40.:
+            fail(f"all_reduce on [1, 3]: {x.item()}")
+    dist.barrier()
     done("subgroup", f", groups {halves}, max |ddp - gloo| {worst:.3g}")
 
 
