@@ -505,7 +505,7 @@ class ProcessGroup(dist.ProcessGroup):
 
     # -- gathers -----------------------------------------------------------
 
-    def _gather_buffer(self, t, what):
+    def _gather_buffer(self, t):
         """A contiguous (size, *t.shape) tensor to gather t into."""
         return torch.empty((self.size(),) + tuple(t.shape), dtype=t.dtype)
 
@@ -530,7 +530,7 @@ class ProcessGroup(dist.ProcessGroup):
                                "one list of outputs per call")
         outs = [_check_tensor(o, what, "an output") for o in output_tensors[0]]
         self._check_parts(outs, t, self.size(), what)
-        buf = self._gather_buffer(t, what)
+        buf = self._gather_buffer(t)
         src = t.contiguous()
 
         def finish():
@@ -575,7 +575,7 @@ class ProcessGroup(dist.ProcessGroup):
             outs = [_check_tensor(o, what, "an output")
                     for o in output_tensors[0]]
             self._check_parts(outs, t, self.size(), what)
-        buf = self._gather_buffer(t, what) if here else None
+        buf = self._gather_buffer(t) if here else None
         src = t.contiguous()
 
         def finish():
@@ -598,7 +598,7 @@ class ProcessGroup(dist.ProcessGroup):
         what = "scatter"
         t = _one(output_tensors, what)
         root = opts.rootRank if opts is not None else 0
-        buf = self._gather_buffer(t, what)
+        buf = self._gather_buffer(t)
         if self.rank() == root:
             if len(input_tensors) != 1:
                 raise _unsupported(f"{what} from {len(input_tensors)} "
