@@ -33,11 +33,13 @@ How it works:
 Only torch is needed here; the rest of the module never imports this file.
 """
 
+import atexit
 import collections
 import os
 import sys
 import threading
 import time
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -97,33 +99,51 @@ class Completer:
     briefly), sleeping a little longer each time it is not done (50 us up
     to 2 ms: the latency it adds to a collective), and sets its future's
     result or exception.  Future callbacks (DDP comm hooks' then()) run on
-    this thread.  The thread is a daemon: it never keeps a process alive.
+    this thread.  The thread is a daemon, and close() (at exit, before
+    libddp's finalize) lets it finish what it holds and end: a daemon
+    thread stopped by the interpreter's shutdown inside torch's C++ (a
+    future's callbacks) aborts the process.
     """
 
     _MIN_SLEEP = 50e-6
     _MAX_SLEEP = 2e-3
+    _all = weakref.WeakSet()
 
     def __init__(self, name):
         self._queue = collections.deque()
         self._cond = threading.Condition()
+        self._closing = False
         self._thread = threading.Thread(target=self._run, name=name,
                                         daemon=True)
         self._thread.start()
+        Completer._all.add(self)
 
     def add(self, pending):
         with self._cond:
             self._queue.append(pending)
             self._cond.notify()
 
-    def _next(self):
+    def close(self, timeout):
+        """Complete what is queued (each within DDP_TIMEOUT: libddp fails
+        a request whose peers do not come), then end the thread; wait at
+        most timeout seconds for it."""
         with self._cond:
-            while not self._queue:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout)
+
+    def _next(self):
+        """The oldest request, None once closing with none left."""
+        with self._cond:
+            while not self._queue and not self._closing:
                 self._cond.wait()
-            return self._queue[0]
+            return self._queue[0] if self._queue else None
 
     def _run(self):
         while True:
             p = self._next()
+            if p is None:
+                return
             delay = self._MIN_SLEEP
             while not p.req.test():
                 time.sleep(delay)
@@ -131,6 +151,15 @@ class Completer:
             with self._cond:
                 self._queue.popleft()
             _complete(p)
+
+
+def _close_all():
+    """At exit: end every group's completer thread (see Completer)."""
+    for c in list(Completer._all):
+        c.close(60.0)
+
+
+atexit.register(_close_all)     # after ddp's own: run before its finalize
 
 
 def _complete(p):
