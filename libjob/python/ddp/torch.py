@@ -13,18 +13,33 @@ refused.  A single process gets a HashStore.
     import ddp.torch
     ddp.torch.init_process_group()          # gloo, or nccl under --ddp=nccl
     torch.distributed.all_reduce(t)
+
+Importing it also registers torch.distributed's backend "ddp" (ddp._c10d):
+``ddp.torch.init_process_group("ddp")`` moves the tensors with libddp's
+host collectives instead of gloo's, and new_group(ranks, backend="ddp")
+works through the wrapper of torch.distributed.new_group installed here
+(libddp makes a group with every rank of the world; torch asks only the
+members).
 """
 
 import datetime
 import os
 import time
 
+import functools
+import inspect
+
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as _c10d_mod
 
 import ddp
+from . import _c10d
 from . import _store
 
-__all__ = ["init_process_group", "Store"]
+__all__ = ["init_process_group", "Store", "new_group", "BACKEND"]
+
+#: torch.distributed's name of libddp's backend.
+BACKEND = _c10d.NAME
 
 # torch.distributed's default timeout for a process group (and its store).
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -158,7 +173,9 @@ def init_process_group(backend=None, *, timeout=None, **kwargs):
     takes "nccl" under libddp's NCCL backend, else "gloo".  timeout: as
     torch's (a timedelta; default 30 minutes), also the store's.  Other
     keyword arguments go to torch (pg_options ...); rank, world_size,
-    store and init_method are not taken.  Collective: every rank calls it.
+    store and init_method are not taken.  backend="ddp": torch's
+    collectives on libddp (ddp._c10d; CPU tensors).  Collective: every
+    rank calls it.
     Returns the store (a ddp.torch.Store, or a HashStore for one
     process)."""
     where = "ddp.torch.init_process_group"
@@ -181,6 +198,73 @@ def init_process_group(backend=None, *, timeout=None, **kwargs):
                             world_size=ddp.world_size(), timeout=timeout,
                             **kwargs)
     return store
+
+
+def _uses_ddp(backend):
+    """Does torch backend string backend (None: the default group's) name
+    libddp's backend ("ddp", "DDP", or "cpu:ddp,cuda:nccl" in torch 2)?"""
+    if backend is None:
+        if not dist.is_initialized():
+            return False
+        backend = dist.get_backend()
+    parts = str(backend).lower().replace(",", ":").split(":")
+    return BACKEND in parts
+
+
+def _wrap_new_group(orig):
+    """torch.distributed.new_group, which, for backend "ddp", first makes
+    the libddp group on every world rank (ddp.new_group: collective over
+    the world, as torch's new_group is) for the backend's creator to take
+    on the members."""
+    sig = inspect.signature(orig)
+
+    @functools.wraps(orig)
+    def new_group(*args, **kwargs):
+        bound = sig.bind_partial(*args, **kwargs)
+        backend = bound.arguments.get("backend")
+        if not _uses_ddp(backend):
+            return orig(*args, **kwargs)
+        where = "torch.distributed.new_group (backend ddp)"
+        if bound.arguments.get("use_local_synchronization"):
+            raise RuntimeError(
+                f"{where}: use_local_synchronization=True is not "
+                f"supported: libddp makes a group with every rank of the "
+                f"world, so every rank must call new_group")
+        world = dist.get_world_size()
+        if world != ddp.world_size():
+            raise RuntimeError(f"{where}: torch's world of {world} is not "
+                               f"libddp's {ddp.world_size()}")
+        ranks = bound.arguments.get("ranks")
+        members = sorted(ranks) if ranks is not None else list(range(world))
+        group = ddp.new_group(members)
+        if group is not None:
+            _c10d.stash(members, group)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            if group is not None:
+                _c10d.unstash(members, group)
+    new_group._ddp_wrapped = True
+    return new_group
+
+
+def _install():
+    """Register backend "ddp" and wrap torch's new_group (once)."""
+    if _c10d.NAME.upper() not in dist.Backend._plugins:
+        kwargs = {"extended_api": True}
+        # torch 2 asks which devices a backend serves (default: cpu, cuda)
+        if "devices" in inspect.signature(
+                dist.Backend.register_backend).parameters:
+            kwargs["devices"] = ["cpu"]
+        dist.Backend.register_backend(_c10d.NAME, _c10d.create, **kwargs)
+    if not getattr(_c10d_mod.new_group, "_ddp_wrapped", False):
+        wrapped = _wrap_new_group(_c10d_mod.new_group)
+        _c10d_mod.new_group = wrapped
+        dist.new_group = wrapped
+
+
+_install()
+new_group = dist.new_group
 
 
 def _given(k):
