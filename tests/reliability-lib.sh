@@ -35,7 +35,9 @@ rel_slurmd_pid () {
 
 # rel_snapshot: what a run could leave on the nodes: each node's /tmp and
 # /dev/shm as that node's slurmd sees them (private mount namespaces), on
-# every node of the cluster, wherever Slurm placed the step.
+# every node of the cluster, wherever Slurm placed the step.  The source
+# and build trees are left out: a clone under /tmp (its tests' scratch
+# directories come and go there) is not something a run left.
 rel_snapshot () {
     local node pid
     for node in $(ddp_cluster_nodes); do
@@ -44,7 +46,10 @@ rel_snapshot () {
             ( cd "/proc/$pid/root/$d" 2>/dev/null && find . -mindepth 1 \
                   -maxdepth 3 2>/dev/null ) | sed "s|^\.|$node:/$d|"
         done
-    done | sort
+    done | awk -v src="${DDP_SRC_DIR:-}" -v bld="${DDP_BUILD_DIR:-}" '
+        function inside(p, dir) { return dir != "" && (p == dir || index(p, dir "/") == 1) }
+        { p = $0; sub(/^[^:]*:/, "", p) }
+        !inside(p, src) && !inside(p, bld)' | sort
 }
 
 # rel_snapshot_sees NODE: the leftover check works on NODE: a file a step
