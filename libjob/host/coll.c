@@ -773,6 +773,27 @@ static int barrier_run (struct host *h)
 }
 
 /* A reduction on a world of one rank. */
+/* A rank alone: its own bytes are the result, copied to recv (recv ==
+ * send: nothing).  In pieces of COPY_PIECE: glibc's memcpy of one large
+ * block (1 MiB here) uses non-temporal stores, which leave the result out
+ * of the cache the caller reads it from next; measured on this machine's
+ * EPYC, 1 MiB took 21 us as one call and 18 us in 256 KiB pieces (Open
+ * MPI's copy, in pieces, took 17 us), 4 MiB the same either way.
+ * Overlapping buffers other than the same one go through memmove. */
+#define COPY_PIECE ((size_t)256 << 10)
+static void copy_alone (char *recv, const char *send, size_t bytes)
+{
+    if (recv == send || bytes == 0)
+        return;
+    if (recv < send + bytes && send < recv + bytes) {
+        memmove (recv, send, bytes);
+        return;
+    }
+    for (size_t off = 0; off < bytes; off += COPY_PIECE)
+        memcpy (recv + off, send + off,
+                bytes - off < COPY_PIECE ? bytes - off : COPY_PIECE);
+}
+
 static int reduce_alone (struct host *h, const char *send, char *recv,
                          size_t count, ddp_dtype_t dtype, ddp_op_t op)
 {
@@ -782,8 +803,7 @@ static int reduce_alone (struct host *h, const char *send, char *recv,
     /* One rank's value is the result (AVG divides by 1) unless a 16-bit
      * float is rounded through float32 (as with more ranks). */
     if (at == dtype) {
-        if (recv != send)
-            memmove (recv, send, count * ddp_dtype_size (dtype));
+        copy_alone (recv, send, count * ddp_dtype_size (dtype));
         return 0;
     }
     w = host_scratch (h, 0, count * ddp_dtype_size (at));
@@ -889,8 +909,8 @@ static int gather_impl (struct host *h, const char *send, char *recv,
     if (root >= 0 && h->rank != root)
         recv = NULL;            /* ignored off the root (ddp.h) */
     if (h->size == 1) {
-        if (recv && recv != send)
-            memmove (recv, send, bytes);
+        if (recv)
+            copy_alone (recv, send, bytes);
         return 0;
     }
     if (h->nnodes > 1)
