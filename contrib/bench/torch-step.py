@@ -51,6 +51,8 @@ gloo parameter moved from the start: a backend that reduced nothing, or
 the wrong thing, leaves each rank with its own gradients and differs by
 about as much as the parameters moved; float reordering differs by a few
 ulps.  The communication-alone buffers are not checked (zeros).
+--inject-error gives the ddp copy the hook that communicates nothing,
+and so must fail the check.
 
 Threads: torch's own (torch.get_num_threads(): OMP_NUM_THREADS as srun
 --ddp sets it, one thread per CPU of the task), never changed here.
@@ -116,6 +118,9 @@ def parse_args(argv):
     p.add_argument("-t", "--tsv", help="also write the rows to FILE "
                    "(rank 0; - for stdout, then no table)")
     p.add_argument("-q", "--quiet", action="store_true", help="no table")
+    p.add_argument("-X", "--inject-error", action="store_true",
+                   help="the ddp copy communicates nothing (the compute "
+                   "copy's hook): the check must fail (a test of it)")
     o = p.parse_args(argv)
     try:
         o.models = [parse_model(s) for s in o.models.split(",") if s]
@@ -222,7 +227,9 @@ def run_model(o, name, width, layers, groups, gloo, rank):
     table's) and whether the check passed."""
     pg = dict(groups)
     sizes = {}
-    copies = {"ddp": Copy(o, width, layers, pg["ddp"]),
+    # --inject-error: the ddp copy's gradients are never reduced.
+    broken = dict(hook=no_comm_hook, state={}) if o.inject_error else {}
+    copies = {"ddp": Copy(o, width, layers, pg["ddp"], **broken),
               "gloo": Copy(o, width, layers, pg["gloo"]),
               "compute": Copy(o, width, layers, gloo, hook=no_comm_hook,
                               state=sizes)}
