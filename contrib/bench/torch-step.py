@@ -10,10 +10,12 @@ against the same step on gloo, in one job, alternated.
 Both process groups live in one job: the world is "ddp"
 (ddp.torch.init_process_group("ddp"): torch gets libddp's ranks), and a
 gloo group over every rank is made beside it (dist.new_group(backend=
-"gloo"), joined through the world's store).  For each model, three copies
-start from the same parameters (one seed) and see the same batches (a
-seed per step and rank): one under DDP(process_group=the ddp world), one
-under DDP(process_group=the gloo group), and one under DDP with a comm
+"gloo"), joined through the world's store); --world gloo swaps them (the
+world gloo, new_group(backend="ddp") beside: both work).  For each
+model, three copies start from the same parameters (one seed) and see the
+same batches (a seed per step and rank): one under DDP(process_group=the
+ddp group), one under DDP(process_group=the gloo group), and one under
+DDP (on gloo's group) with a comm
 hook that returns its bucket at once (no communication: the compute
 alone).  A step is zero_grad, forward, cross-entropy, backward (DDP's
 all-reduces of the gradient buckets start during it and are waited for at
@@ -112,6 +114,9 @@ def parse_args(argv):
                    help="DDP's bucket_cap_mb (25, torch's default)")
     p.add_argument("--lr", type=float, default=0.01, help="SGD's (0.01)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--world", choices=("ddp", "gloo"), default="ddp",
+                   help="the backend of the default group (init_process_"
+                   "group); the other is a new_group of every rank (ddp)")
     p.add_argument("--rtol", type=float, default=1e-3,
                    help="the check's bound: max |ddp - gloo| over the "
                    "largest move of a parameter (1e-3)")
@@ -306,7 +311,8 @@ def table(rows, o, out):
     print(f"{PROG}: {r0['ranks']} ranks on {r0['nodes']} nodes, torch "
           f"{torch.__version__}, {r0['threads']} compute thread(s) a rank, "
           f"batch {o.batch} a rank, {o.steps} steps x {o.rounds} rounds "
-          f"after {o.warmup} warm-up; the slowest rank's median, ms",
+          f"after {o.warmup} warm-up, world {o.world}; the slowest rank's "
+          f"median, ms",
           file=out)
     print(f"{'model':>8} {'params':>8} {'grad MB':>8} {'bkts':>4} "
           f"{'impl':>5} {'step':>9} {'min':>9} {'compute':>9} {'comm':>9} "
@@ -326,9 +332,13 @@ def table(rows, o, out):
 
 def main(argv):
     o = parse_args(argv)
-    ddp.torch.init_process_group("ddp")
-    gloo = dist.new_group(backend="gloo")
-    groups = [("ddp", dist.group.WORLD), ("gloo", gloo)]
+    ddp.torch.init_process_group(o.world)
+    other = dist.new_group(backend="gloo" if o.world == "ddp" else "ddp")
+    if o.world == "ddp":
+        groups = [("ddp", dist.group.WORLD), ("gloo", other)]
+    else:
+        groups = [("ddp", other), ("gloo", dist.group.WORLD)]
+    gloo = dict(groups)["gloo"]
     rank = dist.get_rank()
     rows, bad = [], 0
     for name, width, layers in o.models:
