@@ -15,9 +15,8 @@ world gloo, new_group(backend="ddp") beside: both work).  For each
 model, three copies start from the same parameters (one seed) and see the
 same batches (a seed per step and rank): one under DDP(process_group=the
 ddp group), one under DDP(process_group=the gloo group), and one under
-DDP (on gloo's group) with a comm
-hook that returns its bucket at once (no communication: the compute
-alone).  A step is zero_grad, forward, cross-entropy, backward (DDP's
+DDP (on gloo's group) with a comm hook that returns its bucket at once
+(no communication: the compute alone).  A step is zero_grad, forward, cross-entropy, backward (DDP's
 all-reduces of the gradient buckets start during it and are waited for at
 its end) and SGD's step (momentum 0.9); the batch is made before the step
 is timed.  Each round runs, in turn, --steps timed steps of each copy,
