@@ -192,6 +192,8 @@ def no_comm_hook(sizes, bucket):
     once.  Keeps the buckets' sizes in its state, sizes (index ->
     (elements, dtype)), for Comm."""
     buf = bucket.buffer()
+    if bucket.index() == 0:     # a step's first (DDP's reducer: in order)
+        sizes.clear()           # the buckets rebuilt after the first step
     sizes[bucket.index()] = (buf.numel(), buf.dtype)
     fut = torch.futures.Future()
     fut.set_result(buf)
