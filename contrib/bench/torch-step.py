@@ -77,7 +77,7 @@ import ddp.torch
 
 PROG = "torch-step"
 #: name -> (width, hidden layers): an MLP of `layers` Linear(width, width)
-#: + ReLU, then Linear(width, CLASSES).  large: 25.2 M parameters (100.7 MB
+#: + ReLU, then Linear(width, CLASSES).  large: 25.2 M parameters (100.8 MB
 #: of float32 gradients); small: 1.06 M (4.2 MB).
 PRESETS = {"large": (2048, 6), "small": (512, 4)}
 CLASSES = 10
