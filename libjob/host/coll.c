@@ -6,6 +6,7 @@
  * and the reduction order. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -783,9 +784,13 @@ static int barrier_run (struct host *h)
 #define COPY_PIECE ((size_t)256 << 10)
 static void copy_alone (char *recv, const char *send, size_t bytes)
 {
+    /* Compared as integers: < between pointers to different objects is
+     * undefined in C. */
+    uintptr_t r = (uintptr_t)recv, s = (uintptr_t)send;
+
     if (recv == send || bytes == 0)
         return;
-    if (recv < send + bytes && send < recv + bytes) {
+    if (r < s + bytes && s < r + bytes) {
         memmove (recv, send, bytes);
         return;
     }
