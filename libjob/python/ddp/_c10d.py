@@ -73,6 +73,11 @@ def _op_name(op):
     return repr(op)
 
 
+# What the refusals below say of libddp and of what to do instead.
+_NO_P2P = "libddp has collectives only, no point-to-point"
+_GLOO_BESIDE = "use gloo for it (a second group: new_group(backend='gloo'))"
+
+
 def _unsupported(what, why):
     """The RuntimeError of a call this backend does not do."""
     return RuntimeError(f"ddp backend: {what} is not supported; {why}")
@@ -703,28 +708,21 @@ class ProcessGroup(dist.ProcessGroup):
     # -- what libddp does not do -------------------------------------------
 
     def alltoall(self, *args, **kwargs):
-        raise _unsupported("all_to_all", "libddp has no all-to-all; use "
-                           "gloo for it (a second group: "
-                           "new_group(backend='gloo'))")
+        raise _unsupported("all_to_all",
+                           "libddp has no all-to-all; " + _GLOO_BESIDE)
 
     def alltoall_base(self, *args, **kwargs):
-        raise _unsupported("all_to_all_single", "libddp has no "
-                           "all-to-all; use gloo for it (a second group: "
-                           "new_group(backend='gloo'))")
+        raise _unsupported("all_to_all_single",
+                           "libddp has no all-to-all; " + _GLOO_BESIDE)
 
     def send(self, *args, **kwargs):
-        raise _unsupported("send/isend", "libddp has collectives only, no "
-                           "point-to-point; use gloo for it (a second "
-                           "group: new_group(backend='gloo'))")
+        raise _unsupported("send/isend", _NO_P2P + "; " + _GLOO_BESIDE)
 
     def recv(self, *args, **kwargs):
-        raise _unsupported("recv/irecv", "libddp has collectives only, no "
-                           "point-to-point; use gloo for it (a second "
-                           "group: new_group(backend='gloo'))")
+        raise _unsupported("recv/irecv", _NO_P2P + "; " + _GLOO_BESIDE)
 
     def recv_anysource(self, *args, **kwargs):
-        raise _unsupported("recv from any source", "libddp has collectives "
-                           "only, no point-to-point")
+        raise _unsupported("recv from any source", _NO_P2P)
 
     def monitored_barrier(self, *args, **kwargs):
         raise _unsupported("monitored_barrier", "barrier() names a rank "
