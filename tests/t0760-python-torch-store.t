@@ -18,10 +18,7 @@ RUN=$DDP_BUILD_DIR/contrib/ddp-run/ddp-run
 ok_ranks () {
 	ddp_show "$1.out" &&
 	! grep FAIL "$1.out" &&
-	for r in $(seq 0 $(( $2 - 1 ))); do
-		grep -q "rank $r/$2 node [0-9]* on [^ ]*: job ok, " "$1.out" ||
-			{ echo "no job ok from rank $r"; return 1; }
-	done
+	ddp_each_rank "$1.out" "$2" "rank @R/$2 node [0-9]* on [^ ]*: job ok, "
 }
 
 test_expect_success 'the store answers as TCPStore (get, set, add, compare_set, wait, delete_key, num_keys, timeouts)' '

@@ -18,10 +18,7 @@ PROG=$DDP_SRC_DIR/tests/progs/torch_backend.py
 ok_ranks () {
 	ddp_show "$1.out" &&
 	! grep FAIL "$1.out" &&
-	for r in $(seq 0 $(( $3 - 1 ))); do
-		grep -q "rank $r/$3: $2 ok" "$1.out" ||
-			{ echo "no $2 ok from rank $r"; return 1; }
-	done
+	ddp_each_rank "$1.out" "$3" "rank @R/$3: $2 ok"
 }
 
 # named NAME N VICTIM LIMIT: every rank of N but VICTIM printed an

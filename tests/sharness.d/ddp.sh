@@ -227,6 +227,18 @@ ddp_wait_job_gone () {
     return 1
 }
 
+# ddp_each_rank FILE N BRE: FILE has a line matching BRE (grep, not
+# anchored: launchers forward the ranks' output in pieces, and one rank's
+# line may follow another's before its newline) for each rank 0 .. N-1,
+# "@R" in BRE standing for the rank; says which rank has none.
+ddp_each_rank () {
+	local r
+	for r in $(seq 0 $(( $2 - 1 ))); do
+		grep -q "$(printf '%s\n' "$3" | sed "s/@R/$r/g")" "$1" ||
+			{ echo "no line '$3' in $1 from rank $r"; return 1; }
+	done
+}
+
 # ddp_show FILE...: print FILEs for the verbose log with "# " before each
 # line, so that a program's own TAP lines in them ("ok 1 - ...") are not
 # read by prove as the test file's.
