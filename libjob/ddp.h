@@ -373,7 +373,14 @@ int ddp_comm_ireduce_scatter (ddp_comm_t *comm, const void *sendbuf,
                               ddp_dtype_t dtype, ddp_op_t op,
                               ddp_request_t **req);
 
-/* Wait (bounded by DDP_TIMEOUT on every peer, as a blocking call) until
+/* Threads: a request may be waited for or tested (ddp_wait, ddp_test,
+ * ddp_waitall) on any thread, one thread at a time per request, also
+ * while another thread calls the request's communicator (its next
+ * requests, its blocking calls); not while the communicator is being
+ * freed or the library finalized.  So a thread can block on a request
+ * while the one that started it goes on.
+ *
+ * Wait (bounded by DDP_TIMEOUT on every peer, as a blocking call) until
  * *req completed, free it and set *req to NULL.  Returns the collective's
  * result: 0 or its DDP_E* code (ddp_last_error() says why, on this
  * thread).  *req NULL: returns 0 at once.  req NULL: DDP_EINVAL. */

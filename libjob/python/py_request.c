@@ -7,8 +7,8 @@
  * struct pyddp_data (a buffer's Py_buffer, a tensor's DLPack capsule, a
  * strided one's contiguous copy) until libddp says it completed; then a
  * strided object's copy is written back and everything is given back.
- * wait() and test() complete it (the GIL released, libddp held as in
- * DDP_CALL); a request dropped before it completed is waited for in its
+ * wait() and test() complete it (wait() with the GIL released, neither
+ * holding pyddp_lib_lock: see complete()); a request dropped before it completed is waited for in its
  * destructor, so the library never writes into freed memory.
  *
  * Every request not yet completed is on one list (GIL held), so that
@@ -95,9 +95,11 @@ static void finished (struct request *r, int rc, bool want_result)
 }
 
 /* Complete r if it has (block: wait until it has).  1 when completed, 0
- * when not yet (test; also while another thread is inside libddp, so that
- * test() never blocks).  Another thread already waiting on it: wait for
- * that thread (the GIL released in between). */
+ * when not yet (test).  Neither takes pyddp_lib_lock (ddp.h: a request
+ * may be waited for on any thread while another uses its communicator),
+ * so a thread blocked here keeps no other out of libddp.  Another thread
+ * already waiting on it: wait for that thread (the GIL released in
+ * between). */
 static int complete (struct request *r, bool block, bool want_result)
 {
     ddp_request_t *q;
@@ -117,15 +119,9 @@ static int complete (struct request *r, bool block, bool want_result)
     r->req = NULL;
     r->busy = true;
     if (block)
-        DDP_CALL (rc, ddp_wait (&q));
-    else if (pthread_mutex_trylock (&pyddp_lib_lock) == 0) {
+        DDP_CALL_BESIDE (rc, ddp_wait (&q));
+    else
         rc = ddp_test (&q, &done);      /* never blocks: the GIL kept */
-        pthread_mutex_unlock (&pyddp_lib_lock);
-    }
-    else {              /* another thread is in libddp: ask again later */
-        rc = 0;
-        done = false;
-    }
     r->busy = false;
     if (!done) {
         r->req = q;

@@ -36,7 +36,9 @@
  *     init() is optional.
  *   - The GIL is released during every call that may wait for other ranks
  *     (DDP_CALL), and libddp is entered by one thread at a time
- *     (pyddp_lib_lock, recursive so that a callback may call back in).
+ *     (pyddp_lib_lock, recursive so that a callback may call back in),
+ *     but for a request's wait and test, which libddp allows beside
+ *     another thread's call (DDP_CALL_BESIDE).
  *   - Callbacks (run_on_main's func, a compute function) run Python code
  *     with the GIL taken back; what they raise is kept and, after the
  *     helper's own collective has told every rank that it failed, shared in
@@ -129,6 +131,19 @@ int pyddp_wait_suspend (void);
         pthread_mutex_lock (&pyddp_lib_lock);                               \
         (rc) = (expr);                                                      \
         pthread_mutex_unlock (&pyddp_lib_lock);                             \
+        Py_END_ALLOW_THREADS                                                \
+        pyddp_wait_end (ddp_was_);                                          \
+    } while (0)
+
+/* Run a libddp call that is safe beside another thread's libddp call (a
+ * request's ddp_wait/ddp_test: ddp.h, "Threads"): the GIL released,
+ * pyddp_lib_lock not taken, so that a thread blocked on a request does
+ * not keep the others out of libddp. */
+#define DDP_CALL_BESIDE(rc, expr)                                           \
+    do {                                                                    \
+        int ddp_was_ = pyddp_wait_begin ();                                 \
+        Py_BEGIN_ALLOW_THREADS                                              \
+        (rc) = (expr);                                                      \
         Py_END_ALLOW_THREADS                                                \
         pyddp_wait_end (ddp_was_);                                          \
     } while (0)

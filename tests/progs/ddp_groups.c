@@ -15,6 +15,7 @@
  *                        then (kill, stall) a world barrier; each rank
  *                        prints "rank R group G: ..." lines
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -194,6 +195,54 @@ static void check_requests (ddp_comm_t *c, const char *what)
     free (all);
 }
 
+/* A request waited for on another thread (ddp.h: ddp_wait from any
+ * thread) while this one starts the communicator's next calls, a
+ * blocking one among them: as torch's backend completes its work. */
+struct waiter {
+    ddp_request_t *req;
+    int rc;
+    char why[200];
+};
+
+static void *wait_on_thread (void *arg)
+{
+    struct waiter *w = arg;
+
+    w->rc = ddp_wait (&w->req);
+    snprintf (w->why, sizeof (w->why), "%s", w->rc ? ddp_last_error () : "");
+    return NULL;
+}
+
+static void check_wait_elsewhere (ddp_comm_t *c, const char *what)
+{
+    enum { COUNT = 20000 };
+    int n = ddp_comm_size (c), me = ddp_comm_rank (c);
+    double *a = calloc (COUNT, sizeof (double));
+    int64_t x = me + 1, y = 0, z = 0;
+    ddp_request_t *r2 = NULL;
+    struct waiter w = { 0 };
+    pthread_t t;
+
+    for (int j = 0; j < COUNT; j++)
+        a[j] = j + me;
+    OK (ddp_comm_iallreduce (c, a, a, COUNT, DDP_FLOAT64, DDP_SUM, &w.req));
+    CHECK (pthread_create (&t, NULL, wait_on_thread, &w) == 0,
+           "%s: no thread", what);
+    OK (ddp_comm_iallreduce (c, &x, &y, 1, DDP_INT64, DDP_SUM, &r2));
+    OK (ddp_comm_allreduce (c, &x, &z, 1, DDP_INT64, DDP_MAX));
+    OK (ddp_wait (&r2));
+    pthread_join (t, NULL);
+    CHECK (w.rc == 0 && w.req == NULL, "%s: ddp_wait on another thread: "
+           "%d (%s)", what, w.rc, w.why);
+    CHECK (y == (int64_t)n * (n + 1) / 2 && z == n, "%s: the calls beside "
+           "the waiting thread gave %lld and %lld", what, (long long)y,
+           (long long)z);
+    for (int j = 0; j < COUNT; j += 1999)
+        CHECK (a[j] == (double)n * j + (double)n * (n - 1) / 2, "%s: the "
+               "request waited for elsewhere: [%d] = %g", what, j, a[j]);
+    free (a);
+}
+
 /* The errors a caller can make. */
 static void check_errors (void)
 {
@@ -252,6 +301,7 @@ static void check_all (void)
             check_comm (half, "half");
         }
         check_requests (parity, "parity requests");
+        check_wait_elsewhere (parity, "parity, waited elsewhere");
     }
     /* Groups of one. */
     OK (ddp_comm_split (NULL, rank, 0, &self));
@@ -290,6 +340,7 @@ static void check_all (void)
         OK (ddp_comm_free (&mix));
     }
     check_requests (NULL, "world requests");
+    check_wait_elsewhere (NULL, "world, waited elsewhere");
     check_comm (NULL, "world");
     check_errors ();
     OK (ddp_comm_free (&half));

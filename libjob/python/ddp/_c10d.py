@@ -15,10 +15,10 @@ How it works:
     tensors (as gloo's).
   - A Completer thread per process group completes the futures in start
     order (libddp completes a communicator's requests in that order).  It
-    polls Request.test(), which never blocks, instead of waiting in
-    Request.wait(): the module enters libddp one thread at a time, and a
-    thread blocked in wait() would keep the training thread from starting
-    the next bucket's all-reduce (no overlap with backward).
+    blocks in Request.wait(), which the module runs beside other threads'
+    libddp calls (libddp allows a request's wait on any thread), so the
+    training thread starts the next bucket's all-reduce meanwhile
+    (overlap with backward) and a completion is seen at once.
   - A failure (ddp.PeerError, ddp.TimeoutError, ddp.Error) is set on the
     future, with the torch call and the group in front of libddp's
     message (which names the rank); every later call of that group fails
@@ -38,7 +38,6 @@ import collections
 import os
 import sys
 import threading
-import time
 import weakref
 
 import torch
@@ -99,19 +98,15 @@ class _Pending:
 class Completer:
     """One thread that completes a process group's requests in start order.
 
-    add() queues a started request; the thread polls the oldest with
-    Request.test() (a few microseconds, never blocking, the GIL taken
-    briefly), sleeping a little longer each time it is not done (50 us up
-    to 2 ms: the latency it adds to a collective), and sets its future's
-    result or exception.  Future callbacks (DDP comm hooks' then()) run on
+    add() queues a started request; the thread waits for the oldest in
+    Request.wait() (the GIL released, other threads free to call libddp)
+    and sets its future's result or exception.  Future callbacks (DDP comm hooks' then()) run on
     this thread.  The thread is a daemon, and close() (at exit, before
     libddp's finalize) lets it finish what it holds and end: a daemon
     thread stopped by the interpreter's shutdown inside torch's C++ (a
     future's callbacks) aborts the process.
     """
 
-    _MIN_SLEEP = 50e-6
-    _MAX_SLEEP = 2e-3
     _all = weakref.WeakSet()
 
     def __init__(self, name):
@@ -149,10 +144,7 @@ class Completer:
             p = self._next()
             if p is None:
                 return
-            delay = self._MIN_SLEEP
-            while not p.req.test():
-                time.sleep(delay)
-                delay = min(delay * 2, self._MAX_SLEEP)
+            _settle(p.req)
             with self._cond:
                 self._queue.popleft()
             _complete(p)
@@ -165,6 +157,15 @@ def _close_all():
 
 
 atexit.register(_close_all)     # after ddp's own: run before its finalize
+
+
+def _settle(req):
+    """Block until req completed; its outcome stays in req (wait() gives
+    it again at once, raising a failure then)."""
+    try:
+        req.wait()
+    except Exception:       # noqa: BLE001 - _complete() raises it again
+        pass
 
 
 def _complete(p):
