@@ -231,6 +231,18 @@ static int call_agree (struct host *h)
     return host_check_fault (h);
 }
 
+/* A call of a communicator of one (h->size 1): counted, and nothing else
+ * of call_begin()'s (no peer reads this rank's flags, no record can name
+ * another rank); its result is a copy.  Returns h->broken (a local fault
+ * before it), else 0.  call_end() ends it, as any call. */
+static int call_alone (struct host *h, int kind)
+{
+    h->kind = kind;
+    h->stats[kind].calls++;
+    h->call++;
+    return h->broken;
+}
+
 /* The collective under way ended with rc: show that it was left. */
 static int call_end (struct host *h, int rc)
 {
@@ -773,7 +785,6 @@ static int barrier_run (struct host *h)
     return rc < 0 ? rc : barrier_steps (h);
 }
 
-/* A reduction on a world of one rank. */
 /* A rank alone: its own bytes are the result, copied to recv (recv ==
  * send: nothing).  In pieces of COPY_PIECE: glibc's memcpy of one large
  * block (1 MiB here) uses non-temporal stores, which leave the result out
@@ -826,12 +837,13 @@ static int reduce_impl (struct host *h, const char *send, char *recv,
     bool want = root < 0 || root == h->rank;
     int rc;
 
+    if (h->size == 1)
+        return (rc = call_alone (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE))
+               < 0 ? rc : reduce_alone (h, send, recv, count, dtype, op);
     if ((rc = call_begin (h, root < 0 ? KIND_ALLREDUCE : KIND_REDUCE,
                           root < 0 ? DDP_COLL_ALLREDUCE : DDP_COLL_REDUCE,
                           count, dtype, op, root)) < 0)
         return rc;
-    if (h->size == 1)
-        return reduce_alone (h, send, recv, count, dtype, op);
     if (h->nnodes > 1)
         return root < 0 ? allreduce_nodes (h, send, recv, count, dtype, op)
                         : reduce_nodes (h, send, recv, count, dtype, op, root);
@@ -863,11 +875,12 @@ static int reduce_scatter_run (struct host *h, const char *send, char *recv,
 {
     int rc;
 
+    if (h->size == 1)
+        return (rc = call_alone (h, KIND_REDUCE_SCATTER)) < 0
+               ? rc : reduce_alone (h, send, recv, count, dtype, op);
     if ((rc = call_begin (h, KIND_REDUCE_SCATTER, DDP_COLL_REDUCE_SCATTER,
                           count, dtype, op, 0)) < 0)
         return rc;
-    if (h->size == 1)
-        return reduce_alone (h, send, recv, count, dtype, op);
     if (h->nnodes > 1)
         return reduce_scatter_nodes (h, send, recv, count, dtype, op);
     return node_reduce_scatter_run (h, send, recv, count, dtype, op);
@@ -886,9 +899,10 @@ static int bcast_run (struct host *h, void *buf, size_t count,
     size_t bytes = count * ddp_dtype_size (dtype);
     int rc;
 
+    if (h->size == 1)
+        return call_alone (h, KIND_BCAST);
     if ((rc = call_begin (h, KIND_BCAST, DDP_COLL_BCAST, count, dtype,
-                          DDP_SUM, root)) < 0
-        || h->size == 1)
+                          DDP_SUM, root)) < 0)
         return rc;
     if (h->nnodes > 1)
         return bcast_nodes (h, buf, bytes, root);
@@ -907,17 +921,18 @@ static int gather_impl (struct host *h, const char *send, char *recv,
     size_t es = ddp_dtype_size (dtype), bytes = count * es;
     int rc;
 
+    if (h->size == 1) {     /* root 0, this rank */
+        if ((rc = call_alone (h, root < 0 ? KIND_ALLGATHER
+                                          : KIND_GATHER)) == 0 && recv)
+            copy_alone (recv, send, bytes);
+        return rc;
+    }
     if ((rc = call_begin (h, root < 0 ? KIND_ALLGATHER : KIND_GATHER,
                           root < 0 ? DDP_COLL_ALLGATHER : DDP_COLL_GATHER,
                           count, dtype, DDP_SUM, root)) < 0)
         return rc;
     if (root >= 0 && h->rank != root)
         recv = NULL;            /* ignored off the root (ddp.h) */
-    if (h->size == 1) {
-        if (recv)
-            copy_alone (recv, send, bytes);
-        return 0;
-    }
     if (h->nnodes > 1)
         return root < 0 ? allgather_nodes (h, send, recv, bytes)
                         : gather_nodes (h, send, recv, bytes, root);
