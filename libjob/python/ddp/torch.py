@@ -197,7 +197,16 @@ def init_process_group(backend=None, *, timeout=None, **kwargs):
     dist.init_process_group(backend, store=store, rank=ddp.rank(),
                             world_size=ddp.world_size(), timeout=timeout,
                             **kwargs)
+    _live_stores.append(store)
     return store
+
+
+# Every Store handed to torch, kept for the life of the process: torch
+# (2.x) holds only the C++ side of a Python store, and once the caller
+# drops the object it returned, the C++ side finds no Python set/get any
+# more ("fn INTERNAL ASSERT FAILED ... Not implemented." from the next
+# new_group's gloo, torch 2.6).
+_live_stores = []
 
 
 def _uses_ddp(backend):
