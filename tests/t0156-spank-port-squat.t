@@ -120,7 +120,7 @@ test_expect_success 'a step whose slurmstepd is killed with -9 leaves no claim: 
 		test $i -lt 300 || { cat k.err; return 1; }
 		sleep 0.1; i=$((i + 1)); done &&
 	job=$(squeue -h -o %i | head -n 1) &&
-	stepd=$(pgrep -f "^slurmstepd: \[$job\.0\]") &&
+	stepd=$(ddp_cluster_pgrep "^slurmstepd: \[$job\.0\]") &&
 	orphan=$(pgrep -P $stepd) &&
 	echo "job $job: slurmstepd $stepd, task $orphan" &&
 	test_must_fail ddp_srun --ddp=host -N1 -w n1 true 2>k1.err &&

@@ -215,11 +215,12 @@ test_expect_success 'a heterogeneous step is refused before launch, with the rea
 # srun), then ends a hung srun and its job.  From 24.11 on (fixed there;
 # re-checked on 24.11.5: 0 hangs in 20 runs) a hang is a failure.
 # het_probe: run the step; true when srun ended by itself, or hung after
-# both tasks reported on a Slurm older than 24.11.
+# both tasks reported on a Slurm older than 24.11.  The job's name is this
+# run's own: the Debian 13 stage's suite may run this beside it.
 het_probe () {
 	p=$DDP_PROGS/pmix_probe
 	: >het.out
-	ddp_srun -J ddp-t0160-het --mpi=pmix -N1 -n1 "$p" : -N1 -n1 "$p" \
+	ddp_srun -J ddp-t0160-het-$$ --mpi=pmix -N1 -n1 "$p" : -N1 -n1 "$p" \
 		>het.out 2>het.err &
 	pid=$! end=$(( $(date +%s) + 60 ))
 	while kill -0 $pid 2>/dev/null &&
@@ -233,8 +234,8 @@ het_probe () {
 	done
 	if kill -0 $pid 2>/dev/null; then
 		echo "srun still runs 5 s after its tasks reported: ended"
-		scancel -n ddp-t0160-het
-		pkill -KILL -f "^srun -J ddp-t0160-het"
+		scancel -n ddp-t0160-het-$$
+		pkill -KILL -f "^srun -J ddp-t0160-het-$$ "
 		wait $pid
 		test $(grep -c "^pmix ok" het.out) = 2 &&
 		test "$(ddp_slurm_version)" -lt 2411

@@ -85,6 +85,26 @@ ddp_cluster_nodes () {
     seq -f 'n%g' 1 "${DDP_CLUSTER_NODES:?ddp_cluster_require first}"
 }
 
+# ddp_cluster_pgrep PATTERN: pgrep -f PATTERN, of the cluster in use only:
+# another cluster on the machine (the Debian 13 stage's, running beside
+# this suite) numbers its jobs from 1 too, and its "slurmstepd: [2.0]" is
+# not this one's.  A slurmstepd carries no mark of its cluster in its
+# environment, but it runs in its node's mount namespace, which is its
+# slurmd's (ddp-test-cluster pids lists the slurmds).  The pids, one a
+# line; status 1 when none.
+ddp_cluster_pgrep () {
+    local ours p ns found=1
+    ours=$("$DDP_CLUSTER" pids "$DDP_CLUSTER_DIR" 2>/dev/null |
+        while read -r p; do readlink "/proc/$p/ns/mnt"; done | sort -u)
+    for p in $(pgrep -f "$1"); do
+        ns=$(readlink "/proc/$p/ns/mnt" 2>/dev/null) || continue
+        printf '%s\n' "$ours" | grep -qxF "$ns" || continue
+        echo "$p"
+        found=0
+    done
+    return $found
+}
+
 # ddp_node_exec NODE CMD...: run CMD on test node NODE, in its network,
 # mount and UTS namespaces (a neighbour of the job there: on a networked
 # cluster (ddp-test-cluster start --net) the machine's own namespace is not
@@ -215,7 +235,7 @@ ddp_wait_job_gone () {
         PENDING*BeginTime*)
             st=$(date -d "${s##* }" +%s 2>/dev/null) || st=0
             if test "$st" -gt $((now + 5)); then
-                pgrep -f "^slurmstepd: \\[$1\\." >/dev/null ||
+                ddp_cluster_pgrep "^slurmstepd: \\[$1\\." >/dev/null ||
                     scontrol update jobid="$1" starttime=now+2
             elif test "$st" -lt $((now - 1)); then
                 scontrol update jobid="$1" starttime=now
