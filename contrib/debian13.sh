@@ -60,8 +60,8 @@ die () { say "$*"; exit 1; }
 # packages: what the root file system holds, one name a line, sorted.
 packages () {
     # shellcheck disable=SC2086
-    printf '%s\n' $DDP_PKGS_BUILD $DDP_PKGS_TEST ${DDP_PKGS_DEBIAN13_EXTRA:-} \
-        ca-certificates | sort -u
+    printf '%s\n' $DDP_PKGS_BUILD $DDP_PKGS_TEST $DDP_PKGS_OPTIONAL \
+        ${DDP_PKGS_DEBIAN13_EXTRA:-} ca-certificates | sort -u
 }
 
 # wanted_stamp: what the stamp of an up-to-date root file system says.
@@ -183,8 +183,8 @@ copy_tree () {
 
 # check: copy the tree to build-debian13/src, build it into
 # build-debian13/obj and run the suite, all inside the root.
-# DDP_PROVE_SKIP, DDP_REQUIRE_CLUSTER, DDP_CLUSTER_NET and DDP_NCCL_SCALE_RANKS
-# pass through.
+# DDP_PROVE_SKIP, DDP_REQUIRE_CLUSTER, DDP_REQUIRE_TORCH, DDP_CLUSTER_NET and
+# DDP_NCCL_SCALE_RANKS pass through.
 # PHASE (build, test or all): build only (then build-debian13/.built marks
 # it done), test a tree built so (DDP_DEBIAN13_SANITIZE as for its build),
 # or both.
@@ -199,6 +199,7 @@ check () {
     fi
     inside env DDP_PROVE_SKIP="${DDP_PROVE_SKIP:-}" \
         DDP_REQUIRE_CLUSTER="${DDP_REQUIRE_CLUSTER:-1}" \
+        DDP_REQUIRE_TORCH="${DDP_REQUIRE_TORCH:-0}" \
         DDP_CLUSTER_NET="${DDP_CLUSTER_NET:-auto}" \
         ${DDP_NCCL_SCALE_RANKS:+DDP_NCCL_SCALE_RANKS="$DDP_NCCL_SCALE_RANKS"} \
         DDP_DEBIAN13_SANITIZE="${DDP_DEBIAN13_SANITIZE:-0}" \

@@ -21,11 +21,12 @@ DDP_PKGS_TEST="$DDP_PKGS_CLUSTER sharness perl openmpi-bin libopenmpi-dev
 gnuplot-nox man-db groff-base binutils bsdextrautils python3-venv python3-pip
 python3-setuptools python3-wheel nftables"
 # Optional: PyTorch for Debian's python3 (CPU; 1.13 on Debian 12), for the
-# PyTorch example's cluster test (tests/t0730-python-torch.t) and the
-# tensor collectives' (t0750-python-tensors.t), which skip without it,
-# saying so.  Installed when the archive has it; a machine whose archive
-# lacks it gets the rest, with a warning.  Not in the Debian 13 root
-# (contrib/debian13.sh), whose suite leaves those tests out.
+# PyTorch example's cluster test (tests/t0730-python-torch.t), the tensor
+# collectives' (t0750-python-tensors.t), the torch store's and backend's
+# (t0760, t0770), which skip without it, saying so.  Installed when the
+# archive has it; a machine whose archive lacks it gets the rest, with a
+# warning.  Also in the Debian 13 root (contrib/debian13.sh: torch 2.6 on
+# Python 3.13), whose stage runs t0760 and t0770 with it (FSDP there).
 DDP_PKGS_OPTIONAL="python3-torch"
 
 # ddp_apt ARGS...: apt-get ARGS (its output on stdout as apt-get gives

@@ -2,7 +2,8 @@
 test_description='torch.distributed backend "ddp" (ddp._c10d,
 tests/progs/torch_backend.py): every collective on every dtype and
 ReduceOp against the result computed locally and gloo'"'"'s, the ops libddp
-lacks refused naming the op; DDP training equal to gloo'"'"'s; a DDP on each of
+lacks refused naming the op; DDP training equal to gloo'"'"'s, and FSDP
+where torch has it (2.x); a DDP on each of
 two groups of two; a rank killed or raising mid-step named by every
 survivor within DDP_TIMEOUT + 1 s.  One process first, then srun
 --ddp=host on 1 x 2, 2 x 2 and an uneven 2 nodes x 3 ranks'
@@ -59,6 +60,14 @@ test_expect_success 'ddp-local-run -n 3 -N 2: every op, DDP against gloo' '
 
 ddp_cluster_require
 
+# FSDP where this torch can import it: not torch 1.13 on Python 3.11
+# (Debian 12); torch 2.6 in the Debian 13 stage.
+if "$PY" -c "import torch.distributed.fsdp" >/dev/null 2>&1; then
+	test_set_prereq FSDP
+else
+	say "# no FSDP with this torch: $("$PY" -c "import torch.distributed.fsdp" 2>&1 | tail -n 1)"
+fi
+
 # NAME:RANKS:srun's layout
 for layout in "1x2:2:-N1 -n2" "2x2:4:-N2 -n4 --ntasks-per-node=2" "2n3:3:-N2 -n3"; do
 	name=${layout%%:*}
@@ -74,6 +83,11 @@ for layout in "1x2:2:-N1 -n2" "2x2:4:-N2 -n4 --ntasks-per-node=2" "2n3:3:-N2 -n3
 		ddp_srun --ddp=host $args \"\$PY\" -W ignore \"\$PROG\" train 20 \
 			>train-$name.out 2>train-$name.err || { cat train-$name.out train-$name.err; false; } &&
 		ok_ranks train-$name train $n
+	"
+	test_expect_success FSDP "srun --ddp=host $args: FSDP on ddp ends with gloo's parameters (and DDP's)" "
+		ddp_srun --ddp=host $args \"\$PY\" -W ignore \"\$PROG\" fsdp 6 \
+			>fsdp-$name.out 2>fsdp-$name.err || { cat fsdp-$name.out fsdp-$name.err; false; } &&
+		ok_ranks fsdp-$name fsdp $n
 	"
 done
 

@@ -11,12 +11,18 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             data: parameters equal within float tolerance after the steps;
             a line with each one's mean step time.
   subgroup  (4 ranks) two groups of two, a DDP on each, as on gloo's.
+  fsdp      FullyShardedDataParallel (CPU, one unit a layer, with and
+            without use_orig_params) on "ddp" and on gloo, and DDP on
+            gloo: the same parameters after the steps.  Where torch
+            cannot import torch.distributed.fsdp (1.13 on Python 3.11):
+            "rank R/N: fsdp unavailable: <why>", exit 0.
   kill K    rank K dies (os._exit) in the middle of step 3's backward; the
             others print "rank R: <Exception> after S s: <message>".
   raise K   rank K raises ValueError at step 3; the others as for kill.
 """
 
 import datetime
+import importlib
 import os
 import sys
 import time
@@ -398,6 +404,63 @@ def subgroup(args):
     done("subgroup", f", groups {halves}, max |ddp - gloo| {worst:.3g}")
 
 
+# ---- FSDP ------------------------------------------------------------------
+
+def fsdp_available():
+    """None, or why torch.distributed.fsdp cannot be used here."""
+    try:
+        importlib.import_module("torch.distributed.fsdp")
+    except Exception as e:      # noqa: BLE001 - torch 1.13 on Python 3.11
+        return f"torch {torch.__version__} cannot import " \
+               f"torch.distributed.fsdp: {type(e).__name__}: {e}"
+    return None
+
+
+def train_fsdp(pg, steps, orig):
+    """FullyShardedDataParallel (CPU) on process group pg, each layer a
+    unit of its own (so that several all-gathers and reduce-scatters are
+    in flight); returns the full parameters after the steps."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    net = FSDP(model(0, 64), process_group=pg, use_orig_params=orig,
+               auto_wrap_policy=ModuleWrapPolicy({nn.Linear}),
+               device_id=torch.device("cpu"))
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    rank = dist.get_rank()
+    for step in range(steps):
+        x, y = batch(step, rank)
+        opt.zero_grad()
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    with FSDP.summon_full_params(net):
+        return [p.detach().clone() for p in net.parameters()]
+
+
+def fsdp_mode(args):
+    """FSDP on "ddp" and on gloo, with and without use_orig_params, and
+    against DDP on gloo: the same parameters after the steps."""
+    why = fsdp_available()
+    if why:
+        print(f"rank {ddp.rank()}/{ddp.world_size()}: fsdp unavailable: "
+              f"{why}", flush=True)
+        sys.exit(0)
+    init()
+    steps = int(args[0]) if args else 6
+    gloo = dist.new_group(backend="gloo")
+    p_ref, _ = train(gloo, steps)
+    worst = 0.0
+    for orig in (False, True):
+        p_ddp = train_fsdp(None, steps, orig)
+        p_gloo = train_fsdp(gloo, steps, orig)
+        worst = max(worst, compare(p_ddp, p_gloo, f"FSDP use_orig_params="
+                                   f"{orig}: ddp against gloo"),
+                    compare(p_ddp, p_ref, f"FSDP use_orig_params={orig} on "
+                            f"ddp against DDP on gloo"))
+    done("fsdp", f", {steps} steps, use_orig_params False and True, max "
+         f"|FSDP on ddp - gloo / DDP| {worst:.3g}")
+
+
 # ---- failures --------------------------------------------------------------
 
 def failure(args, how):
@@ -429,6 +492,7 @@ def failure(args, how):
 
 
 MODES = {"ops": ops, "train": train_mode, "subgroup": subgroup,
+         "fsdp": fsdp_mode,
          "kill": lambda a: failure(a, "kill"),
          "raise": lambda a: failure(a, "raise")}
 
