@@ -38,13 +38,16 @@ named () {
 		END { exit bad }" "$1.secs"
 }
 
-test_expect_success 'one process: every op, DDP against gloo' '
+test_expect_success 'one process: every op, DDP against gloo, destroy_process_group' '
 	DDP_BACKEND=host "$PY" -W ignore "$PROG" ops >one-ops.out 2>one-ops.err ||
 		{ cat one-ops.out one-ops.err; false; } &&
 	ok_ranks one-ops ops 1 &&
 	DDP_BACKEND=host "$PY" -W ignore "$PROG" train 5 >one-train.out 2>one-train.err ||
 		{ cat one-train.out one-train.err; false; } &&
-	ok_ranks one-train train 1
+	ok_ranks one-train train 1 &&
+	DDP_BACKEND=host "$PY" -W ignore "$PROG" destroy >one-destroy.out 2>one-destroy.err ||
+		{ cat one-destroy.out one-destroy.err; false; } &&
+	ok_ranks one-destroy destroy 1
 '
 
 # The local launcher (no cluster): 3 ranks on 2 simulated nodes.

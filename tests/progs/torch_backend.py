@@ -16,6 +16,9 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             gloo: the same parameters after the steps.  Where torch
             cannot import torch.distributed.fsdp (1.13 on Python 3.11):
             "rank R/N: fsdp unavailable: <why>", exit 0.
+  destroy   destroy_process_group ends the completer thread of the group
+            it destroys (of every group, without one); a destroyed group's
+            next call raises.
   kill K    rank K dies (os._exit) in the middle of step 3's backward; the
             others print "rank R: <Exception> after S s: <message>".
   raise K   rank K raises ValueError at step 3; the others as for kill.
@@ -25,6 +28,7 @@ import datetime
 import importlib
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -461,6 +465,34 @@ def fsdp_mode(args):
          f"|FSDP on ddp - gloo / DDP| {worst:.3g}")
 
 
+# ---- destroy_process_group -------------------------------------------------
+
+def destroy(args):
+    """destroy_process_group ends a "ddp" group's completer thread (the
+    group's only; every one without a group), and the destroyed group's
+    next call raises saying so."""
+    init()
+    t = torch.ones(2)
+    g = dist.new_group(list(range(dist.get_world_size())))
+    dist.all_reduce(t, group=g)
+
+    def completers():
+        return sorted(th.name for th in threading.enumerate()
+                      if th.name.startswith("ddp-c10d-"))
+    before = completers()
+    dist.destroy_process_group(g)
+    after = completers()
+    if len(after) != len(before) - 1:
+        fail(f"destroying a group left its completer: {before} -> {after}")
+    check_raises("all_reduce on a destroyed group",
+                 lambda: g.allreduce([torch.ones(2)]),
+                 ["ddp backend", "destroyed"])
+    dist.destroy_process_group()
+    if completers():
+        fail(f"destroy_process_group() left completers: {completers()}")
+    done("destroy", f", completers {before} -> {after} -> []")
+
+
 # ---- failures --------------------------------------------------------------
 
 def failure(args, how):
@@ -492,7 +524,7 @@ def failure(args, how):
 
 
 MODES = {"ops": ops, "train": train_mode, "subgroup": subgroup,
-         "fsdp": fsdp_mode,
+         "fsdp": fsdp_mode, "destroy": destroy,
          "kill": lambda a: failure(a, "kill"),
          "raise": lambda a: failure(a, "raise")}
 

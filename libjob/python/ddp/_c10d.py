@@ -118,8 +118,19 @@ class Completer:
         self._thread.start()
         Completer._all.add(self)
 
+    @property
+    def closed(self):
+        """close() was called: add() refuses."""
+        return self._closing
+
     def add(self, pending):
+        """Queue pending; RuntimeError once closed (its group destroyed:
+        nothing would complete it)."""
         with self._cond:
+            if self._closing:
+                raise RuntimeError(f"ddp backend: {pending.what}: the "
+                                   f"process group was destroyed "
+                                   f"(destroy_process_group)")
             self._queue.append(pending)
             self._cond.notify()
 
@@ -150,13 +161,14 @@ class Completer:
             _complete(p)
 
 
-def _close_all():
-    """At exit: end every group's completer thread (see Completer)."""
+def close_all():
+    """End every group's completer thread (see Completer): at exit, and
+    when destroy_process_group() destroys every group (ddp.torch)."""
     for c in list(Completer._all):
         c.close(60.0)
 
 
-atexit.register(_close_all)     # after ddp's own: run before its finalize
+atexit.register(close_all)      # after ddp's own: run before its finalize
 
 
 def _settle(req):
@@ -418,7 +430,26 @@ class ProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self._group = group
         self._label = label
+        self._torch_name = None
         self._completer = Completer(f"ddp-c10d-{label}")
+
+    # torch 2 names each group and reads the name back (group_name: in
+    # destroy_process_group, for one); its own group_name asks a C++
+    # backend registered in the group, which a Python group has none of
+    # ("ProcessGroup name not set"), so the name is kept here.
+    def _set_group_name(self, name):
+        self._torch_name = name
+
+    @property
+    def group_name(self):
+        if self._torch_name is None:
+            raise RuntimeError("ProcessGroup name not set")
+        return self._torch_name
+
+    def close(self):
+        """End this group's completer thread after what it holds (its
+        group destroyed); a later call on the group raises."""
+        self._completer.close(60.0)
 
     # torch's name for the backend (dist.get_backend, DDP's logs).
     def getBackendName(self):
@@ -439,6 +470,9 @@ class ProcessGroup(dist.ProcessGroup):
         value once it completed.  A failure to start (bad arguments,
         a broken group) raises here, with the call named."""
         what = f"{what} on {self._label}"
+        if self._completer.closed:
+            raise RuntimeError(f"ddp backend: {what}: the process group was "
+                               f"destroyed (destroy_process_group)")
         try:
             req = start(self._group)
         except ddp.Error as e:
@@ -759,6 +793,15 @@ def _take(ranks):
         return groups.pop(0) if groups else None
 
 
+def _named(pg, opts):
+    """pg, named as torch named its group (opts.group_id, torch 2; torch
+    1.13 gives none)."""
+    name = getattr(opts, "group_id", None)
+    if name:
+        pg._set_group_name(name)
+    return pg
+
+
 def create(opts, pg_options=None):
     """torch's creator of a "ddp" process group (register_backend with
     extended_api=True): opts.group_rank, group_size, global_ranks_in_group
@@ -777,7 +820,7 @@ def create(opts, pg_options=None):
                 f"libddp's rank {ddp.rank()} of {world}: start with "
                 f"ddp.torch.init_process_group(backend='ddp'), which gives "
                 f"torch libddp's ranks")
-        return ProcessGroup(rank, size, None, "the world")
+        return _named(ProcessGroup(rank, size, None, "the world"), opts)
     group = _take(ranks)
     if group is None:
         raise RuntimeError(
@@ -791,4 +834,4 @@ def create(opts, pg_options=None):
         raise RuntimeError(f"ddp backend: torch's rank {rank} of {size} "
                            f"in group {ranks} is libddp's {group.rank} of "
                            f"{group.size}")
-    return ProcessGroup(rank, size, group, f"group {ranks}")
+    return _named(ProcessGroup(rank, size, group, f"group {ranks}"), opts)

@@ -257,8 +257,30 @@ def _wrap_new_group(orig):
     return new_group
 
 
+def _wrap_destroy(orig):
+    """torch.distributed.destroy_process_group, which also ends the
+    completer thread of each "ddp" group it destroys (every group when
+    group is None): torch only forgets a Python group, whose thread would
+    stay until exit.  The libddp group stays until ddp's finalize (freeing
+    it is collective, and destroy_process_group need not be)."""
+    sig = inspect.signature(orig)
+
+    @functools.wraps(orig)
+    def destroy_process_group(*args, **kwargs):
+        group = sig.bind_partial(*args, **kwargs).arguments.get("group")
+        result = orig(*args, **kwargs)
+        if group is None:
+            _c10d.close_all()
+        elif isinstance(group, _c10d.ProcessGroup):
+            group.close()
+        return result
+    destroy_process_group._ddp_wrapped = True
+    return destroy_process_group
+
+
 def _install():
-    """Register backend "ddp" and wrap torch's new_group (once)."""
+    """Register backend "ddp" and wrap torch's new_group and
+    destroy_process_group (once)."""
     if _c10d.NAME.upper() not in dist.Backend._plugins:
         kwargs = {"extended_api": True}
         # torch 2 asks which devices a backend serves (default: cpu, cuda)
@@ -270,6 +292,10 @@ def _install():
         wrapped = _wrap_new_group(_c10d_mod.new_group)
         _c10d_mod.new_group = wrapped
         dist.new_group = wrapped
+    if not getattr(_c10d_mod.destroy_process_group, "_ddp_wrapped", False):
+        wrapped = _wrap_destroy(_c10d_mod.destroy_process_group)
+        _c10d_mod.destroy_process_group = wrapped
+        dist.destroy_process_group = wrapped
 
 
 _install()
