@@ -14,11 +14,15 @@
 #              AddressSanitizer + UndefinedBehaviorSanitizer (the SPANK
 #              plugin: UBSan only): any sanitizer report fails it.  Less the
 #              tests that use neither Slurm nor PMIx, the PyTorch example's
-#              (no PyTorch in that root) and the benchmark's (it times)
+#              and tensors' (the Debian 12 suite's; torch 2.6 there runs
+#              the torch store's and backend's, t0760 and t0770, FSDP
+#              too) and the benchmark's (it times)
 #   valgrind   memcheck over the unit tests of the suite's build
-#              (contrib/ci-extra.sh valgrind), beside the Debian 13 stage,
-#              its output shown after it
-# The suites run one after the other.  The stages below only build and analyse
+#              (contrib/ci-extra.sh valgrind), after the suite, beside the
+#              Debian 13 stage's end, its output shown after it
+# The two suites run beside each other (the Debian 13 one from the moment its
+# build is done; see debian13_stage below): each spends most of its time
+# waiting on Slurm.  The stages below only build and analyse
 # (nothing in them is timed), so they run beside those, from the start, as
 # one background job at the lowest CPU priority (SCHED_IDLE, nice 19, idle
 # I/O class), the Debian 13 root file system and the Debian 13 stage's
@@ -39,9 +43,10 @@
 #              with the host backend only
 #   extra      cppcheck and gcc -fanalyzer, short libFuzzer runs
 #              (contrib/ci-extra.sh static fuzz)
-# check.sh must stay under 45 minutes on a 2-core machine: the three suites
-# of before (Debian 12, Debian 13, and Debian 12 under the sanitizers) are
-# two since the sanitizers moved to the Debian 13 one.
+# check.sh must stay under 60 minutes on a fresh 2-core machine (CI allows
+# 90): the three suites of before (Debian 12, Debian 13, and Debian 12
+# under the sanitizers) are two since the sanitizers moved to the Debian
+# 13 one, and those two run at once.
 # Each suite's summary line names the Slurm and PMIx it ran against and
 # prove's counts.  `contrib/check.sh --quick` runs the suite stage only.
 set -eu
@@ -134,6 +139,65 @@ background () {
     echo "extra:$r" >>"$bg_status"
 }
 
+# debian13_stage: the same suite against Debian 13's Slurm 24.11 and PMIx
+# 5, in a root file system of its own (contrib/debian13.sh), under the
+# sanitizers, less the tests that use neither Slurm nor PMIx (the local
+# launcher, the NCCL stand-in, the Python binding, the man pages), which
+# the first suite runs, the PyTorch example's and tensors' (the first
+# suite's; torch 2.6 of that root runs t0760 and t0770, FSDP there too),
+# the benchmark's (it times ddp against Open MPI), and configure's version
+# checks (t0530: configure itself runs in the stage's build, naming Slurm
+# 24.11 and PMIx 5).  It runs beside the Debian 12 suite, from the moment
+# its build (the background's, started at once) is done: each suite
+# spends most of its time waiting on Slurm (the Debian 12 suite used 23%
+# of one CPU over its 27 minutes), one after the other they took 40 of
+# the run's 45 minutes, and the two clusters are apart (their own network
+# and mount namespaces; tests that look for processes look in their own
+# cluster: ddp_cluster_pgrep).  check.sh --debian13 BG_PID runs it (BG_PID:
+# the background stages', which build it), in a process group of its own;
+# its output goes to build-debian13.log, shown after the suite, and PASS
+# or FAIL to build-debian13.status.
+debian13_stage () {
+    local start d13_skip
+    start=$(date +%s)
+    d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
+t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
+t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t
+t0740-python-pip.t t0750-python-tensors.t"
+    echo "== check: debian13: left out (no Slurm or PMIx in them; PyTorch's example and tensors; timed; configure's own; README's build):" $d13_skip
+    while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
+        sleep 5
+    done
+    echo "== check: debian13: its build ended $(( $(date +%s) - start )) s after the suite began"
+    # t0403's set-up at scale: 32 ranks (still 4 NCCL roots) under the
+    # sanitizers, 128 in the Debian 12 suite (with 128 ASan processes on two
+    # cores t0403 took 125 s of this stage, 33 s in the Debian 12 suite).
+    # Its clusters are on the network, as the Debian 12 suite's (DDP_CLUSTER_NET,
+    # exported above).  They were on 127.0.0.1 for a while: networked,
+    # t0160's --overlap case failed here, but only because t0100's batch
+    # job still held n1 and n2.  That job's second srun, which waited for
+    # the first step's CPUs, was never woken: the wrappers had moved it
+    # from n1 to namespace head while its host name stayed n1, and
+    # slurmctld wakes a waiting srun at its host name's address (fixed in
+    # f7eac28: a command in one of the cluster's namespaces stays there).
+    if DDP_REQUIRE_CLUSTER=1 DDP_REQUIRE_TORCH=1 DDP_PROVE_SKIP="$(echo $d13_skip)" \
+       DDP_DEBIAN13_SANITIZE=1 DDP_DEBIAN13_PREBUILT=1 DDP_NCCL_SCALE_RANKS=32 \
+       "$top/contrib/debian13.sh" check 2>&1; then
+        echo PASS >"$top/build-debian13.status"
+    else
+        echo FAIL >"$top/build-debian13.status"
+    fi
+    echo "== check: debian13 took $(( $(date +%s) - start )) s from the suite's start"
+}
+
+# check.sh --debian13 BG_PID: the Debian 13 stage (above).
+if [ "${1:-}" = --debian13 ]; then
+    set +e
+    bg_pid=$2
+    debian13_stage
+    exit 0
+fi
+
 # check.sh --background: the background stages themselves (check.sh starts
 # itself so, in a process group of its own that it can stop as a whole).
 if [ "${1:-}" = --background ]; then
@@ -172,6 +236,7 @@ stop_cluster () {
 on_exit () {
     stop_cluster
     [ -z "$bg_pid" ] || kill -- "-$bg_pid" 2>/dev/null || true
+    [ -z "${d13_pid:-}" ] || kill -- "-$d13_pid" 2>/dev/null || true
 }
 trap on_exit EXIT
 
@@ -210,6 +275,14 @@ start=$(date +%s)
 status=0
 # t0530 runs in the background stages (above) unless --quick.
 [ $quick = yes ] || export DDP_PROVE_SKIP="t0530-configure-versions.t t0515-readme-own-program.t"
+d13_pid=
+d13_log=$top/build-debian13.log
+if [ $quick = no ]; then
+    rm -f "$top/build-debian13.status"
+    echo "== check: debian13 stage beside the suite; log: $d13_log"
+    setsid "$top/contrib/check.sh" --debian13 "$bg_pid" </dev/null >"$d13_log" 2>&1 &
+    d13_pid=$!
+fi
 ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
 unset DDP_PROVE_SKIP
 stop_cluster
@@ -219,17 +292,8 @@ summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
 digest_logs="$build/suite.log"
 
 if [ $quick = no ]; then
-    # The same suite against Debian 13's Slurm 24.11 and PMIx 5, in a root
-    # file system of its own (contrib/debian13.sh), under the sanitizers,
-    # less the tests that use neither Slurm nor PMIx (the local launcher,
-    # the NCCL stand-in, the Python binding, the man pages), which the
-    # first suite ran, the PyTorch example's (the Debian 13 root has no
-    # PyTorch), the benchmark's (it times ddp against Open MPI), and
-    # configure's version checks (t0530: configure itself runs in the
-    # stage's build, naming Slurm 24.11 and PMIx 5): check.sh must stay
-    # under 45 minutes on a 2-core machine.
-    # valgrind runs beside it, at normal priority (its unit tests are
-    # timed, if loosely).
+    # valgrind runs beside the Debian 13 stage's end, at normal priority
+    # (its unit tests are timed, if loosely).
     vg_start=$(date +%s)
     ( unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
       DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
@@ -237,39 +301,19 @@ if [ $quick = no ]; then
     vg_pid=$!
 
     start=$(date +%s)
-    log=$top/build-debian13.log
-    d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
-t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
-t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t
-t0740-python-pip.t t0750-python-tensors.t"
-    echo "== check: debian13: left out (no Slurm or PMIx in them; no PyTorch there; timed; configure's own; README's build):" $d13_skip
-    # Its build is the background's (started at once): wait for it.
-    while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
-        sleep 5
-    done
-    echo "== check: debian13: its build ended $(( $(date +%s) - start )) s after the suite"
-    # t0403's set-up at scale: 32 ranks (still 4 NCCL roots) under the
-    # sanitizers, 128 in the suite above (with 128 ASan processes on two
-    # cores t0403 took 125 s of this stage, 33 s in the suite above).
-    # Its clusters are on the network, as the suite's (DDP_CLUSTER_NET,
-    # exported above).  They were on 127.0.0.1 for a while: networked,
-    # t0160's --overlap case failed here, but only because t0100's batch
-    # job still held n1 and n2.  That job's second srun, which waited for
-    # the first step's CPUs, was never woken: the wrappers had moved it
-    # from n1 to namespace head while its host name stayed n1, and
-    # slurmctld wakes a waiting srun at its host name's address (fixed in
-    # f7eac28: a command in one of the cluster's namespaces stays there).
-    if DDP_REQUIRE_CLUSTER=1 DDP_REQUIRE_TORCH=0 DDP_PROVE_SKIP="$(echo $d13_skip)" \
-       DDP_DEBIAN13_SANITIZE=1 DDP_DEBIAN13_PREBUILT=1 DDP_NCCL_SCALE_RANKS=32 \
-       "$top/contrib/debian13.sh" check 2>&1 | tee "$log"; then
-        r=PASS; else r=FAIL; status=1; fi
-    echo "== check: debian13 $r, took $(( $(date +%s) - start )) s"
-    echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$log" | sed 's/^== debian13: //')): $(tap_summary "$log")"
+    wait "$d13_pid" || true
+    d13_pid=
+    r=$(cat "$top/build-debian13.status" 2>/dev/null || echo FAIL)
+    [ "$r" = PASS ] || { r=FAIL; status=1; }
+    echo "== check: debian13 (beside the suite; its log, $d13_log):"
+    cat "$d13_log"
+    echo "== check: debian13 $r, ended $(( $(date +%s) - start )) s after the suite"
+    echo "== check: suite ($(grep -m1 '^== debian13: Debian' "$d13_log" | sed 's/^== debian13: //')): $(tap_summary "$d13_log")"
     summary="$summary debian13:$r"
-    digest_logs="$digest_logs $log"
+    digest_logs="$digest_logs $d13_log"
 
     if wait "$vg_pid"; then r=PASS; else r=FAIL; status=1; fi
-    echo "== check: valgrind (beside the Debian 13 stage; its log):"
+    echo "== check: valgrind (beside the Debian 13 stage's end; its log):"
     cat "$top/build-valgrind.log"
     echo "== check: valgrind $r, joined $(( $(date +%s) - vg_start )) s after its start (its own time: in its log)"
     summary="$summary valgrind:$r"
