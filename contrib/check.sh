@@ -18,8 +18,8 @@
 #              the torch store's and backend's, t0760 and t0770, FSDP
 #              too) and the benchmark's (it times)
 #   valgrind   memcheck over the unit tests of the suite's build
-#              (contrib/ci-extra.sh valgrind), after the suite, beside the
-#              Debian 13 stage's end, its output shown after it
+#              (contrib/ci-extra.sh valgrind), beside the suite while the
+#              Debian 13 stage's build is made, its output shown after it
 # The two suites run beside each other (the Debian 13 one from the moment its
 # build is done; see debian13_stage below): each spends most of its time
 # waiting on Slurm.  The stages below only build and analyse
@@ -153,13 +153,12 @@ background () {
 # of one CPU over its 27 minutes), one after the other they took 40 of
 # the run's 45 minutes, and the two clusters are apart (their own network
 # and mount namespaces; tests that look for processes look in their own
-# cluster: ddp_cluster_pgrep).  check.sh --debian13 BG_PID runs it (BG_PID:
-# the background stages', which build it), in a process group of its own;
+# cluster: ddp_cluster_pgrep).  check.sh --beside runs it, after valgrind
+# (BG_PID: the background stages', which build it), in a process group of its own;
 # its output goes to build-debian13.log, shown after the suite, and PASS
 # or FAIL to build-debian13.status.
 debian13_stage () {
-    local start d13_skip
-    start=$(date +%s)
+    local d13_skip
     d13_skip="t0245-local-launcher.t t0246-ddp-run.t t0402-nccl-mock.t
 t0404-gpu-check.t t0405-nccl-mock-faults.t t0500-doc-man.t t0530-configure-versions.t
 t0515-readme-own-program.t t0600-bench.t t0720-python.t t0730-python-torch.t
@@ -168,7 +167,7 @@ t0740-python-pip.t t0750-python-tensors.t"
     while [ ! -f "$top/build-debian13.done" ] && kill -0 "$bg_pid" 2>/dev/null; do
         sleep 5
     done
-    echo "== check: debian13: its build ended $(( $(date +%s) - start )) s after the suite began"
+    echo "== check: debian13: its build was done $(( $(date +%s) - suite_start )) s after the suite began"
     # t0403's set-up at scale: 32 ranks (still 4 NCCL roots) under the
     # sanitizers, 128 in the Debian 12 suite (with 128 ASan processes on two
     # cores t0403 took 125 s of this stage, 33 s in the Debian 12 suite).
@@ -187,13 +186,34 @@ t0740-python-pip.t t0750-python-tensors.t"
     else
         echo FAIL >"$top/build-debian13.status"
     fi
-    echo "== check: debian13 took $(( $(date +%s) - start )) s from the suite's start"
+    echo "== check: debian13 ended $(( $(date +%s) - suite_start )) s after the suite began"
 }
 
-# check.sh --debian13 BG_PID: the Debian 13 stage (above).
-if [ "${1:-}" = --debian13 ]; then
+# valgrind_stage: memcheck over the unit tests of the Debian 12 suite's
+# build, at normal priority (its unit tests are timed, if loosely), first
+# thing beside the suite: its 7 minutes of one CPU go while the
+# background makes the Debian 13 root and build, which the Debian 13 stage
+# waits for anyway.  Its output goes to build-valgrind.log, PASS or FAIL
+# to build-valgrind.status.
+valgrind_stage () {
+    if ( unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
+         DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
+             "$top/contrib/ci-extra.sh" valgrind </dev/null >"$top/build-valgrind.log" 2>&1 ); then
+        echo PASS >"$top/build-valgrind.status"
+    else
+        echo FAIL >"$top/build-valgrind.status"
+    fi
+}
+
+# check.sh --beside BG_PID START: valgrind, then the Debian 13 stage
+# (above), beside the Debian 12 suite, which began at START (date +%s).
+if [ "${1:-}" = --beside ]; then
     set +e
-    bg_pid=$2
+    bg_pid=$2 suite_start=$3
+    echo "== check: valgrind (beside the suite, while the background makes the Debian 13 build)"
+    valgrind_stage
+    echo "== check: valgrind $(cat "$top/build-valgrind.status"), ended $(( $(date +%s) - suite_start )) s after the suite began"
+    valgrind_stage
     debian13_stage
     exit 0
 fi
@@ -278,9 +298,9 @@ status=0
 d13_pid=
 d13_log=$top/build-debian13.log
 if [ $quick = no ]; then
-    rm -f "$top/build-debian13.status"
-    echo "== check: debian13 stage beside the suite; log: $d13_log"
-    setsid "$top/contrib/check.sh" --debian13 "$bg_pid" </dev/null >"$d13_log" 2>&1 &
+    rm -f "$top/build-debian13.status" "$top/build-valgrind.status"
+    echo "== check: valgrind, then the debian13 stage, beside the suite; logs: $top/build-valgrind.log, $d13_log"
+    setsid "$top/contrib/check.sh" --beside "$bg_pid" "$start" </dev/null >"$d13_log" 2>&1 &
     d13_pid=$!
 fi
 ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
@@ -292,14 +312,6 @@ summary="suite:$([ $status = 0 ] && echo PASS || echo FAIL)"
 digest_logs="$build/suite.log"
 
 if [ $quick = no ]; then
-    # valgrind runs beside the Debian 13 stage's end, at normal priority
-    # (its unit tests are timed, if loosely).
-    vg_start=$(date +%s)
-    ( unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
-      DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
-          "$top/contrib/ci-extra.sh" valgrind </dev/null >"$top/build-valgrind.log" 2>&1 ) &
-    vg_pid=$!
-
     start=$(date +%s)
     wait "$d13_pid" || true
     d13_pid=
@@ -312,10 +324,11 @@ if [ $quick = no ]; then
     summary="$summary debian13:$r"
     digest_logs="$digest_logs $d13_log"
 
-    if wait "$vg_pid"; then r=PASS; else r=FAIL; status=1; fi
-    echo "== check: valgrind (beside the Debian 13 stage's end; its log):"
-    cat "$top/build-valgrind.log"
-    echo "== check: valgrind $r, joined $(( $(date +%s) - vg_start )) s after its start (its own time: in its log)"
+    r=$(cat "$top/build-valgrind.status" 2>/dev/null || echo FAIL)
+    [ "$r" = PASS ] || { r=FAIL; status=1; }
+    echo "== check: valgrind (beside the suite, before the Debian 13 stage; its log):"
+    cat "$top/build-valgrind.log" 2>/dev/null
+    echo "== check: valgrind $r (its time: in its log)"
     summary="$summary valgrind:$r"
 
     start=$(date +%s)
