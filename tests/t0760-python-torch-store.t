@@ -25,7 +25,7 @@ test_expect_success 'the store answers as TCPStore (get, set, add, compare_set, 
 	DDP_BACKEND=host "$PY" "$PROG" semantics >sem.out 2>sem.err ||
 		{ cat sem.out sem.err; false; } &&
 	cat sem.out &&
-	grep -q "^semantics: 2[0-9] operations against TCPStore, 0 differ; [0-9]* checks of values, 0 failed$" sem.out
+	grep -q "^semantics: [1-9][0-9]* operations against TCPStore, 0 differ; [0-9]* checks of values, 0 failed$" sem.out
 '
 
 test_expect_success 'strangers: garbage and a wrong secret refused, silent connections cost nothing, another job'"'"'s store skipped, a closed store fails at once' '
