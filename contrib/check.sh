@@ -18,8 +18,8 @@
 #              the torch store's and backend's, t0760 and t0770, FSDP
 #              too) and the benchmark's (it times)
 #   valgrind   memcheck over the unit tests of the suite's build
-#              (contrib/ci-extra.sh valgrind), beside the suite while the
-#              Debian 13 stage's build is made, its output shown after it
+#              (contrib/ci-extra.sh valgrind), beside the suite, its
+#              output shown after it
 # The two suites run beside each other (the Debian 13 one from the moment its
 # build is done; see debian13_stage below): each spends most of its time
 # waiting on Slurm.  The stages below only build and analyse
@@ -153,8 +153,8 @@ background () {
 # of one CPU over its 27 minutes), one after the other they took 40 of
 # the run's 45 minutes, and the two clusters are apart (their own network
 # and mount namespaces; tests that look for processes look in their own
-# cluster: ddp_cluster_pgrep).  check.sh --beside runs it, after valgrind
-# (BG_PID: the background stages', which build it), in a process group of its own;
+# cluster: ddp_cluster_pgrep).  check.sh --debian13 runs it (BG_PID: the
+# background stages', which build it), in a process group of its own;
 # its output goes to build-debian13.log, shown after the suite, and PASS
 # or FAIL to build-debian13.status.
 debian13_stage () {
@@ -190,11 +190,10 @@ t0740-python-pip.t t0750-python-tensors.t"
 }
 
 # valgrind_stage: memcheck over the unit tests of the Debian 12 suite's
-# build, at normal priority (its unit tests are timed, if loosely), first
-# thing beside the suite: its 7 minutes of one CPU go while the
-# background makes the Debian 13 root and build, which the Debian 13 stage
-# waits for anyway.  Its output goes to build-valgrind.log, PASS or FAIL
-# to build-valgrind.status.
+# build, at normal priority (its unit tests are timed, if loosely), beside
+# the suite from its start (a run that put it before the Debian 13 stage
+# started that stage 15 minutes late).  Its output goes to
+# build-valgrind.log, PASS or FAIL to build-valgrind.status.
 valgrind_stage () {
     if ( unset DDP_REQUIRE_CLUSTER DDP_REQUIRE_TORCH DDP_BUILD_DIR DDP_SRC_DIR
          DDP_VG_BUILD=$build DDP_EXTRA_LOGS=$top/build-extra-logs/valgrind \
@@ -205,15 +204,17 @@ valgrind_stage () {
     fi
 }
 
-# check.sh --beside BG_PID START: valgrind, then the Debian 13 stage
-# (above), beside the Debian 12 suite, which began at START (date +%s).
-if [ "${1:-}" = --beside ]; then
+# check.sh --valgrind, check.sh --debian13 BG_PID START: the stages above,
+# each in a process group of its own beside the Debian 12 suite, which
+# began at START (date +%s).
+if [ "${1:-}" = --valgrind ]; then
+    set +e
+    valgrind_stage
+    exit 0
+fi
+if [ "${1:-}" = --debian13 ]; then
     set +e
     bg_pid=$2 suite_start=$3
-    echo "== check: valgrind (beside the suite, while the background makes the Debian 13 build)"
-    valgrind_stage
-    echo "== check: valgrind $(cat "$top/build-valgrind.status"), ended $(( $(date +%s) - suite_start )) s after the suite began"
-    valgrind_stage
     debian13_stage
     exit 0
 fi
@@ -257,6 +258,7 @@ on_exit () {
     stop_cluster
     [ -z "$bg_pid" ] || kill -- "-$bg_pid" 2>/dev/null || true
     [ -z "${d13_pid:-}" ] || kill -- "-$d13_pid" 2>/dev/null || true
+    [ -z "${vg_pid:-}" ] || kill -- "-$vg_pid" 2>/dev/null || true
 }
 trap on_exit EXIT
 
@@ -295,12 +297,14 @@ start=$(date +%s)
 status=0
 # t0530 runs in the background stages (above) unless --quick.
 [ $quick = yes ] || export DDP_PROVE_SKIP="t0530-configure-versions.t t0515-readme-own-program.t"
-d13_pid=
+d13_pid= vg_pid=
 d13_log=$top/build-debian13.log
 if [ $quick = no ]; then
     rm -f "$top/build-debian13.status" "$top/build-valgrind.status"
-    echo "== check: valgrind, then the debian13 stage, beside the suite; logs: $top/build-valgrind.log, $d13_log"
-    setsid "$top/contrib/check.sh" --beside "$bg_pid" "$start" </dev/null >"$d13_log" 2>&1 &
+    echo "== check: valgrind and the debian13 stage beside the suite; logs: $top/build-valgrind.log, $d13_log"
+    setsid "$top/contrib/check.sh" --valgrind </dev/null >/dev/null 2>&1 &
+    vg_pid=$!
+    setsid "$top/contrib/check.sh" --debian13 "$bg_pid" "$start" </dev/null >"$d13_log" 2>&1 &
     d13_pid=$!
 fi
 ddp_prove "$build" -v --timer 2>&1 | tee "$build/suite.log" || status=1
@@ -324,9 +328,11 @@ if [ $quick = no ]; then
     summary="$summary debian13:$r"
     digest_logs="$digest_logs $d13_log"
 
+    wait "$vg_pid" || true
+    vg_pid=
     r=$(cat "$top/build-valgrind.status" 2>/dev/null || echo FAIL)
     [ "$r" = PASS ] || { r=FAIL; status=1; }
-    echo "== check: valgrind (beside the suite, before the Debian 13 stage; its log):"
+    echo "== check: valgrind (beside the suite; its log):"
     cat "$top/build-valgrind.log" 2>/dev/null
     echo "== check: valgrind $r (its time: in its log)"
     summary="$summary valgrind:$r"
