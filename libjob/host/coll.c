@@ -158,6 +158,14 @@ static void describe (struct host *h, int dkind, size_t count,
                            memory_order_release);
 }
 
+/* Count and number a call of kind: what every call does first. */
+static void call_count (struct host *h, int kind)
+{
+    h->kind = kind;
+    h->stats[kind].calls++;
+    h->call++;
+}
+
 /* Start a collective of kind (the call as described: dkind, count, dtype,
  * op, root, see describe()): counts it, numbers it, and shows it to the
  * node (the diagnosis of a timeout names it; a mismatch names the whole
@@ -174,9 +182,7 @@ static int call_begin (struct host *h, int kind, int dkind, size_t count,
             h->full_entry = h->entry;
         h->entry = ddpi_now ();
     }
-    h->kind = kind;
-    h->stats[kind].calls++;
-    h->call++;
+    call_count (h, kind);
     describe (h, dkind, count, dtype, op, root);
     atomic_store_explicit (&h->flags[h->lrank].state,
                            FAULT_STATE (h->call, kind, 1),
@@ -237,9 +243,7 @@ static int call_agree (struct host *h)
  * before it), else 0.  call_end() ends it, as any call. */
 static int call_alone (struct host *h, int kind)
 {
-    h->kind = kind;
-    h->stats[kind].calls++;
-    h->call++;
+    call_count (h, kind);
     return h->broken;
 }
 

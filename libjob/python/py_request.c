@@ -8,8 +8,9 @@
  * strided one's contiguous copy) until libddp says it completed; then a
  * strided object's copy is written back and everything is given back.
  * wait() and test() complete it (wait() with the GIL released, neither
- * holding pyddp_lib_lock: see complete()); a request dropped before it completed is waited for in its
- * destructor, so the library never writes into freed memory.
+ * holding pyddp_lib_lock: see complete()); a request dropped before it
+ * completed is waited for in its destructor, so the library never writes
+ * into freed memory.
  *
  * Every request not yet completed is on one list (GIL held), so that
  * Group.free() and finalize() can complete those of a communicator before

@@ -100,8 +100,8 @@ class Completer:
 
     add() queues a started request; the thread waits for the oldest in
     Request.wait() (the GIL released, other threads free to call libddp)
-    and sets its future's result or exception.  Future callbacks (DDP comm hooks' then()) run on
-    this thread.  The thread is a daemon, and close() (at exit, before
+    and sets its future's result or exception.  Future callbacks (DDP
+    comm hooks' then()) run on this thread.  The thread is a daemon, and close() (at exit, before
     libddp's finalize) lets it finish what it holds and end: a daemon
     thread stopped by the interpreter's shutdown inside torch's C++ (a
     future's callbacks) aborts the process.
@@ -128,9 +128,7 @@ class Completer:
         nothing would complete it)."""
         with self._cond:
             if self._closing:
-                raise RuntimeError(f"ddp backend: {pending.what}: the "
-                                   f"process group was destroyed "
-                                   f"(destroy_process_group)")
+                raise _destroyed(pending.what)
             self._queue.append(pending)
             self._cond.notify()
 
@@ -169,6 +167,12 @@ def close_all():
 
 
 atexit.register(close_all)      # after ddp's own: run before its finalize
+
+
+def _destroyed(what):
+    """The error of a call on a group destroy_process_group destroyed."""
+    return RuntimeError(f"ddp backend: {what}: the process group was "
+                        f"destroyed (destroy_process_group)")
 
 
 def _settle(req):
@@ -471,8 +475,7 @@ class ProcessGroup(dist.ProcessGroup):
         a broken group) raises here, with the call named."""
         what = f"{what} on {self._label}"
         if self._completer.closed:
-            raise RuntimeError(f"ddp backend: {what}: the process group was "
-                               f"destroyed (destroy_process_group)")
+            raise _destroyed(what)
         try:
             req = start(self._group)
         except ddp.Error as e:
