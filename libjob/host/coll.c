@@ -18,7 +18,6 @@
 #include "reduce.h"
 #include "schedule.h"
 
-
 const char *const host_kind_names[HOST_KINDS] = {
     "barrier", "bcast", "reduce", "allreduce", "gather", "allgather",
     "reduce_scatter", "other",
@@ -959,11 +958,10 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
 
 /* How long ddp_finalize's barrier waits for the others (DDP_TIMEOUT when
  * shorter), in each of its waits (seconds): on the node for another rank
- * to arrive (for its result HOST_LATE_S more), on the links LEAVE_WAIT
- * for a partner (the bound of host.h's "Timeouts" with LEAVE_WAIT for
- * DDP_TIMEOUT).  A rank whose peers are
- * elsewhere (in a call of another library) leaves after that
- * (host_fault_leave). */
+ * to arrive (for its result HOST_LATE_S more), on the links LEAVE_WAIT for
+ * a partner (host.h's "Timeouts" bound with LEAVE_WAIT for DDP_TIMEOUT).
+ * A rank whose peers are elsewhere (in a call of another library) leaves
+ * after that (host_fault_leave). */
 #define LEAVE_WAIT 1.0
 
 /* ddp_finalize's barrier, shown as ddp_finalize in this rank's state, its
