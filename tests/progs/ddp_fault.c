@@ -6,7 +6,9 @@
  *         absent  RANK sleeps 600 s before its 201st collective
  *         early   RANK kills itself before ddp_init
  *         leave   RANK calls ddp_finalize after 200 collectives, while the
- *                 others sleep 2 s there, and exits 0
+ *                 others sleep 2 s there, and exits 0; it prints "rank R:
+ *                 200 calls in S s" and "rank R: left: ddp_finalize
+ *                 returned CODE after S s"
  *         leavemid  the same, the others sleeping 0.3 s: they come while
  *                 RANK waits in ddp_finalize's barrier
  *         exit    RANK exits 0 after 200 collectives, without ddp_finalize
@@ -44,7 +46,7 @@ int main (int argc, char **argv)
     /* Before init only the launcher's variables say who we are. */
     const char *procid = getenv ("SLURM_PROCID") ? getenv ("SLURM_PROCID")
                                                  : getenv ("RANK");
-    double t0 = 0;
+    double t0 = 0, start;
     long i;
     int rc;
 
@@ -57,6 +59,7 @@ int main (int argc, char **argv)
         free (a);
         return 3;
     }
+    start = now ();
     for (i = 0;; i++) {
         if (i == 200 && strcmp (mode, "after") == 0) {
             int me = ddp_rank ();
@@ -74,7 +77,13 @@ int main (int argc, char **argv)
             usleep (300 * 1000);
         if (i == 200 && ddp_rank () == bad) {
             if (strncmp (mode, "leave", 5) == 0) {
-                ddp_finalize ();
+                int me = ddp_rank ();
+                double t = now ();
+
+                printf ("rank %d: 200 calls in %.1f s\n", me, t - start);
+                rc = ddp_finalize ();
+                printf ("rank %d: left: ddp_finalize returned %d after "
+                        "%.1f s\n", me, rc, now () - t);
                 free (a);
                 return 0;
             }
