@@ -70,6 +70,12 @@ if "$PY" -c "import torch.distributed.fsdp" >/dev/null 2>&1; then
 else
 	say "# no FSDP with this torch: $("$PY" -c "import torch.distributed.fsdp" 2>&1 | tail -n 1)"
 fi
+# A DeviceMesh where this torch has one (2.2 on; not 1.13).
+if "$PY" -c "from torch.distributed.device_mesh import init_device_mesh" >/dev/null 2>&1; then
+	test_set_prereq MESH
+else
+	say "# no init_device_mesh with this torch: $("$PY" -c "from torch.distributed.device_mesh import init_device_mesh" 2>&1 | tail -n 1)"
+fi
 
 # NAME:RANKS:srun's layout
 for layout in "1x2:2:-N1 -n2" "2x2:4:-N2 -n4 --ntasks-per-node=2" "2n3:3:-N2 -n3"; do
@@ -98,6 +104,13 @@ test_expect_success 'srun --ddp=host 2 x 2: a DDP on each of two groups of two, 
 	ddp_srun --ddp=host -N2 -n4 --ntasks-per-node=2 "$PY" -W ignore "$PROG" subgroup \
 		>sub.out 2>sub.err || { cat sub.out sub.err; false; } &&
 	ok_ranks sub subgroup 4
+'
+# torch's device_mesh calls new_group through a name of its own, bound
+# before ddp.torch wrapped it: the wrapper reaches it too.
+test_expect_success MESH 'srun --ddp=host 2 nodes x 3: a (2, 3) DeviceMesh on ddp: its groups, their sums, a DDP on one dimension as gloo'"'"'s' '
+	ddp_srun --ddp=host -N2 -n6 --ntasks-per-node=3 "$PY" -W ignore "$PROG" mesh \
+		>mesh.out 2>mesh.err || { cat mesh.out mesh.err; false; } &&
+	ok_ranks mesh mesh 6
 '
 
 # The survivors exit 0 after printing; the victim does not: srun fails.

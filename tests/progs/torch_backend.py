@@ -16,6 +16,12 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             gloo: the same parameters after the steps.  Where torch
             cannot import torch.distributed.fsdp (1.13 on Python 3.11):
             "rank R/N: fsdp unavailable: <why>", exit 0.
+  mesh      (an even number of ranks) init_device_mesh("cpu", (2, N/2))
+            on "ddp": each dimension's groups are "ddp" groups of the
+            mesh's ranks, an all_reduce on each sums its own ranks, and a
+            DDP on the "dp" dimension equals one on gloo.  Where torch has
+            no init_device_mesh (1.13): "rank R/N: mesh unavailable:
+            <why>", exit 0.
   destroy   destroy_process_group ends the completer thread of the group
             it destroys (of every group, without one); a destroyed group's
             next call raises.
@@ -465,6 +471,48 @@ def fsdp_mode(args):
          f"|FSDP on ddp - gloo / DDP| {worst:.3g}")
 
 
+# ---- DeviceMesh ------------------------------------------------------------
+
+def mesh_mode(args):
+    """init_device_mesh on "ddp": its groups, their sums, a DDP on one
+    dimension against gloo's."""
+    try:
+        from torch.distributed.device_mesh import init_device_mesh
+    except Exception as e:      # noqa: BLE001 - torch 1.13 has none
+        print(f"rank {ddp.rank()}/{ddp.world_size()}: mesh unavailable: "
+              f"torch {torch.__version__}: {type(e).__name__}: {e}",
+              flush=True)
+        sys.exit(0)
+    init()
+    size, me = dist.get_world_size(), dist.get_rank()
+    if size % 2:
+        fail(f"mesh wants an even number of ranks, not {size}")
+        sys.exit(1)
+    k = size // 2
+    mesh = init_device_mesh("cpu", (2, k), mesh_dim_names=("dp", "tp"))
+    # rank i * k + j sits at (i, j): "dp" groups {j, k + j}, "tp" rows
+    want = {"dp": [me % k, k + me % k], "tp": list(range(me - me % k,
+                                                         me - me % k + k))}
+    for name, ranks in want.items():
+        g = mesh.get_group(name)
+        got = dist.get_process_group_ranks(g)
+        if sorted(got) != ranks:
+            fail(f"mesh dimension {name}: ranks {got}, not {ranks}")
+        if dist.get_backend(g) != "ddp":
+            fail(f"mesh dimension {name}: backend {dist.get_backend(g)!r}")
+        t = torch.tensor([float(me + 1)])
+        dist.all_reduce(t, group=g)
+        if t.item() != sum(r + 1 for r in ranks):
+            fail(f"all_reduce on mesh dimension {name} {ranks}: {t.item()}")
+    # every rank makes every group, in the same order (torch's new_group)
+    gloo = [dist.new_group([j, k + j], backend="gloo") for j in range(k)]
+    p_ddp, _ = train(mesh.get_group("dp"), 6)
+    p_gloo, _ = train(gloo[me % k], 6)
+    worst = compare(p_ddp, p_gloo, "DDP on mesh dimension dp against gloo")
+    dist.barrier()
+    done("mesh", f", (2, {k}) dp x tp, max |ddp - gloo| {worst:.3g}")
+
+
 # ---- destroy_process_group -------------------------------------------------
 
 def destroy(args):
@@ -524,7 +572,7 @@ def failure(args, how):
 
 
 MODES = {"ops": ops, "train": train_mode, "subgroup": subgroup,
-         "fsdp": fsdp_mode, "destroy": destroy,
+         "fsdp": fsdp_mode, "mesh": mesh_mode, "destroy": destroy,
          "kill": lambda a: failure(a, "kill"),
          "raise": lambda a: failure(a, "raise")}
 

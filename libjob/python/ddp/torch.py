@@ -24,6 +24,7 @@ members).
 
 import datetime
 import os
+import sys
 import time
 
 import functools
@@ -278,6 +279,20 @@ def _wrap_destroy(orig):
     return destroy_process_group
 
 
+def _rebind(name, orig, wrapped):
+    """Point name at wrapped in every loaded module of torch.distributed
+    that holds orig under it: torch's own modules that imported it by name
+    (torch 2's device_mesh calls new_group so), as well as the two public
+    places.  Modules imported later take the wrapped one."""
+    for mod in list(sys.modules.values()):
+        mname = getattr(mod, "__name__", None) or ""
+        if mname != "torch.distributed" and \
+                not mname.startswith("torch.distributed."):
+            continue
+        if getattr(mod, name, None) is orig:
+            setattr(mod, name, wrapped)
+
+
 def _install():
     """Register backend "ddp" and wrap torch's new_group and
     destroy_process_group (once)."""
@@ -288,14 +303,11 @@ def _install():
                 dist.Backend.register_backend).parameters:
             kwargs["devices"] = ["cpu"]
         dist.Backend.register_backend(_c10d.NAME, _c10d.create, **kwargs)
-    if not getattr(_c10d_mod.new_group, "_ddp_wrapped", False):
-        wrapped = _wrap_new_group(_c10d_mod.new_group)
-        _c10d_mod.new_group = wrapped
-        dist.new_group = wrapped
-    if not getattr(_c10d_mod.destroy_process_group, "_ddp_wrapped", False):
-        wrapped = _wrap_destroy(_c10d_mod.destroy_process_group)
-        _c10d_mod.destroy_process_group = wrapped
-        dist.destroy_process_group = wrapped
+    for name, wrap in (("new_group", _wrap_new_group),
+                       ("destroy_process_group", _wrap_destroy)):
+        orig = getattr(_c10d_mod, name)
+        if not getattr(orig, "_ddp_wrapped", False):
+            _rebind(name, orig, wrap(orig))
 
 
 _install()
