@@ -17,7 +17,7 @@ layer () {
 	transport.h|tcp.h|shm.c|tcp.c|mesh.c|flood.c) echo 1 ;;
 	fault.h|fault.c) echo 2 ;;
 	algo.h|algo.c|node.h|node.c) echo 3 ;;
-	host.h|coll.c|host.c) echo 4 ;;
+	host.h|coll.c|cross.c|host.c) echo 4 ;;
 	esac
 }
 

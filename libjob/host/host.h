@@ -3,8 +3,9 @@
  * down (doc/host-backend.md draws them; calls go down, never up):
  *
  *   host.c    the backend's entry: set-up, counters, destroy, abort
- *   coll.c    the collectives' three phases (below), a call's start and
- *             end, the straggler report (host.h)
+ *   coll.c    the collectives' entry points, a call's start and end,
+ *             the straggler report, a rank alone (host.h)
+ *   cross.c   a collective on several nodes in three phases (below)
  *   algo.c    the cross-node algorithms over the links (algo.h;
  *             schedule.c: who talks to whom)
  *   node.c    a call's steps within one node: the segment's slots and
@@ -277,6 +278,25 @@ int host_allgather (void *ctx, const void *sendbuf, void *recvbuf,
                     size_t count, ddp_dtype_t dtype);
 /* ddp_finalize's barrier, then the straggler report when it is on. */
 int host_finalize (void *ctx);
+
+/* ---- cross.c: a collective on several nodes, once coll.c began it ---- */
+
+int host_allreduce_nodes (struct host *h, const char *send, char *recv,
+                          size_t count, ddp_dtype_t dtype, ddp_op_t op);
+int host_reduce_nodes (struct host *h, const char *send, char *recv,
+                       size_t count, ddp_dtype_t dtype, ddp_op_t op,
+                       int root);
+/* send: size x count elements; recv: this rank's block. */
+int host_reduce_scatter_nodes (struct host *h, const char *send,
+                               char *recv, size_t count, ddp_dtype_t dtype,
+                               ddp_op_t op);
+int host_bcast_nodes (struct host *h, char *buf, size_t bytes, int root);
+/* bytes: one rank's part; recv: the whole (the root's; every rank's for
+ * the all-gather). */
+int host_gather_nodes (struct host *h, const char *send, char *recv,
+                       size_t bytes, int root);
+int host_allgather_nodes (struct host *h, const char *send, char *recv,
+                          size_t bytes);
 
 /* The collective kinds' names (enum host_kind), for the counters. */
 extern const char *const host_kind_names[HOST_KINDS];

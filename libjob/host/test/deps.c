@@ -3,7 +3,8 @@
  * down the layers of doc/host-backend.md (or within one): the transport
  * (shm, tcp, mesh, flood) reports events and calls nothing above it; the
  * fault policy (fault.c) is above it and below the algorithms; the
- * collectives' phases (coll.c) and the set-up (host.c) are on top.
+ * collectives (coll.c, cross.c: their phases on several nodes) and the
+ * set-up (host.c) are on top.
  *
  * Read from the symbols of the built objects (nm over libddphost.a, found
  * beside this test: ../.libs/ from the test binary's folder). */
@@ -38,7 +39,7 @@ static const struct { const char *obj; int layer; } layers[] = {
     { "shm.o", 1 }, { "tcp.o", 1 }, { "mesh.o", 1 }, { "flood.o", 1 },
     { "fault.o", 2 },
     { "algo.o", 3 }, { "node.o", 3 },
-    { "coll.o", 4 },
+    { "coll.o", 4 }, { "cross.o", 4 },
     { "host.o", 5 },
 };
 
