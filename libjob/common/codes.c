@@ -41,24 +41,7 @@ const char *ddp_last_error (void)
 
 size_t ddp_dtype_size (ddp_dtype_t dtype)
 {
-    switch (dtype) {
-    case DDP_INT8:
-    case DDP_UINT8:
-        return 1;
-    case DDP_FLOAT16:
-    case DDP_BFLOAT16:
-        return 2;
-    case DDP_INT32:
-    case DDP_UINT32:
-    case DDP_FLOAT32:
-        return 4;
-    case DDP_INT64:
-    case DDP_UINT64:
-    case DDP_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
+    return ddpi_dtype_bytes (dtype);
 }
 
 /* ddp_internal.h. */

@@ -269,13 +269,6 @@ void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
     }
 }
 
-ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op)
-{
-    bool half = dtype == DDP_FLOAT16 || dtype == DDP_BFLOAT16;
-    bool rounds = op == DDP_SUM || op == DDP_PROD || op == DDP_AVG;
-    return half && rounds ? DDP_FLOAT32 : dtype;
-}
-
 /* The conversions of a 16-bit float type. */
 static float (*const to_float[2]) (uint16_t) = { ddpi_half_to_float,
                                                  ddpi_bf16_to_float };

@@ -29,6 +29,7 @@
 #ifndef DDP_REDUCE_H
 #define DDP_REDUCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,8 +46,15 @@ void ddpi_reduce_op (void *dst, const void *a, const void *b, size_t count,
 void ddpi_reduce_many (void *dst, const void *const *src, int n, size_t count,
                       ddp_dtype_t dtype, ddp_op_t op);
 
-/* The type partials of dtype under op are accumulated in (see above). */
-ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op);
+/* The type partials of dtype under op are accumulated in (see above).
+ * Inline: a rank alone's reduction asks it on every call. */
+static inline ddp_dtype_t ddpi_acc_dtype (ddp_dtype_t dtype, ddp_op_t op)
+{
+    bool half = dtype == DDP_FLOAT16 || dtype == DDP_BFLOAT16;
+    bool rounds = op == DDP_SUM || op == DDP_PROD || op == DDP_AVG;
+
+    return half && rounds ? DDP_FLOAT32 : dtype;
+}
 
 /* dst (accumulation type of dtype/op) = src (dtype), count elements:
  * exact (a copy when the two types are the same).  dst and src must not

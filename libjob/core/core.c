@@ -588,7 +588,7 @@ int core_check_args (struct ddp_comm *c, const char *fn, struct ddp_coll *k)
     bool gathers = k->kind == DDP_COLL_GATHER || k->kind == DDP_COLL_ALLGATHER;
     bool scatters = k->kind == DDP_COLL_REDUCE_SCATTER;
     size_t mult = gathers ? (size_t)c->size : 1;
-    size_t es = ddp_dtype_size (k->dtype);
+    size_t es = ddpi_dtype_bytes (k->dtype);
     int rc;
 
     if (es == 0)

@@ -347,7 +347,7 @@ static int reduce_alone (struct host *h, int kind, const char *send,
     /* One rank's value is the result (AVG divides by 1) unless a 16-bit
      * float is rounded through float32 (as with more ranks). */
     if (at == dtype) {
-        copy_alone (recv, send, count * ddp_dtype_size (dtype));
+        copy_alone (recv, send, count * ddpi_dtype_bytes (dtype));
         return 0;
     }
     w = host_scratch (h, 0, count * ddp_dtype_size (at));
