@@ -365,7 +365,7 @@ static int gather_alone (struct host *h, int kind, const char *send,
     int rc = call_alone (h, kind);
 
     if (rc == 0 && recv)
-        copy_alone (recv, send, count * ddp_dtype_size (dtype));
+        copy_alone (recv, send, count * ddpi_dtype_bytes (dtype));
     return rc;
 }
 
