@@ -94,7 +94,7 @@ test_expect_success 'ddp_abort ends the job with its status' '
 '
 test_expect_success 'a rank killed before ddp_init: init fails at once, naming it' '
 	run early -n 4 -N 2 -- "$FAULT" early 3 &&
-	test $(grep -c "init failed: -8" early.out) = 3 &&
+	test $(grep -c "init failed after [0-9.]* s: -8" early.out) = 3 &&
 	test $(grep -c "error: .*rank 3 never reached ddp_init: rank 3 killed by signal 9" early.err) = 3 &&
 	within early 20
 '

@@ -18,7 +18,8 @@
  *   OP    barrier (default) or allreduce (4 MiB floats per call)
  * Every rank loops on OP until it fails; a surviving rank prints
  * "rank R: failed after N calls in S s: CODE (message): WHY" (WHY: its
- * ddp_last_error) and exits 3.
+ * ddp_last_error) and exits 3; a rank whose ddp_init failed prints "rank ?:
+ * init failed after S s: CODE (message)" and exits 3.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -54,8 +55,10 @@ int main (int argc, char **argv)
         return 1;
     if (strcmp (mode, "early") == 0 && procid && atoi (procid) == bad)
         raise (SIGKILL);
+    start = now ();
     if ((rc = ddp_init ()) != 0) {
-        printf ("rank ?: init failed: %d (%s)\n", rc, ddp_strerror (rc));
+        printf ("rank ?: init failed after %.1f s: %d (%s)\n", now () - start,
+                rc, ddp_strerror (rc));
         free (a);
         return 3;
     }
