@@ -69,6 +69,13 @@ within () {
 	awk -v t="$(cat "$1.secs")" -v b="$2" 'BEGIN { exit !(t < b) }'
 }
 
+# quick NAME COUNT: COUNT survivors' failing call took under 5 s (a death
+# is seen at once, far under DDP_TIMEOUT=10); the whole run's bound
+# (within) is loose, as a loaded machine starts and ends processes slowly.
+quick () {
+	test $(grep -Ec "failed after [0-9]+ calls in [0-4]\.[0-9] s: " "$1.out") = $2
+}
+
 # What a survivor can observe of a killed rank (sharness.d/ddp.sh).
 killed=$DDP_KILLED_SEEN
 nccl_said='NCCL: remote process exited or there was a network error (mock) (socketProgress: Connection closed by remote peer (mock))$'
@@ -79,7 +86,8 @@ test_expect_success 'kill -9 of rank 1 in a barrier loop: the survivor names it 
 	test $(errors kill 0 | wc -l) = 1 &&
 	errors kill 0 | grep "error: nccl: ddp_barrier #202: rank 1 (host $HOST) $killed; $nccl_said" &&
 	grep "^ddp-local-run: rank 1 killed by signal 9" kill.err &&
-	within kill 8
+	quick kill 1 &&
+	within kill 30
 '
 test_expect_success '4 ranks on 2 nodes, rank 2 killed in an allreduce loop: every survivor says the same' '
 	ranks kill4 4 2 DDP_TIMEOUT=10 "$FAULT" kill 2 allreduce &&
@@ -89,7 +97,8 @@ test_expect_success '4 ranks on 2 nodes, rank 2 killed in an allreduce loop: eve
 	done &&
 	one_verdict kill4 &&
 	! errors kill4 2 &&
-	within kill4 8
+	quick kill4 3 &&
+	within kill4 30
 '
 test_expect_success 'kill -9 of rank 0, the first one asked: another rank collects, and rank 0 is named' '
 	ranks kill0 3 1 DDP_TIMEOUT=10 "$FAULT" kill 0 barrier &&
@@ -97,7 +106,8 @@ test_expect_success 'kill -9 of rank 0, the first one asked: another rank collec
 		errors kill0 $r | grep "error: nccl: ddp_barrier #202: rank 0 (host $HOST) $killed\( (noticed by rank [12])\)\{0,1\}; $nccl_said" || return 1
 	done &&
 	one_verdict kill0 &&
-	within kill0 8
+	quick kill0 2 &&
+	within kill0 30
 '
 test_expect_success 'rank 1 never enters a barrier: each survivor names it and the barrier at the deadline' '
 	ranks skip 3 1 DDP_TIMEOUT=3 DDP_VICTIM_RANKS=1 DDP_VICTIM_SKIP_SLEEP=6 "$VICTIM" skip "$PWD/skip.peers" &&

@@ -139,9 +139,21 @@ done
 
 # The same on torch tensors (tests/progs/torch_tensors.py groups; t0750
 # runs it under srun), where this Python has torch.
-"$PY" -c "import torch" 2>/dev/null && test_set_prereq TORCH
+# ./tpython: the interpreter with torch (ddp_torch_find: the module's own
+# or Debian's of the same minor version); with DDP_REQUIRE_TORCH=1
+# (contrib/check.sh) its absence fails.
+if ddp_torch_find; then
+	ddp_torch_python tpython && test_set_prereq TORCH
+	say "# torch case: PyTorch under $TORCH_PY"
+elif test "${DDP_REQUIRE_TORCH:-0}" = 1; then
+	test_expect_success 'PyTorch is here (DDP_REQUIRE_TORCH=1)' '
+		echo "no PyTorch for the module: $TORCH_WHY"; false
+	'
+else
+	say "# torch case skipped: no PyTorch for the module: $TORCH_WHY"
+fi
 test_expect_success TORCH 'groups, requests and reduce_scatter on torch tensors (4 ranks, 2 nodes)' '
-	run tgroups -n 4 -N 2 -- "$PY" "$DDP_SRC_DIR/tests/progs/torch_tensors.py" groups &&
+	run tgroups -n 4 -N 2 -- "$PWD/tpython" "$DDP_SRC_DIR/tests/progs/torch_tensors.py" groups &&
 	test "$(cat tgroups.rc)" = 0 &&
 	! grep -q FAIL tgroups.out &&
 	test $(grep -c "^rank [0-3]: groups: [0-9]* checks, 0 failed$" tgroups.out) = 4

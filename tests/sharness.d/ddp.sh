@@ -295,16 +295,16 @@ ddp_torch_missing () {
 	test_done
 }
 
-# ddp_torch_require: after ddp_python_require, set TORCH_PY to an
+# ddp_torch_find: after ddp_python_require, set TORCH_PY to an
 # interpreter: the one the module was built for (configure's python3)
 # if it has torch; else Debian's /usr/bin/python3 (python3-torch), which
 # runs the same build of the module when its extension suffix is the
 # module's (the same Python minor version: the C API is stable within it,
 # e.g. pyenv's 3.11.7 and Debian's 3.11.2).  DDP_TORCH_PYTHON picks another.
 # Sets DDP_PYTHON_MOD (the module's .so), exports PYTHONPATH (the module's
-# stage) and PYTHONDONTWRITEBYTECODE; skips (ddp_torch_missing) when no
-# interpreter fits.
-ddp_torch_require () {
+# stage) and PYTHONDONTWRITEBYTECODE; returns 1, with the reason in
+# TORCH_WHY, when no interpreter fits.
+ddp_torch_find () {
 	local mod suffix why= py s
 	PYTHONPATH=$DDP_PYTHON_STAGE
 	PYTHONDONTWRITEBYTECODE=1
@@ -330,7 +330,13 @@ ddp_torch_require () {
 		break
 	done
 	DDP_PYTHON_MOD=$mod
-	test -n "$TORCH_PY" || ddp_torch_missing "module $mod (for $DDP_PYTHON)${why}"
+	TORCH_WHY="module $mod (for $DDP_PYTHON)${why}"
+	test -n "$TORCH_PY"
+}
+
+# ddp_torch_require: ddp_torch_find, or skip the file (ddp_torch_missing).
+ddp_torch_require () {
+	ddp_torch_find || ddp_torch_missing "$TORCH_WHY"
 }
 
 # ddp_torch_setup: what a test of the module with torch needs first: the
@@ -349,8 +355,8 @@ ddp_torch_setup () {
 	say "# PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') under $TORCH_PY, module $DDP_PYTHON_MOD"
 }
 
-# ddp_python_script MODULE INTERP [CXX_LIB]: write ./python, which runs
-# INTERP.  When MODULE (the built _ddp*.so) carries ASan (a sanitizer
+# ddp_python_script MODULE INTERP [CXX_LIB [NAME]]: write ./NAME (python
+# unless given), which runs INTERP.  When MODULE (the built _ddp*.so) carries ASan (a sanitizer
 # build), the interpreter does not: the ASan runtime is preloaded (and
 # CXX_LIB after it, when given), and Python's own allocations left at exit
 # are not reported as the module's leaks.
@@ -366,12 +372,12 @@ ddp_python_script () {
 			echo "export LD_PRELOAD ASAN_OPTIONS"
 		fi
 		echo "exec \"$2\" \"\$@\""
-	} >python &&
-	chmod +x python
+	} >"${4:-python}" &&
+	chmod +x "${4:-python}"
 }
 
-# ddp_torch_python: write ./python, which runs TORCH_PY (ddp_torch_require
-# first), as ddp_python_script does.  In a sanitizer build libstdc++ is
+# ddp_torch_python [NAME]: write ./NAME (python unless given), which runs
+# TORCH_PY (ddp_torch_find first), as ddp_python_script does.  In a sanitizer build libstdc++ is
 # preloaded with ASan: ASan finds the C++ runtime's __cxa_throw when it
 # starts, and without it there the first exception torch throws (gloo's
 # threads, when a peer closes) is an ASan "CHECK failed: real___cxa_throw"
@@ -382,7 +388,7 @@ ddp_torch_python () {
 		cxx=$(ldd "$(dirname "$("$TORCH_PY" -c 'import torch; print(torch.__file__)')")/_C"*.so 2>/dev/null |
 			sed -n "s/^[[:space:]]*libstdc++[^ ]* => \([^ ]*\) .*/\1/p" | head -n 1)
 	fi
-	ddp_python_script "$DDP_PYTHON_MOD" "$TORCH_PY" "$cxx"
+	ddp_python_script "$DDP_PYTHON_MOD" "$TORCH_PY" "$cxx" "${1:-python}"
 }
 
 # ddp_wait_for_line FILE PATTERN SECS: wait until a line of FILE matches
