@@ -312,14 +312,14 @@ static int barrier_run (struct host *h)
  * MPI's copy, in pieces, took 17 us), 4 MiB the same either way.
  * Overlapping buffers other than the same one go through memmove. */
 #define COPY_PIECE ((size_t)256 << 10)
-static void copy_alone (char *recv, const char *send, size_t bytes)
+static __attribute__ ((noinline)) void copy_pieces (char *recv,
+                                                    const char *send,
+                                                    size_t bytes)
 {
     /* Compared as integers: < between pointers to different objects is
      * undefined in C. */
     uintptr_t r = (uintptr_t)recv, s = (uintptr_t)send;
 
-    if (recv == send || bytes == 0)
-        return;
     if (r < s + bytes && s < r + bytes) {
         memmove (recv, send, bytes);
         return;
@@ -329,33 +329,53 @@ static void copy_alone (char *recv, const char *send, size_t bytes)
                 bytes - off < COPY_PIECE ? bytes - off : COPY_PIECE);
 }
 
-/* The calls of a rank alone (a world or group of one) are counted, and
- * their copies made, without a call's start and end: no node-mate reads
- * its state, and no peer records a fault in its segment.  Sticky errors
- * stay (call_alone).  That start and end were a third of an 8-byte
- * all-reduce's time alone (issue 49's rows of one rank). */
-static int reduce_alone (struct host *h, int kind, const char *send,
-                         char *recv, size_t count, ddp_dtype_t dtype,
-                         ddp_op_t op)
+static inline void copy_alone (char *recv, const char *send, size_t bytes)
+{
+    if (recv == send || bytes == 0)
+        return;
+    if (bytes <= COPY_PIECE)    /* one piece: memmove costs what memcpy does */
+        memmove (recv, send, bytes);
+    else
+        copy_pieces (recv, send, bytes);
+}
+
+/* A rank alone's reduction of a 16-bit float, rounded through float32 as
+ * with more ranks: out of reduce_alone's common path. */
+static __attribute__ ((noinline)) int widen_alone (struct host *h,
+                                                   const char *send,
+                                                   char *recv, size_t count,
+                                                   ddp_dtype_t dtype,
+                                                   ddp_op_t op)
 {
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
-    void *w;
-    int rc;
+    void *w = host_scratch (h, 0, count * ddp_dtype_size (at));
 
-    if ((rc = call_alone (h, kind)) < 0)
-        return rc;
-    /* One rank's value is the result (AVG divides by 1) unless a 16-bit
-     * float is rounded through float32 (as with more ranks). */
-    if (at == dtype) {
-        copy_alone (recv, send, count * ddpi_dtype_bytes (dtype));
-        return 0;
-    }
-    w = host_scratch (h, 0, count * ddp_dtype_size (at));
     if (!w)
         return DDP_ENOMEM;
     ddpi_widen (w, send, count, dtype, op);
     ddpi_reduce_finish (w, count, at, op, 1);
     ddpi_narrow (recv, w, count, dtype, op);
+    return 0;
+}
+
+/* The calls of a rank alone (a world or group of one) are counted, and
+ * their copies made, without a call's start and end: no node-mate reads
+ * its state, and no peer records a fault in its segment.  Sticky errors
+ * stay (call_alone).  That start and end were a third of an 8-byte
+ * all-reduce's time alone (issue 49's rows of one rank). */
+static inline int reduce_alone (struct host *h, int kind, const char *send,
+                                char *recv, size_t count, ddp_dtype_t dtype,
+                                ddp_op_t op)
+{
+    int rc;
+
+    if ((rc = call_alone (h, kind)) < 0)
+        return rc;
+    /* One rank's value is the result (AVG divides by 1) unless a 16-bit
+     * float is rounded through float32. */
+    if (ddpi_acc_dtype (dtype, op) != dtype)
+        return widen_alone (h, send, recv, count, dtype, op);
+    copy_alone (recv, send, count * ddpi_dtype_bytes (dtype));
     return 0;
 }
 

@@ -286,6 +286,25 @@ static void bad_args (void)
     is_int (ddp_barrier (), 0, "barrier still works after the errors");
 }
 
+/* A rank alone's copy over 256 KiB goes in pieces (host/coll.c). */
+static void big_alone (void)
+{
+    size_t n = ((size_t)1 << 20) + 3;
+    uint8_t *s = malloc (n), *r = malloc (n);
+    bool same = false;
+
+    if (s && r) {
+        for (size_t i = 0; i < n; i++)
+            s[i] = (uint8_t)(i * 7 + 1);
+        memset (r, 0, n);
+        same = ddp_allreduce (s, r, n, DDP_UINT8, DDP_SUM) == 0
+               && memcmp (s, r, n) == 0;
+    }
+    ok (same, "allreduce of one rank: 1 MiB + 3 bytes copied in pieces");
+    free (s);
+    free (r);
+}
+
 static void single (void)
 {
     int32_t a[5] = { 1, -2, 3, -4, 5 }, b[5];
@@ -308,6 +327,7 @@ static void single (void)
     ok (!bad, "allreduce of one rank copies, every op");
     is_int (ddp_allreduce (&h, &hb, 1, DDP_FLOAT16, DDP_AVG), 0, "fp16 avg");
     ok (hb == 0x3c00, "fp16 avg of one rank is the value");
+    big_alone ();
     memcpy (b, a, sizeof (a));
     is_int (ddp_allreduce (b, b, 5, DDP_INT32, DDP_SUM), 0, "in place");
     ok (memcmp (a, b, sizeof (a)) == 0, "in place keeps the data");
