@@ -342,6 +342,8 @@ int ddp_comm_reduce_scatter (ddp_comm_t *comm, const void *sendbuf,
  * request in *req; the collective runs on a thread of the library while
  * the caller computes, and completes when ddp_wait() or ddp_test() says
  * so.  Until then the buffers belong to the library: do not touch them.
+ * (On the host backend a communicator of one completes a request when it
+ * starts: its call is a copy.)
  * Several may be in flight on a communicator; they run, and complete, in
  * the order they were started, and a blocking call on the same
  * communicator first waits for them (it keeps its place in the order).

@@ -110,6 +110,43 @@ static void check_comm (ddp_comm_t *c, const char *what)
     free (blocks);
 }
 
+/* This process's threads (/proc/self/status), -1 when unknown. */
+static int threads (void)
+{
+    FILE *f = fopen ("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+
+    while (f && fgets (line, sizeof (line), f))
+        if (sscanf (line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose (f);
+    return n;
+}
+
+/* On the host backend a communicator of one (c, no request started on it
+ * yet) completes a request when it starts, on this thread: the first
+ * ddp_test says done, the result is there, and no thread was made. */
+static void check_alone_done (ddp_comm_t *c)
+{
+    double a[3] = { 1.5, -2, 7 }, b[3] = { 0 };
+    ddp_request_t *r = NULL;
+    bool done = false;
+    int before = threads (), after;
+
+    if (strcmp (ddp_backend_name (), "host") != 0)
+        return;
+    OK (ddp_comm_iallreduce (c, a, b, 3, DDP_FLOAT64, DDP_SUM, &r));
+    after = threads ();
+    CHECK (ddp_test (&r, &done) == 0 && done && !r
+           && memcmp (a, b, sizeof (a)) == 0 && before > 0 && after == before,
+           "a group of one's request is done when it starts, on this "
+           "thread (done %d, threads %d then %d)", (int)done, before, after);
+    if (r)
+        ddp_wait (&r);
+}
+
 /* Several requests in flight on c, a blocking call behind them, and
  * ddp_test until one is done. */
 static void check_requests (ddp_comm_t *c, const char *what)
@@ -309,6 +346,7 @@ static void check_all (void)
            "a group of one");
     if (self) {
         check_comm (self, "self");
+        check_alone_done (self);
         check_requests (self, "self requests");
     }
     /* A node's ranks. */
