@@ -65,8 +65,10 @@ test_expect_success 'kill -9 of a rank on a single node' '
 test_expect_success 'kill -9 before init completes: init fails within the bound' '
 	run_fault early 60 -N2 -n4 --export=ALL,DDP_TIMEOUT=3 "$FAULT" early 1 &&
 	# srun may drop the last task output when it force-terminates the
-	# step, so at least two of the three survivors must be seen.
-	test $(grep -c "init failed after [0-4]\.[0-9] s: -7" early.out) -ge 2 &&
+	# step, so at least two of the three survivors must be seen.  Init
+	# waits for the answer of the PMIx server up to 1 s past DDP_TIMEOUT
+	# (pmix.c, PMIX_FENCE_SLACK): 3.1-4.1 s seen, under 6 s allowed.
+	test $(grep -c "init failed after [0-5]\.[0-9] s: -7" early.out) -ge 2 &&
 	test $(grep -Ec "(did not reach ddp_init|but not every rank of the other nodes) within 3 s" early.err) -ge 2
 '
 test_expect_success 'ddp_abort: the step ends with its code, every rank told' '
