@@ -656,21 +656,25 @@ static int reduce_share_cma (struct host *h, const char *send, char *dst,
 {
     ddp_dtype_t at = ddpi_acc_dtype (dtype, op);
     size_t es = ddp_dtype_size (dtype), aes = ddp_dtype_size (at);
-    size_t pe = CMA_REDUCE_PIECE / aes, m;
+    size_t pe = CMA_REDUCE_PIECE / aes, m, slot;
     size_t cap = CMA_REDUCE_SCRATCH / ((size_t)h->lsize * es);
     char *acc, *tmp;
     const void *src[h->lsize];
     int rc;
 
     pe = pe < cap ? pe : cap;
+    /* A node-mate's piece lands at its source's offset in the page
+     * (host_cma_page_off): a page more room each. */
+    slot = pe * es + HOST_PAGE;
     acc = host_scratch (h, 0, pe * aes);
-    tmp = host_scratch (h, 2, (size_t)h->lsize * pe * es);
+    tmp = host_scratch (h, 2, (size_t)h->lsize * slot);
     if (!acc || !tmp)
         return DDP_ENOMEM;
     for (size_t off = lo; off < hi; off += m) {
         m = hi - off < pe ? hi - off : pe;
         for (int lr = 0; lr < h->lsize; lr++) {
-            char *t = tmp + (size_t)lr * pe * es;
+            char *t = tmp + (size_t)lr * slot
+                      + host_cma_page_off (h, lr, 0, off * es);
             if (lr == h->lrank)
                 src[lr] = send + off * es;
             else if ((rc = host_fault_rc (h, host_cma_read (h, lr, 0,

@@ -373,7 +373,7 @@ void *host_scratch (struct host *h, int i, size_t len)
 
     if (len <= h->scratch_len[i])
         return h->scratch[i];
-    if (!(p = malloc (len ? len : 1))) {
+    if (posix_memalign (&p, HOST_PAGE, len ? len : 1) != 0) {
         ddpi_error (DDP_ENOMEM, "out of memory (%zu bytes of scratch)", len);
         return NULL;
     }
@@ -449,6 +449,21 @@ void host_cma_post (struct host *h, const void *p, const void *q)
                            memory_order_relaxed);
     atomic_store_explicit (&h->flags[h->lrank].addr2, (uint64_t)(uintptr_t)q,
                            memory_order_relaxed);
+}
+
+/* A copy whose destination lies 1-31 bytes past its source modulo a page
+ * is 20-25x slower on AMD CPUs with FSRM, whose rep movsb glibc's memcpy
+ * and the kernel's copies (process_vm_readv) use from 2 KiB (glibc bug
+ * 30994): a 1 MiB all-reduce of 1 x 2 by single copy took 473-487 us into
+ * malloc's scratch (16 bytes into its page) against page-aligned buffers,
+ * and 179-183 us into page-aligned scratch (doc/benchmarks.md). */
+size_t host_cma_page_off (struct host *h, int lr, int which, size_t off)
+{
+    uint64_t addr = atomic_load_explicit (which ? &h->flags[lr].addr2
+                                                : &h->flags[lr].addr,
+                                          memory_order_relaxed);
+
+    return (size_t)((addr + off) & (HOST_PAGE - 1));
 }
 
 int host_cma_read (struct host *h, int lr, int which, size_t off, void *dst,

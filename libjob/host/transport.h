@@ -16,8 +16,8 @@
 /* ---- shm.c: the node's segment, and a rank's scratch ---- */
 
 /* Scratch buffer i (0, 1 or 2; 1 belongs to algo.c) of at least len
- * bytes, kept for later calls.  Returns NULL (after ddpi_error) when out
- * of memory. */
+ * bytes, page aligned, kept for later calls.  Returns NULL (after
+ * ddpi_error) when out of memory. */
 void *host_scratch (struct host *h, int i, size_t len);
 
 /* Create (local rank 0) the segment before the exchange; returns 0 or a
@@ -84,6 +84,13 @@ void host_cma_post (struct host *h, const void *p, const void *q);
  * gone: HOST_EV_PEER_GONE), or DDP_ETRANSPORT after ddpi_error(). */
 int host_cma_read (struct host *h, int lr, int which, size_t off, void *dst,
                    size_t len);
+
+/* Where in its page (0 .. HOST_PAGE - 1) byte off of local rank lr's
+ * buffer (which, as above) lies: a reader puts its copy at the same
+ * offset (shm.c: a copy landing a few bytes past its source's offset is
+ * many times slower on some CPUs). */
+#define HOST_PAGE 4096u
+size_t host_cma_page_off (struct host *h, int lr, int which, size_t off);
 
 /* ---- tcp.c, mesh.c: links between the lanes of partner nodes ---- */
 
