@@ -4,11 +4,11 @@
  * Each communicator has at most one worker thread, made at its first
  * request: it runs the communicator's requests one at a time in the order
  * they were started (core_run: the same path as a blocking call), so that
- * every rank's calls meet in the same order.  A host communicator of one
- * runs each request when it starts (run_now: a copy) and has no worker.  A blocking call on the
- * communicator first drains its queue (request_drain), so the caller's
- * thread and the worker never call the backend context at once.  The
- * worker blocks every signal: a stop signal or Ctrl-C reaches the
+ * every rank's calls meet in the same order.  A host communicator of one runs
+ * each request when it starts (run_now: a copy) and has no worker.  A
+ * blocking call on the communicator first drains its queue (request_drain),
+ * so the caller's thread and the worker never call the backend context at
+ * once.  The worker blocks every signal: a stop signal or Ctrl-C reaches the
  * program's threads, as before.
  *
  * Completion: the worker sets the request's done flag (release) after
@@ -147,7 +147,7 @@ static int start (struct ddp_comm *c, const char *fn, int kind,
     r->kind = kind;
     if (k)
         r->k = *k;
-    if (c->size == 1 && !c->be->gpu && !c->worker) {
+    if (c->size == 1 && !c->be->gpu) {
         run_now (r);
         *req = r;
         return 0;

@@ -24,18 +24,23 @@
 #include "transport.h"
 #include "wait.h"
 
-#define PAGE 4096
-
 static size_t align_up (size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
 }
 
+/* The header and the ranks' flags, in whole pages. */
+static size_t ctl_bytes (const struct host *h)
+{
+    return align_up (sizeof (struct shm_hdr)
+                     + (size_t)h->lsize * sizeof (struct shm_flags),
+                     HOST_PAGE);
+}
+
 /* Lay out the mapping; the sizes come from the header. */
 static void layout (struct host *h)
 {
-    size_t ctl = align_up (sizeof (struct shm_hdr)
-                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
+    size_t ctl = ctl_bytes (h);
     size_t bank = (size_t)h->lsize * h->slot_bytes + h->res_bytes;
 
     h->hdr = h->map;
@@ -47,9 +52,8 @@ static void layout (struct host *h)
 
 static size_t map_size (struct host *h)
 {
-    size_t ctl = align_up (sizeof (struct shm_hdr)
-                           + (size_t)h->lsize * sizeof (struct shm_flags), PAGE);
-    return ctl + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes)
+    return ctl_bytes (h)
+           + 2 * ((size_t)h->lsize * h->slot_bytes + h->res_bytes)
            + (size_t)h->lsize * HOST_RING_RANK_BYTES;
 }
 
@@ -451,6 +455,15 @@ void host_cma_post (struct host *h, const void *p, const void *q)
                            memory_order_relaxed);
 }
 
+/* Local rank lr's buffer (which: 0 its p, 1 its q) of its last posted
+ * step (host_cma_post). */
+static uint64_t posted_addr (struct host *h, int lr, int which)
+{
+    return atomic_load_explicit (which ? &h->flags[lr].addr2
+                                       : &h->flags[lr].addr,
+                                 memory_order_relaxed);
+}
+
 /* A copy whose destination lies 1-31 bytes past its source modulo a page
  * is 20-25x slower on AMD CPUs with FSRM, whose rep movsb glibc's memcpy
  * and the kernel's copies (process_vm_readv) use from 2 KiB (glibc bug
@@ -459,19 +472,13 @@ void host_cma_post (struct host *h, const void *p, const void *q)
  * and 179-183 us into page-aligned scratch (doc/benchmarks.md). */
 size_t host_cma_page_off (struct host *h, int lr, int which, size_t off)
 {
-    uint64_t addr = atomic_load_explicit (which ? &h->flags[lr].addr2
-                                                : &h->flags[lr].addr,
-                                          memory_order_relaxed);
-
-    return (size_t)((addr + off) & (HOST_PAGE - 1));
+    return (size_t)((posted_addr (h, lr, which) + off) & (HOST_PAGE - 1));
 }
 
 int host_cma_read (struct host *h, int lr, int which, size_t off, void *dst,
                    size_t len)
 {
-    uint64_t addr = atomic_load_explicit (which ? &h->flags[lr].addr2
-                                                : &h->flags[lr].addr,
-                                          memory_order_relaxed);
+    uint64_t addr = posted_addr (h, lr, which);
 
     if (vm_read (h->lpids[lr], addr + off, dst, len) == 0)
         return 0;

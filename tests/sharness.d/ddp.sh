@@ -356,10 +356,10 @@ ddp_torch_setup () {
 }
 
 # ddp_python_script MODULE INTERP [CXX_LIB [NAME]]: write ./NAME (python
-# unless given), which runs INTERP.  When MODULE (the built _ddp*.so) carries ASan (a sanitizer
-# build), the interpreter does not: the ASan runtime is preloaded (and
-# CXX_LIB after it, when given), and Python's own allocations left at exit
-# are not reported as the module's leaks.
+# unless given), which runs INTERP.  When MODULE (the built _ddp*.so) carries
+# ASan (a sanitizer build), the interpreter does not: the ASan runtime is
+# preloaded (and CXX_LIB after it, when given), and Python's own allocations
+# left at exit are not reported as the module's leaks.
 ddp_python_script () {
 	local asan
 	asan=$(ldd "$1" 2>/dev/null |
@@ -377,11 +377,11 @@ ddp_python_script () {
 }
 
 # ddp_torch_python [NAME]: write ./NAME (python unless given), which runs
-# TORCH_PY (ddp_torch_find first), as ddp_python_script does.  In a sanitizer build libstdc++ is
-# preloaded with ASan: ASan finds the C++ runtime's __cxa_throw when it
-# starts, and without it there the first exception torch throws (gloo's
-# threads, when a peer closes) is an ASan "CHECK failed: real___cxa_throw"
-# and exit 86.
+# TORCH_PY (ddp_torch_find first), as ddp_python_script does.  In a sanitizer
+# build libstdc++ is preloaded with ASan: ASan finds the C++ runtime's
+# __cxa_throw when it starts, and without it there the first exception torch
+# throws (gloo's threads, when a peer closes) is an ASan "CHECK failed:
+# real___cxa_throw" and exit 86.
 ddp_torch_python () {
 	local cxx=
 	if ldd "$DDP_PYTHON_MOD" 2>/dev/null | grep -q libasan; then
