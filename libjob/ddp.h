@@ -302,6 +302,38 @@ ddp_comm_t *ddp_comm_world (void);
 int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
                     ddp_comm_t **newcomm);
 
+/* The caller's all-gather among the members of a group that
+ * ddp_comm_create_group() makes: every member passes len bytes (mine, the
+ * same len on every member in a call) and gets every member's len bytes
+ * in all (n * len bytes), in the order of the ranks list, its own
+ * included.  arg is ddp_comm_create_group's.  Return 0, or non-zero when
+ * it failed (the creation then fails on this rank with DDP_EUSER).  It is
+ * called several times in one creation, by the thread that called
+ * ddp_comm_create_group; each call must bring the members' bytes of that
+ * call (keys of a store that count the calls, a group they share).  Its
+ * waits are the creation's: bound them (a store's timeout). */
+typedef int (*ddp_allgather_fn) (void *arg, const void *mine, void *all,
+                                 size_t len);
+
+/* A group of the ranks ranks[0..n-1] of parent (NULL: the world), its
+ * rank g being ranks[g], made by those ranks only (MPI_Comm_create_group;
+ * torch's new_group(use_local_synchronization=True)): the parent's other
+ * ranks do not call it and go on with their own calls.  Every member
+ * passes the same ranks in the same order and an allgather that reaches
+ * the others (above); libddp's set-up messages go through it, so its
+ * waits are the only waits of the set-up.  Returns 0 and *newcomm;
+ * DDP_EINVAL on this rank alone, without calling allgather, when
+ * allgather is NULL, ranks are not n distinct ranks of parent or do not
+ * include this rank; DDP_EMISMATCH on every member when the members
+ * listed different ranks, or allgather put their bytes out of order;
+ * DDP_EINVAL on every member when one passed newcomm NULL; DDP_EUSER
+ * when allgather failed here; DDP_EREMOTE naming the member where the
+ * group's set-up failed; then no group exists.  Free it with
+ * ddp_comm_free() (collective over the group). */
+int ddp_comm_create_group (ddp_comm_t *parent, const int *ranks, int n,
+                           ddp_allgather_fn allgather, void *arg,
+                           ddp_comm_t **newcomm);
+
 /* Collective over comm: wait for its pending requests, a final barrier
  * when its peers are alive, then release it; *comm becomes NULL.  The
  * world cannot be freed (DDP_EINVAL; ddp_finalize() does that), and

@@ -249,4 +249,13 @@ test_expect_success 'ddp_groups on the NCCL backend: splits, every collective pe
 		LD_PRELOAD="$nosplit" DDP_BACKEND=nccl "$DDP_PROGS/ddp_groups" check >nosplit-groups.out 2>&1 &&
 	grep -q "^ddp_groups rank 0/1: [0-9]* checks, 0 failed" nosplit-groups.out
 '
+# A group its members make alone (ddp_comm_create_group) takes the NCCL
+# backend's join: a communicator from unique ids on the parent's GPU.
+test_expect_success 'ddp_members on the NCCL backend: groups made by their members' '
+	mkdir -p members.d &&
+	on_mock env DDP_BACKEND=nccl DDP_DEBUG=1 "$DDP_PROGS/ddp_members" check "$PWD/members.d" >members.out 2>members.err &&
+	cat members.out &&
+	grep -q "^ddp_members rank 0/1: [0-9]* checks, 0 failed" members.out &&
+	grep -q "ddp_comm_create_group: group [0-9]*: rank 0 of 1" members.err
+'
 test_done

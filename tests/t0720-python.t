@@ -119,15 +119,16 @@ test_expect_success 'groups and requests in one process; finalize completes a re
 	grep -q "^rank 0: single: 1[0-9] checks, 0 failed$" gsingle.out
 '
 
-# groups: split with keys, nested, new_group, every collective with
-# group=, requests (several in flight, test(), dropped), the errors.
+# groups: split with keys, nested, new_group, create_group (members
+# only), every collective with group=, requests (several in flight, test(), dropped), the errors.
 for layout in "4 -n 4 -N 2" "5 -m 0,1,0,1,1"; do
 	n=${layout%% *}; args=${layout#* }
 	test_expect_success "groups and requests on $n ranks ($args)" '
 		run groups$n $args -- "$PY" "$GROUPS" groups &&
 		test "$(cat groups$n.rc)" = 0 &&
 		! grep -q FAIL groups$n.out &&
-		test $(grep -c "^rank [0-4]: groups: [6-9][0-9] checks, 0 failed$" groups$n.out) = $n
+		test $(grep -c "^rank [0-4]: groups: [6-9][0-9] checks, 0 failed$" groups$n.out) = $n &&
+		test $(grep -c "^rank [0-4]: ok create_group" groups$n.out) = $((9 * n))
 	'
 	test_expect_success "reduce_scatter on $n ranks ($args): world, groups, in place, async" '
 		run rs$n $args -- "$PY" "$GROUPS" rs &&

@@ -150,6 +150,16 @@ struct ddp_backend {
     int (*split) (void *parent, int colour, int key, struct bootstrap *sub,
                   const struct ddp_config *cfg, void **ctxp);
 
+    /* Make the context of a group that its members create without the
+     * parent's other ranks (ddp_comm_create_group): called on the members
+     * only, sub a bootstrap of the group's ranks whose rounds are the
+     * caller's all-gather among them.  parent (its context) may only be
+     * read, for settings fixed when it was made: another thread may be
+     * running its calls.  Returns as split.  NULL: the core calls
+     * create (sub, cfg, ctxp). */
+    int (*join) (const void *parent, struct bootstrap *sub,
+                 const struct ddp_config *cfg, void **ctxp);
+
     /* The collectives, either as one function taking the call's description
      * (coll, which also serves the _stream calls: with !k->on_stream it runs
      * on the backend's own means and returns when complete), or as the six

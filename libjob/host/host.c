@@ -519,31 +519,37 @@ out:
     return rc;
 }
 
-/* backend.h's split: a group's context is made as the world's, from the
- * group's bootstrap, but waits as its parent does: how long to spin and
- * yield depends on how many ranks share this machine's CPUs, and a group
- * that counted only its own would spin while its parent's other ranks
- * (other groups' members) need the CPUs (seen: a 2-node group's 8-byte
- * all-reduce at 1.2-4.9 ms median beside the other group, 4 ranks on 2
- * CPUs). */
-static int host_split (void *parent, int colour, int key,
-                       struct bootstrap *sub, const struct ddp_config *cfg,
-                       void **ctxp)
+/* backend.h's join (and split): a group's context is made as the
+ * world's, from the group's bootstrap, but waits as its parent does: how
+ * long to spin and yield depends on how many ranks share this machine's
+ * CPUs, and a group that counted only its own would spin while its
+ * parent's other ranks (other groups' members) need the CPUs (seen: a
+ * 2-node group's 8-byte all-reduce at 1.2-4.9 ms median beside the other
+ * group, 4 ranks on 2 CPUs). */
+static int host_join (const void *parent, struct bootstrap *sub,
+                      const struct ddp_config *cfg, void **ctxp)
 {
     const struct host *p = parent;
     struct host *h;
     int rc;
 
-    (void)key;
-    if (colour == DDP_UNDEFINED)
-        return 0;
     if ((rc = host_create (sub, cfg, ctxp)) < 0)
         return rc;
     h = *ctxp;
-    h->spin_us = p->spin_us;
+    h->spin_us = p->spin_us;    /* fixed when the parent was made */
     h->yield_s = p->yield_s;
     h->post_fence = p->post_fence;
     return 0;
+}
+
+static int host_split (void *parent, int colour, int key,
+                       struct bootstrap *sub, const struct ddp_config *cfg,
+                       void **ctxp)
+{
+    (void)key;
+    if (colour == DDP_UNDEFINED)
+        return 0;
+    return host_join (parent, sub, cfg, ctxp);
 }
 
 /* ---------------------------------------------------------- statistics */
@@ -646,6 +652,7 @@ const struct ddp_backend ddpi_backend_host = {
     .name = "host",
     .create = host_create,
     .split = host_split,
+    .join = host_join,
     .destroy = host_destroy,
     .barrier = host_barrier,
     .finalize = host_finalize,

@@ -588,6 +588,16 @@ static int op_split (void *parent, int colour, int key, struct bootstrap *sub,
     return rc;
 }
 
+/* backend.h's join: a group its members make alone, from unique ids on
+ * the parent's GPU (ncclCommSplit would need every rank of the parent). */
+static int op_join (const void *parent, struct bootstrap *sub,
+                    const struct ddp_config *cfg, void **ctxp)
+{
+    const struct nccl_ctx *p = parent;
+
+    return create_on (sub, cfg, NCCL_CALL_SPLIT, p->device, ctxp);
+}
+
 /* ---- the NCCL section of ddp.h, through the core ------------------------ */
 
 static void *gpu_comm (void *ctx)
@@ -632,7 +642,7 @@ static const struct ddp_gpu_ops gpu_ops = {
 
 const struct ddp_backend ddpi_backend_nccl = {
     .name = "nccl", .create = op_create, .destroy = op_destroy,
-    .split = op_split, .barrier = nccl_op_barrier, .coll = nccl_op_coll,
+    .split = op_split, .join = op_join, .barrier = nccl_op_barrier, .coll = nccl_op_coll,
     .abort = op_abort, .gpu = &gpu_ops,
 };
 

@@ -149,6 +149,11 @@ static void restore_exception (PyObject *exc)
 #endif
 }
 
+void pyddp_raise_exception (PyObject *exc)
+{
+    restore_exception (exc);
+}
+
 /* "Type\nmessage" of exc, UTF-8, in a new bytes object (at most MSG_MAX
  * bytes of message); a type outside builtins is named module.qualname. */
 static PyObject *describe_exception (PyObject *exc)

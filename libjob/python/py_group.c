@@ -12,6 +12,7 @@
  */
 #include "pyddp.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -154,6 +155,181 @@ static PyObject *py_split (PyObject *self, PyObject *args, PyObject *kw)
                                       &key, &parent))
         return NULL;
     return split (parent, colour, key);
+}
+
+/* ---- create_group: the members alone --------------------------------------- */
+
+/* The caller's all-gather: a Python callable given this member's bytes,
+ * returning every member's, in the order of ranks (n of them). */
+struct pygather {
+    PyObject *fn;
+    PyObject *exc;      /* what the callable raised (or its result's error) */
+    int n;
+};
+
+/* Copy r, the callable's result, into all (n * len bytes): one bytes-like
+ * object of n * len bytes, or a sequence of n of len bytes each.  Returns
+ * 0, or -1 with an exception set. */
+static int take_gathered (const struct pygather *g, PyObject *r, char *all,
+                          size_t len)
+{
+    static const char where[] = "ddp.create_group";
+    Py_buffer b;
+    PyObject *seq;
+
+    if (PyObject_CheckBuffer (r)) {
+        if (PyObject_GetBuffer (r, &b, PyBUF_SIMPLE) < 0)
+            return -1;
+        if ((size_t) b.len != (size_t) g->n * len) {
+            PyErr_Format (PyExc_ValueError, "%s: the all-gather returned %zd "
+                          "bytes, not the %d members' %zu each", where, b.len,
+                          g->n, len);
+            PyBuffer_Release (&b);
+            return -1;
+        }
+        memcpy (all, b.buf, (size_t) b.len);
+        PyBuffer_Release (&b);
+        return 0;
+    }
+    if (!(seq = PySequence_Fast (r, "")) || PySequence_Fast_GET_SIZE (seq)
+                                                != g->n) {
+        PyErr_Clear ();
+        PyErr_Format (PyExc_TypeError, "%s: the all-gather must return the "
+                      "members' bytes in the order of ranks: a list of %d "
+                      "bytes objects (or one of %d x %zu bytes), not %s",
+                      where, g->n, g->n, len, Py_TYPE (r)->tp_name);
+        Py_XDECREF (seq);
+        return -1;
+    }
+    for (int i = 0; i < g->n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM (seq, i);
+        int bad;
+
+        if (PyObject_GetBuffer (item, &b, PyBUF_SIMPLE) < 0) {
+            Py_DECREF (seq);
+            return -1;
+        }
+        if (!(bad = (size_t) b.len != len))
+            memcpy (all + (size_t) i * len, b.buf, len);
+        PyBuffer_Release (&b);
+        if (bad) {
+            PyErr_Format (PyExc_ValueError, "%s: the all-gather's item %d "
+                          "has %zd bytes, not %zu", where, i, b.len, len);
+            Py_DECREF (seq);
+            return -1;
+        }
+    }
+    Py_DECREF (seq);
+    return 0;
+}
+
+/* A ddp_allgather_fn: called by libddp on this thread, without the GIL.
+ * After a failure it fails at once (libddp then ends the creation). */
+static int gather_trampoline (void *arg, const void *mine, void *all,
+                              size_t len)
+{
+    PyGILState_STATE st = PyGILState_Ensure ();
+    struct pygather *g = arg;
+    int was = pyddp_wait_suspend (), rc = 1;
+
+    if (!g->exc) {
+        PyObject *r = PyObject_CallFunction (g->fn, "y#", (const char *) mine,
+                                             (Py_ssize_t) len);
+        if (r && take_gathered (g, r, all, len) == 0)
+            rc = 0;
+        Py_XDECREF (r);
+        if (rc)
+            Py_XSETREF (g->exc, pyddp_fetch_exception ());
+    }
+    pyddp_wait_end (was);
+    PyGILState_Release (st);
+    return rc;
+}
+
+/* ranks (a sequence of ints) as a malloc'd array of *n; NULL with an
+ * exception set. */
+static int *rank_list (PyObject *ranks, int *n, const char *where)
+{
+    PyObject *seq = PySequence_Fast (ranks, "");
+    int *r = NULL;
+
+    if (!seq) {
+        PyErr_Clear ();
+        PyErr_Format (PyExc_TypeError, "%s: ranks must be a sequence of "
+                      "ints, not %s", where, Py_TYPE (ranks)->tp_name);
+        return NULL;
+    }
+    *n = (int) PySequence_Fast_GET_SIZE (seq);
+    if (!(r = PyMem_Calloc ((size_t) *n + 1, sizeof (int)))) {
+        PyErr_NoMemory ();
+        goto out;
+    }
+    for (int i = 0; i < *n; i++) {
+        long v = PyLong_AsLong (PySequence_Fast_GET_ITEM (seq, i));
+
+        if (v == -1 && PyErr_Occurred ()) {
+            PyErr_Format (PyExc_TypeError, "%s: ranks[%d] is not an int",
+                          where, i);
+            PyMem_Free (r);
+            r = NULL;
+            goto out;
+        }
+        r[i] = v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int) v;
+    }
+out:
+    Py_DECREF (seq);
+    return r;
+}
+
+PyDoc_STRVAR (create_group_doc,
+"create_group(ranks, allgather, group=None)\n--\n\n"
+"A ddp.Group of the ranks in ranks (ranks of group; None: the world),\n"
+"its rank g being ranks[g], made by those ranks alone\n"
+"(MPI_Comm_create_group; torch's new_group(use_local_synchronization=\n"
+"True)): the other ranks do not call it.  Every member passes the same\n"
+"ranks in the same order, and allgather, a callable that reaches the\n"
+"others: allgather(data) gets this member's bytes and returns every\n"
+"member's (a list in the order of ranks, or their concatenation); it is\n"
+"called several times, each call must bring that call's bytes (a store's\n"
+"keys that count the calls), and its waits are the only waits of the\n"
+"set-up: bound them.  What it raises is raised here; lists that differ\n"
+"between members raise ddp.Error (EMISMATCH) on every member.");
+
+static PyObject *py_create_group (PyObject *self, PyObject *args,
+                                  PyObject *kw)
+{
+    static char *kwlist[] = { "ranks", "allgather", "group", NULL };
+    static const char where[] = "ddp.create_group";
+    PyObject *ranks, *parent = Py_None;
+    struct pygather g = { NULL, NULL, 0 };
+    ddp_comm_t *pc, *nc = NULL;
+    int *r, rc;
+
+    (void) self;
+    if (!PyArg_ParseTupleAndKeywords (args, kw, "OO|O:create_group", kwlist,
+                                      &ranks, &g.fn, &parent))
+        return NULL;
+    if (!PyCallable_Check (g.fn))
+        return PyErr_Format (PyExc_TypeError, "%s: allgather must be "
+                             "callable, not %s", where,
+                             Py_TYPE (g.fn)->tp_name);
+    if (pyddp_ensure_init () < 0 || pyddp_refuse_local (where) < 0
+        || pyddp_group_comm (parent, &pc, where) < 0
+        || !(r = rank_list (ranks, &g.n, where)))
+        return NULL;
+    DDP_CALL (rc, ddp_comm_create_group (pc, r, g.n, gather_trampoline, &g,
+                                         &nc));
+    PyMem_Free (r);
+    if (g.exc) {
+        if (nc) {
+            DDP_CALL (rc, ddp_comm_free (&nc));
+        }
+        pyddp_raise_exception (g.exc);
+        return NULL;
+    }
+    if (rc < 0)
+        return pyddp_fail (rc, where, ddp_last_error ());
+    return group_new (nc);
 }
 
 /* ---- The Group type ------------------------------------------------------ */
@@ -363,6 +539,8 @@ static PyTypeObject group_type = {
 PyMethodDef pyddp_group_methods[] = {
     { "split", (PyCFunction) (void (*) (void)) py_split,
       METH_VARARGS | METH_KEYWORDS, split_doc },
+    { "create_group", (PyCFunction) (void (*) (void)) py_create_group,
+      METH_VARARGS | METH_KEYWORDS, create_group_doc },
     { NULL, NULL, 0, NULL }
 };
 

@@ -180,6 +180,9 @@ PyObject *pyddp_fail_data (int rc, const char *where, const char *also,
 /* The exception being raised, taken out (a new reference; NULL if none). */
 PyObject *pyddp_fetch_exception (void);
 
+/* Raise exc (stolen) again, its traceback kept. */
+void pyddp_raise_exception (PyObject *exc);
+
 /* A helper returned rc < 0: every rank learns what went wrong where it can
  * (see py_errors.c).  mine is stolen; returns NULL, with an exception set
  * unless keep_mine kept mine for the caller. */

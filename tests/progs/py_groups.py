@@ -221,6 +221,89 @@ def new_group_of_two(r, w):
         check("new_group: None on the others", ng is None, repr(ng))
 
 
+class FileGather:
+    """An all-gather of the members' bytes through files in a directory of
+    this job (keys: the call's number and the world rank), for groups made
+    by their members alone."""
+
+    def __init__(self, tag, members, secs=30.0):
+        self.dir = os.path.join(os.getcwd(), f"cg-{os.getppid()}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.tag, self.members, self.secs, self.calls = tag, members, secs, 0
+
+    def path(self, call, w):
+        return os.path.join(self.dir, f"{self.tag}.{call}.{w}")
+
+    def put(self, call, data):
+        tmp = self.path(call, ddp.rank()) + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.rename(tmp, self.path(call, ddp.rank()))
+
+    def get(self, call, w):
+        end = time.monotonic() + self.secs
+        while True:
+            try:
+                with open(self.path(call, w), "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                if time.monotonic() > end:
+                    raise TimeoutError(f"no file from world rank {w}")
+                time.sleep(0.002)
+
+    def __call__(self, data):
+        call, self.calls = self.calls, self.calls + 1
+        self.put(call, data)
+        return [self.get(call, w) for w in self.members]
+
+
+def create_group_checks(r, w):
+    """create_group: each half of the world made by its ranks alone (the
+    odd ranks make no call until the even half has made and used its
+    group), a group made through a group its members share, the errors."""
+    mine = [x for x in range(w - 1, -1, -1) if x % 2 == r % 2]
+    done = FileGather("even-done", [0], secs=60)
+    if r % 2:
+        done.get(0, 0)
+    g = ddp.create_group(mine, FileGather("even" if r % 2 == 0 else "odd",
+                                          mine))
+    check("create_group: the half, its order", g.ranks == tuple(mine)
+          and g.rank == mine.index(r), repr(g))
+    check("create_group: all_reduce on it",
+          ddp.all_reduce(r + 1, group=g) == sum(x + 1 for x in mine))
+    if r == 0:
+        done.put(0, b"y")
+    g.free()
+    with ddp.split(r % 2) as parity:
+        def over_parity(data):
+            return ddp.all_gather(data, group=parity)
+        n = parity.size
+        with ddp.create_group(list(range(n)), over_parity,
+                              group=parity) as again:
+            check("create_group through a shared group",
+                  again.ranks == parity.ranks
+                  and ddp.all_reduce(1, group=again) == n, repr(again))
+
+    def boom(data):
+        raise ValueError("boom from the all-gather")
+    raises("create_group: what allgather raises is raised", ValueError,
+           "boom from the all-gather", ddp.create_group, [r], boom)
+    raises("create_group: a wrong result", TypeError,
+           "must return the members' bytes", ddp.create_group, [r],
+           lambda data: 7)
+    raises("create_group: a result of the wrong size", ValueError,
+           "the all-gather returned 1 bytes", ddp.create_group, [r],
+           lambda data: b"x")
+    e = raises("create_group: a list without this rank", ddp.Error,
+               "not in ranks", ddp.create_group, [(r + 1) % w], boom)
+    check("... with code EINVAL", e is not None and e.code == ddp.EINVAL)
+    raises("create_group: not callable", TypeError, "must be callable",
+           ddp.create_group, [r], None)
+    with ddp.create_group([r], lambda data: [data]) as alone:
+        check("create_group: this rank alone", alone.ranks == (r,)
+              and ddp.all_reduce(5, group=alone) == 5)
+
+
 def async_checks(g, r, w):
     # Several in flight on the world, waited for in reverse order.
     arrs = [array.array("d", [float(r + i)] * 1000) for i in range(6)]
@@ -377,6 +460,7 @@ def mode_groups():
     collective_checks(g, r)
     collective_checks(sub, r)
     new_group_checks(r, w)
+    create_group_checks(r, w)
     async_checks(g, r, w)
     error_checks(r, w)
     bad_colour_checks(r, w)

@@ -24,7 +24,9 @@ Collectives (every rank calls them, in the same order):  barrier(),
     reduce_scatter(x, out=None, op='sum'): block r of the reduction on
     rank r.
 Groups:  split(colour, key=0, group=None) and new_group(ranks) make a
-    Group (.rank, .size, .ranks, world_rank(r), free(), a with-block); the
+    Group (.rank, .size, .ranks, world_rank(r), free(), a with-block);
+    create_group(ranks, allgather, group=None) makes one with its members
+    alone (their own all-gather, e.g. over a torch store); the
     collectives, barrier(), all_reduce() and the object calls
     (broadcast_object, gather, all_gather) take group= (None: the world).
 Nonblocking:  async_op=True on those collectives returns a Request
@@ -77,7 +79,8 @@ from ._ddp import (
     init, finalize, rank, world_size, local_rank, local_world_size,
     node_rank, num_nodes, is_main, is_local_main, is_distributed, backend,
     version, nccl_info, barrier, all_reduce, broadcast, reduce, all_gather_into,
-    gather_into, reduce_scatter, split, Group, Request, UNDEFINED, should_stop, stop_signals, stop_requested,
+    gather_into, reduce_scatter, split, create_group, Group, Request,
+    UNDEFINED, should_stop, stop_signals, stop_requested,
     restart_count, log_prefix, host_addrs,
     OK, EINVAL, ENOINIT, ENOMEM, ENOLAUNCH, EPMIX, ETRANSPORT, ETIMEDOUT,
     EPEER, EREMOTE, EUSER, ENOTSUP, ENCCL, ECUDA, EMISMATCH,
@@ -92,7 +95,8 @@ __all__ = [
     "is_distributed", "backend", "version", "nccl_info",
     "barrier", "broadcast_object", "all_reduce", "all_reduce_dict", "gather",
     "all_gather", "broadcast", "reduce", "all_gather_into", "gather_into",
-    "reduce_scatter", "split", "new_group", "Group", "Request", "UNDEFINED",
+    "reduce_scatter", "split", "new_group", "create_group", "Group",
+    "Request", "UNDEFINED",
     "run_on_main", "main_process_only", "main_only", "rank0_first",
     "local_rank0_first", "compute_and_broadcast", "reduce_and_broadcast",
     "should_stop", "stop_signals", "stop_requested", "restart_count",
