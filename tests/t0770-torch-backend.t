@@ -76,6 +76,14 @@ if "$PY" -c "from torch.distributed.device_mesh import init_device_mesh" >/dev/n
 else
 	say "# no init_device_mesh with this torch: $("$PY" -c "from torch.distributed.device_mesh import init_device_mesh" 2>&1 | tail -n 1)"
 fi
+# new_group(use_local_synchronization=True) where this torch has it
+# (2.0 on; not 1.13).
+LOCALSYNC_PY="import inspect, torch.distributed as d; assert 'use_local_synchronization' in inspect.signature(d.new_group).parameters, 'new_group has no use_local_synchronization'"
+if "$PY" -c "$LOCALSYNC_PY" >/dev/null 2>&1; then
+	test_set_prereq LOCALSYNC
+else
+	say "# no use_local_synchronization with this torch: $("$PY" -c "$LOCALSYNC_PY" 2>&1 | tail -n 1)"
+fi
 
 # NAME:RANKS:srun's layout
 for layout in "1x2:2:-N1 -n2" "2x2:4:-N2 -n4 --ntasks-per-node=2" "2n3:3:-N2 -n3"; do
@@ -104,6 +112,13 @@ test_expect_success 'srun --ddp=host 2 x 2: a DDP on each of two groups of two, 
 	ddp_srun --ddp=host -N2 -n4 --ntasks-per-node=2 "$PY" -W ignore "$PROG" subgroup \
 		>sub.out 2>sub.err || { cat sub.out sub.err; false; } &&
 	ok_ranks sub subgroup 4
+'
+test_expect_success LOCALSYNC 'srun --ddp=host 2 x 2: groups made by their members alone (use_local_synchronization=True), a DDP on each as gloo'"'"'s, an absent member named' '
+	ddp_srun --ddp=host -N2 -n4 --ntasks-per-node=2 "$PY" -W ignore "$PROG" local \
+		>local.out 2>local.err || { cat local.out local.err; false; } &&
+	ok_ranks local local 4 &&
+	grep "^rank 0/4: local ok.*absent member named after" local.out >absent &&
+	awk "{ s = \$(NF - 1) } END { exit !(s + 0 >= 2.9 && s + 0 < 10) }" absent
 '
 # torch's device_mesh calls new_group through a name of its own, bound
 # before ddp.torch wrapped it: the wrapper reaches it too.

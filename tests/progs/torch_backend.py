@@ -11,6 +11,14 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             data: parameters equal within float tolerance after the steps;
             a line with each one's mean step time.
   subgroup  (4 ranks) two groups of two, a DDP on each, as on gloo's.
+  local     (4 ranks) new_group(use_local_synchronization=True): ranks 0
+            and 1 make theirs while 2 and 3 make no call of torch or
+            libddp (they wait for a file 0 writes once its group has
+            trained), then 2 and 3 make theirs; a DDP on each equals one
+            on gloo; the same ranks again; a member that never comes
+            (timeout 3 s): the other raises naming it.  Where new_group
+            has no use_local_synchronization (torch 1.13): "rank R/N:
+            local unavailable: <why>", exit 0.
   fsdp      FullyShardedDataParallel (CPU, one unit a layer, with and
             without use_orig_params) on "ddp" and on gloo, and DDP on
             gloo: the same parameters after the steps.  Where torch
@@ -32,6 +40,7 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
 
 import datetime
 import importlib
+import inspect
 import os
 import sys
 import threading
@@ -414,6 +423,59 @@ def subgroup(args):
     done("subgroup", f", groups {halves}, max |ddp - gloo| {worst:.3g}")
 
 
+def local_mode(args):
+    init()
+    size, me = dist.get_world_size(), dist.get_rank()
+    if "use_local_synchronization" not in \
+            inspect.signature(dist.new_group).parameters:
+        print(f"rank {me}/{size}: local unavailable: torch "
+              f"{torch.__version__}'s new_group has no "
+              f"use_local_synchronization", flush=True)
+        return
+    if size != 4:
+        fail(f"local wants 4 ranks, not {size}")
+        sys.exit(1)
+    halves = [[0, 1], [2, 3]]
+    half = halves[me // 2]
+    gloo = [dist.new_group(h, backend="gloo") for h in halves][me // 2]
+    job = os.environ.get("SLURM_JOB_ID", os.getppid())
+    flag = os.path.join(os.getcwd(), f"local-{job}")
+    if me >= 2:
+        end = time.monotonic() + 120
+        while not os.path.exists(flag) and time.monotonic() < end:
+            time.sleep(0.01)
+        if not os.path.exists(flag):
+            fail("ranks 0 and 1 did not make their group alone")
+    mine = dist.new_group(half, use_local_synchronization=True)
+    p_ddp, _ = train(mine, 10)
+    if me == 0:
+        open(flag, "w").close()
+    p_gloo, _ = train(gloo, 10)
+    worst = compare(p_ddp, p_gloo, "members-only group ddp against gloo")
+    again = dist.new_group(half, use_local_synchronization=True)
+    t = torch.tensor([float(me)])
+    dist.all_reduce(t, group=again)
+    if t.item() != sum(half):
+        fail(f"all_reduce on a second group of {half}: {t.item()}")
+    dist.barrier()
+    took = None
+    if me == 0:
+        start = time.monotonic()
+        try:
+            dist.new_group([0, 1], use_local_synchronization=True,
+                           timeout=datetime.timedelta(seconds=3))
+            fail("a group whose member never came was made")
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            if "world rank(s) [1] did not come" not in str(e):
+                fail(f"the absent member was not named: {e}")
+    dist.barrier()
+    extra = f", max |ddp - gloo| {worst:.3g}"
+    if took is not None:
+        extra += f", absent member named after {took:.1f} s"
+    done("local", extra)
+
+
 # ---- FSDP ------------------------------------------------------------------
 
 def fsdp_available():
@@ -572,6 +634,7 @@ def failure(args, how):
 
 
 MODES = {"ops": ops, "train": train_mode, "subgroup": subgroup,
+         "local": local_mode,
          "fsdp": fsdp_mode, "mesh": mesh_mode, "destroy": destroy,
          "kill": lambda a: failure(a, "kill"),
          "raise": lambda a: failure(a, "raise")}

@@ -28,7 +28,9 @@ How it works:
     ddp.torch therefore wraps torch.distributed.new_group: every world
     rank makes the libddp group (ddp.new_group) before torch's own
     new_group runs, and the creator, on the members, takes it from
-    _pending.
+    _pending.  With use_local_synchronization=True only the members call
+    new_group: the creator makes the group with them alone
+    (ddp.create_group), its set-up messages through the group's store.
 
 Only torch is needed here; the rest of the module never imports this file.
 """
@@ -776,6 +778,75 @@ _pending = {}
 _lock = threading.Lock()
 
 
+# new_group(use_local_synchronization=True) being made on this thread:
+# its sorted world ranks (ddp.torch's wrapper sets it around torch's
+# new_group; create() then makes the group with its members alone).
+_members_only = threading.local()
+# Groups made so by this process, per sorted world ranks: the members
+# make the groups of one set of ranks in the same order, so the count
+# tells a creation's store keys from an earlier one's (torch gives every
+# group of the same ranks the same store prefix).
+_member_counts = collections.Counter()
+
+
+class members_only:
+    """Context manager: torch's new_group(ranks, use_local_synchronization=
+    True) runs inside it; create() makes the group on its members alone."""
+
+    def __init__(self, ranks):
+        self.ranks = tuple(ranks)
+
+    def __enter__(self):
+        self.was = getattr(_members_only, "ranks", None)
+        _members_only.ranks = self.ranks
+        return self
+
+    def __exit__(self, *exc):
+        _members_only.ranks = self.was
+        return False
+
+
+class _StoreGather:
+    """The members' all-gather of ddp.create_group through torch's store
+    for the group: each call's bytes under a key of its own, then every
+    member's, waited for up to the group's timeout."""
+
+    def __init__(self, store, ranks, rank, timeout):
+        with _lock:
+            _member_counts[tuple(ranks)] += 1
+            n = _member_counts[tuple(ranks)]
+        self.store, self.ranks, self.rank = store, ranks, rank
+        self.timeout, self.calls = timeout, 0
+        self.prefix = f"ddp-create/{n}"
+
+    def _key(self, call, g):
+        return f"{self.prefix}/{call}/{g}"
+
+    def __call__(self, data):
+        call, self.calls = self.calls, self.calls + 1
+        keys = [self._key(call, g) for g in range(len(self.ranks))]
+        self.store.set(keys[self.rank], data)
+        try:
+            self.store.wait(keys, self.timeout)
+        except Exception as e:      # noqa: BLE001 - named below
+            missing = [self.ranks[g] for g, k in enumerate(keys)
+                       if not self.store.check([k])]
+            raise RuntimeError(
+                f"ddp backend: new_group(ranks={list(self.ranks)}, "
+                f"use_local_synchronization=True): world rank(s) "
+                f"{missing} did not come within the group's timeout "
+                f"({self.timeout}): {e}") from None
+        return [self.store.get(k) for k in keys]
+
+
+def _create_members_only(opts, ranks):
+    """The ddp.Group of ranks (sorted world ranks), made by its members
+    alone through opts.store (the group's store)."""
+    timeout = getattr(opts, "timeout", None) or dist.default_pg_timeout
+    gather = _StoreGather(opts.store, ranks, opts.group_rank, timeout)
+    return ddp.create_group(ranks, gather)
+
+
 def stash(ranks, group):
     """Keep ddp.Group group (ranks: its sorted world ranks) for create()."""
     with _lock:
@@ -825,14 +896,16 @@ def create(opts, pg_options=None):
                 f"torch libddp's ranks")
         return _named(ProcessGroup(rank, size, None, "the world"), opts)
     group = _take(ranks)
+    if group is None and getattr(_members_only, "ranks", None) == \
+            tuple(ranks):
+        group = _create_members_only(opts, ranks)
     if group is None:
         raise RuntimeError(
             f"ddp backend: no libddp group for new_group(ranks={ranks}): "
             f"libddp makes a group with every rank of the world, so the "
             f"group must come from torch.distributed.new_group as "
             f"ddp.torch wraps it (import ddp.torch before taking "
-            f"new_group from torch.distributed; not with "
-            f"use_local_synchronization=True)")
+            f"new_group from torch.distributed)")
     if group.rank != rank or group.size != size:
         raise RuntimeError(f"ddp backend: torch's rank {rank} of {size} "
                            f"in group {ranks} is libddp's {group.rank} of "

@@ -225,7 +225,8 @@ def _wrap_new_group(orig):
     """torch.distributed.new_group, which, for backend "ddp", first makes
     the libddp group on every world rank (ddp.new_group: collective over
     the world, as torch's new_group is) for the backend's creator to take
-    on the members."""
+    on the members; with use_local_synchronization=True (the members
+    alone call it) the creator makes it with them (ddp.create_group)."""
     sig = inspect.signature(orig)
 
     @functools.wraps(orig)
@@ -235,17 +236,17 @@ def _wrap_new_group(orig):
         if not _uses_ddp(backend):
             return orig(*args, **kwargs)
         where = "torch.distributed.new_group (backend ddp)"
-        if bound.arguments.get("use_local_synchronization"):
-            raise RuntimeError(
-                f"{where}: use_local_synchronization=True is not "
-                f"supported: libddp makes a group with every rank of the "
-                f"world, so every rank must call new_group")
         world = dist.get_world_size()
         if world != ddp.world_size():
             raise RuntimeError(f"{where}: torch's world of {world} is not "
                                f"libddp's {ddp.world_size()}")
         ranks = bound.arguments.get("ranks")
         members = sorted(ranks) if ranks is not None else list(range(world))
+        if bound.arguments.get("use_local_synchronization"):
+            # Only the members call it: the creator makes the libddp
+            # group with them alone, through the group's store.
+            with _c10d.members_only(members):
+                return orig(*args, **kwargs)
         group = ddp.new_group(members)
         if group is not None:
             _c10d.stash(members, group)
