@@ -52,4 +52,15 @@ test_expect_success 'a member that never comes: the other fails when its all-gat
 	grep -q "the caller.s all-gather failed on this rank" line &&
 	awk "{ s = \$6 + 0 } END { exit !(s >= 2.9 && s < 10) }" line
 '
+test_expect_success 'a member killed: the group'"'"'s others fail their next call naming it within DDP_TIMEOUT + 1 s' '
+	mkdir -p "$PWD/kill.d" && chmod 1777 "$PWD/kill.d" &&
+	ddp_srun --mpi=pmix -N2 -n3 --export=ALL,DDP_TIMEOUT=3 "$MEMBERS_PROG" \
+		kill "$PWD/kill.d" >kill.out 2>kill.err;
+	cat kill.out kill.err;
+	grep "^rank [01]: call 20 failed after" kill.out >failed &&
+	test $(wc -l <failed) = 2 &&
+	test $(grep -c "in group [0-9]* (its ranks 0..2 are world ranks 2,1,0): rank 0 died" failed) = 2 &&
+	sed -n "s/.* after \([0-9.]*\) s.*/\1/p" failed >times &&
+	awk "\$1 > 4.0 { bad = 1 } END { exit bad }" times
+'
 test_done

@@ -13,8 +13,14 @@
  *                            never calls: rank 0 prints "rank 0: create
  *                            failed after S s: MESSAGE" (its all-gather
  *                            gives up after 3 s)
+ *   ddp_members kill DIR     every rank in one group made by the members,
+ *                            in descending order; the last world rank is
+ *                            killed (SIGKILL) after 20 all-reduces on it:
+ *                            the others print "rank R: call 20 failed
+ *                            after S s: MESSAGE"
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -366,12 +372,42 @@ static int absent (const char *dir)
     return 0;
 }
 
+/* The last world rank dies in a group of every rank. */
+static int kill_one (const char *dir)
+{
+    int r[64];
+    ddp_comm_t *c = NULL;
+    float x = 1, y;
+
+    for (int i = 0; i < size; i++)
+        r[i] = size - 1 - i;
+    if (create (NULL, r, size, dir, "kill", false, &c, NULL) != 0) {
+        printf ("rank %d: create failed: %s\n", rank, ddp_last_error ());
+        return 1;
+    }
+    for (int i = 0; i < 50; i++) {
+        double t0 = now ();
+
+        if (i == 20 && rank == size - 1)
+            kill (getpid (), SIGKILL);
+        if (ddp_comm_allreduce (c, &x, &y, 1, DDP_FLOAT32, DDP_SUM) != 0) {
+            printf ("rank %d: call %d failed after %.2f s: %s\n", rank, i,
+                    now () - t0, ddp_last_error ());
+            fflush (stdout);
+            return 0;
+        }
+    }
+    printf ("rank %d: 50 calls passed\n", rank);
+    return 1;
+}
+
 int main (int argc, char **argv)
 {
     int rc;
 
-    if (argc != 3 || (strcmp (argv[1], "check") && strcmp (argv[1], "absent"))) {
-        fprintf (stderr, "usage: ddp_members check|absent DIR\n");
+    if (argc != 3 || (strcmp (argv[1], "check") && strcmp (argv[1], "absent")
+                      && strcmp (argv[1], "kill"))) {
+        fprintf (stderr, "usage: ddp_members check|absent|kill DIR\n");
         return 2;
     }
     if ((rc = ddp_init ()) != 0) {
@@ -385,8 +421,10 @@ int main (int argc, char **argv)
         ddp_finalize ();
         return 2;
     }
-    if (!strcmp (argv[1], "absent")) {
-        rc = absent (argv[2]);
+    if (!strcmp (argv[1], "absent") || !strcmp (argv[1], "kill")) {
+        rc = argv[1][0] == 'a' ? absent (argv[2]) : kill_one (argv[2]);
+        if (rc == 0 && argv[1][0] == 'k')
+            _exit (0);      /* the world has lost a rank: no finalize */
         ddp_finalize ();
         return rc;
     }
