@@ -621,10 +621,12 @@ static int members_who (struct setup *s, bool bad)
         mine.nonce = (uint64_t)getpid () << 32 ^ (uint64_t)time (NULL);
     all = calloc ((size_t)s->size, sizeof (*all));
     seen = calloc ((size_t)s->size, sizeof (*seen));
-    if (!all || !seen)
-        rc = ddpi_error (DDP_ENOMEM, "%s: out of memory", CFN);
-    else
-        rc = s->gather (s, &mine, all, sizeof (mine));
+    if (!all || !seen) {
+        free (all);
+        free (seen);
+        return ddpi_error (DDP_ENOMEM, "%s: out of memory", CFN);
+    }
+    rc = s->gather (s, &mine, all, sizeof (mine));
     for (int g = 0; rc == 0 && g < s->size; g++) {
         int j;
 
@@ -664,8 +666,15 @@ int ddp_comm_create_group (ddp_comm_t *parent, const int *ranks, int n,
         && (rc = members_who (&s, !newcomm)) == 0)
         rc = setup_group (&s, 0, 0, &c);
     setup_free (&s);
-    if (rc < 0)     /* newcomm NULL fails every member in members_who */
+    if (rc != 0)
         return rc;
+    if (!c || !newcomm) {
+        /* Not reached: a member always gets a group, and members_who
+         * fails every member when one passed newcomm NULL. */
+        if (c)
+            split_release (c, false);
+        return ddpi_error (DDP_EINVAL, "%s: newcomm is NULL", CFN);
+    }
     core_add_group (c);
     ddpi_debug ("%s: group %u: rank %d of %d", CFN, c->id, c->rank, c->size);
     *newcomm = c;

@@ -15,7 +15,8 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             and 1 make theirs while 2 and 3 make no call of torch or
             libddp (they wait for a file 0 writes once its group has
             trained), then 2 and 3 make theirs; a DDP on each equals one
-            on gloo; the same ranks again; a member that never comes
+            on gloo; the same ranks again; every rank so; a member that
+            never comes
             (timeout 3 s): the other raises naming it.  Where new_group
             has no use_local_synchronization (torch 1.13): "rank R/N:
             local unavailable: <why>", exit 0.
@@ -457,6 +458,13 @@ def local_mode(args):
     dist.all_reduce(t, group=again)
     if t.item() != sum(half):
         fail(f"all_reduce on a second group of {half}: {t.item()}")
+    every = dist.new_group(use_local_synchronization=True)
+    t = torch.tensor([1.])
+    dist.all_reduce(t, group=every)
+    dist.all_reduce(t)
+    if t.item() != size * size:
+        fail(f"all_reduce on a members-only group of every rank, then on "
+             f"the world: {t.item()}")
     dist.barrier()
     took = None
     if me == 0:

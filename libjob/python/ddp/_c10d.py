@@ -886,8 +886,12 @@ def create(opts, pg_options=None):
     ranks = sorted(opts.global_ranks_in_group or [])
     size, rank = opts.group_size, opts.group_rank
     world = ddp.world_size()
-    if not ranks or ranks == list(range(world)) and size == world \
-            and not _pending.get(tuple(ranks)):
+    # new_group(use_local_synchronization=True): a group of its own, the
+    # whole world's ranks too (two torch groups never share a libddp one).
+    alone = bool(ranks) and \
+        getattr(_members_only, "ranks", None) == tuple(ranks)
+    if not alone and (not ranks or ranks == list(range(world))
+                      and size == world and not _pending.get(tuple(ranks))):
         if size != world or rank != ddp.rank():
             raise RuntimeError(
                 f"ddp backend: torch's rank {rank} of {size} is not "
@@ -895,10 +899,7 @@ def create(opts, pg_options=None):
                 f"ddp.torch.init_process_group(backend='ddp'), which gives "
                 f"torch libddp's ranks")
         return _named(ProcessGroup(rank, size, None, "the world"), opts)
-    group = _take(ranks)
-    if group is None and getattr(_members_only, "ranks", None) == \
-            tuple(ranks):
-        group = _create_members_only(opts, ranks)
+    group = _create_members_only(opts, ranks) if alone else _take(ranks)
     if group is None:
         raise RuntimeError(
             f"ddp backend: no libddp group for new_group(ranks={ranks}): "
