@@ -80,7 +80,7 @@ struct setup {
     int rank;              /* this rank's in the group */
     bool member;           /* in a group (else: size 1, this rank alone,
                               for a backend's split: backend.h) */
-    /* The last lock-step round: every parent rank's message. */
+    /* The last lock-step round: every participant's message. */
     char *all;
     size_t *off, *len;
 };
@@ -111,9 +111,8 @@ static int user_gather (struct setup *s, const void *mine, void *all,
     int rc = s->user (s->user_arg, mine, all, len);
 
     if (rc != 0)
-        return ddpi_error (DDP_EUSER, "ddp_comm_create_group: the caller's "
-                           "all-gather failed on this rank (it returned %d)",
-                           rc);
+        return ddpi_error (DDP_EUSER, "%s: the caller's all-gather failed "
+                           "on this rank (it returned %d)", s->fn, rc);
     return 0;
 }
 
