@@ -54,13 +54,6 @@ struct msg_head {
     char why[200];  /* MSG_ENDED with rc < 0: why */
 };
 
-struct setup;
-
-/* A lock-step round's transport: every participant's bytes (len each,
- * the same len everywhere) into all, in participant order. */
-typedef int (*gather_fn) (struct setup *s, const void *mine, void *all,
-                          size_t len);
-
 struct setup {
     const char *fn;        /* the call, for messages */
     char tag[40];          /* the group's name in the job (bootstrap's
@@ -69,8 +62,8 @@ struct setup {
     int parts;             /* participants of a lock-step round (split:
                               the parent's ranks; create_group: the
                               members) */
-    gather_fn gather;      /* their round's all-gather */
-    ddp_allgather_fn user; /* create_group: the caller's all-gather */
+    ddp_allgather_fn user; /* create_group: the caller's all-gather (NULL:
+                              a split, whose rounds are the parent's) */
     void *user_arg;
     int size;              /* the group's (0: no group) */
     int *part;             /* the participant of each group rank (split:
@@ -97,20 +90,16 @@ static int parent_allgather (struct ddp_comm *p, const void *send, void *recv,
     return core_run (p, FN, DDP_COLL_ALLGATHER, &k);
 }
 
-/* split's round transport: an all-gather of the parent. */
-static int parent_gather (struct setup *s, const void *mine, void *all,
-                          size_t len)
+/* A lock-step round's transport: every participant's len bytes into
+ * all, in participant order: the parent's all-gather for a split, the
+ * caller's among the members for create_group. */
+static int gather (struct setup *s, const void *mine, void *all, size_t len)
 {
-    return parent_allgather (s->parent, mine, all, len, DDP_UINT8);
-}
+    int rc;
 
-/* create_group's: the caller's all-gather among the members. */
-static int user_gather (struct setup *s, const void *mine, void *all,
-                        size_t len)
-{
-    int rc = s->user (s->user_arg, mine, all, len);
-
-    if (rc != 0)
+    if (!s->user)
+        return parent_allgather (s->parent, mine, all, len, DDP_UINT8);
+    if ((rc = s->user (s->user_arg, mine, all, len)) != 0)
         return ddpi_error (DDP_EUSER, "%s: the caller's all-gather failed "
                            "on this rank (it returned %d)", s->fn, rc);
     return 0;
@@ -136,7 +125,7 @@ static int lockstep (struct setup *s, const struct msg_head *head,
     s->all = NULL;
     if (!(lens = calloc ((size_t)n, sizeof (*lens))))
         return ddpi_error (DDP_ENOMEM, "%s: out of memory", s->fn);
-    if ((rc = s->gather (s, &mine, lens, sizeof (mine))) < 0)
+    if ((rc = gather (s, &mine, lens, sizeof (mine))) < 0)
         goto out;
     for (int r = 0; r < n; r++)
         max = lens[r] > max ? lens[r] : max;
@@ -150,7 +139,7 @@ static int lockstep (struct setup *s, const struct msg_head *head,
     memcpy (msg, head, sizeof (*head));
     if (len)
         memcpy (msg + sizeof (*head), data, len);
-    if ((rc = s->gather (s, msg, s->all, (size_t)max)) < 0)
+    if ((rc = gather (s, msg, s->all, (size_t)max)) < 0)
         goto out;
     for (int r = 0; r < n; r++) {
         s->off[r] = (size_t)max * (size_t)r;
@@ -427,7 +416,7 @@ int ddp_comm_split (ddp_comm_t *parent, int colour, int key,
                     ddp_comm_t **newcomm)
 {
     struct ddp_comm *p = core_comm (parent), *c = NULL;
-    struct setup s = { .fn = FN, .parent = p, .gather = parent_gather };
+    struct setup s = { .fn = FN, .parent = p };
     bool bad = !newcomm || (colour < 0 && colour != DDP_UNDEFINED);
     int64_t mine[W_WORDS], *all = NULL;
     int rc;
@@ -625,7 +614,7 @@ static int members_who (struct setup *s, bool bad)
         free (seen);
         return ddpi_error (DDP_ENOMEM, "%s: out of memory", CFN);
     }
-    rc = s->gather (s, &mine, all, sizeof (mine));
+    rc = gather (s, &mine, all, sizeof (mine));
     for (int g = 0; rc == 0 && g < s->size; g++) {
         int j;
 
@@ -650,8 +639,8 @@ int ddp_comm_create_group (ddp_comm_t *parent, const int *ranks, int n,
                            ddp_comm_t **newcomm)
 {
     struct ddp_comm *p = core_comm (parent), *c = NULL;
-    struct setup s = { .fn = CFN, .parent = p, .gather = user_gather,
-                       .user = allgather, .user_arg = arg };
+    struct setup s = { .fn = CFN, .parent = p, .user = allgather,
+                       .user_arg = arg };
     int me, rc;
 
     if (newcomm)
