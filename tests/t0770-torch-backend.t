@@ -113,12 +113,14 @@ test_expect_success 'srun --ddp=host 2 x 2: a DDP on each of two groups of two, 
 		>sub.out 2>sub.err || { cat sub.out sub.err; false; } &&
 	ok_ranks sub subgroup 4
 '
-test_expect_success LOCALSYNC 'srun --ddp=host 2 x 2: groups made by their members alone (use_local_synchronization=True), a DDP on each as gloo'"'"'s, an absent member named' '
+test_expect_success LOCALSYNC 'srun --ddp=host 2 x 2: groups made by their members alone (use_local_synchronization=True), a DDP on each as gloo'"'"'s, an absent member named, told when late' '
 	ddp_srun --ddp=host -N2 -n4 --ntasks-per-node=2 "$PY" -W ignore "$PROG" local \
 		>local.out 2>local.err || { cat local.out local.err; false; } &&
 	ok_ranks local local 4 &&
 	grep "^rank 0/4: local ok.*absent member named after" local.out >absent &&
-	awk "{ s = \$(NF - 1) } END { exit !(s + 0 >= 2.9 && s + 0 < 10) }" absent
+	awk "{ s = \$(NF - 1) } END { exit !(s + 0 >= 2.9 && s + 0 < 10) }" absent &&
+	grep "^rank 1/4: local ok.*late member told after" local.out >late &&
+	awk "{ s = \$(NF - 1) } END { exit !(s + 0 < 2) }" late
 '
 # torch's device_mesh calls new_group through a name of its own, bound
 # before ddp.torch wrapped it: the wrapper reaches it too.

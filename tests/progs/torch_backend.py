@@ -478,9 +478,37 @@ def local_mode(args):
             if "world rank(s) [1] did not come" not in str(e):
                 fail(f"the absent member was not named: {e}")
     dist.barrier()
+    # The absent member comes after rank 0 gave up: it is told so at once
+    # (not after its own timeout), and then the group made again by both
+    # works (their counts of creations of [0, 1] are together again).
+    if me == 1:
+        start = time.monotonic()
+        try:
+            dist.new_group([0, 1], use_local_synchronization=True,
+                           timeout=datetime.timedelta(seconds=3))
+            fail("a member that came after its group was abandoned made it")
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            if "abandoned before world rank 1 came" not in str(e) or \
+                    "world rank 0 waited" not in str(e):
+                fail(f"the late member was not told of the abandoned "
+                     f"creation: {e}")
+            elif took > 2:
+                fail(f"the late member waited {took:.1f} s to be told")
+    dist.barrier()
+    if me < 2:
+        made = dist.new_group([0, 1], use_local_synchronization=True,
+                              timeout=datetime.timedelta(seconds=30))
+        t = torch.tensor([1.])
+        dist.all_reduce(t, group=made)
+        if t.item() != 2:
+            fail(f"all_reduce on [0, 1] made again after an abandoned "
+                 f"creation: {t.item()}")
+    dist.barrier()
     extra = f", max |ddp - gloo| {worst:.3g}"
     if took is not None:
-        extra += f", absent member named after {took:.1f} s"
+        what = "absent member named" if me == 0 else "late member told"
+        extra += f", {what} after {took:.1f} s"
     done("local", extra)
 
 

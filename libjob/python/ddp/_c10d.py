@@ -809,7 +809,13 @@ class members_only:
 class _StoreGather:
     """The members' all-gather of ddp.create_group through torch's store
     for the group: each call's bytes under a key of its own, then every
-    member's, waited for up to the group's timeout."""
+    member's, waited for up to the group's timeout.
+
+    A member that gives up marks the creation abandoned in the store; one
+    that comes to it later raises at once instead of waiting out its own
+    timeout for keys that never come.  Either way every member's count of
+    creations of these ranks has moved on by one, so the counts stay
+    together and a creation made again by every member works."""
 
     def __init__(self, store, ranks, rank, timeout):
         with _lock:
@@ -818,12 +824,27 @@ class _StoreGather:
         self.store, self.ranks, self.rank = store, ranks, rank
         self.timeout, self.calls = timeout, 0
         self.prefix = f"ddp-create/{n}"
+        self.abandoned = f"{self.prefix}/abandoned"
 
     def _key(self, call, g):
         return f"{self.prefix}/{call}/{g}"
 
+    def _what(self):
+        return (f"ddp backend: new_group(ranks={list(self.ranks)}, "
+                f"use_local_synchronization=True)")
+
+    def _check_abandoned(self):
+        if self.store.check([self.abandoned]):
+            why = self.store.get(self.abandoned).decode(errors="replace")
+            raise RuntimeError(
+                f"{self._what()}: this creation was abandoned before world "
+                f"rank {self.ranks[self.rank]} came to it ({why}); call "
+                f"new_group again on every member")
+
     def __call__(self, data):
         call, self.calls = self.calls, self.calls + 1
+        if call == 0:
+            self._check_abandoned()
         keys = [self._key(call, g) for g in range(len(self.ranks))]
         self.store.set(keys[self.rank], data)
         try:
@@ -831,11 +852,12 @@ class _StoreGather:
         except Exception as e:      # noqa: BLE001 - named below
             missing = [self.ranks[g] for g, k in enumerate(keys)
                        if not self.store.check([k])]
+            self.store.set(self.abandoned,
+                           f"world rank {self.ranks[self.rank]} waited "
+                           f"{self.timeout} for world rank(s) {missing}")
             raise RuntimeError(
-                f"ddp backend: new_group(ranks={list(self.ranks)}, "
-                f"use_local_synchronization=True): world rank(s) "
-                f"{missing} did not come within the group's timeout "
-                f"({self.timeout}): {e}") from None
+                f"{self._what()}: world rank(s) {missing} did not come "
+                f"within the group's timeout ({self.timeout}): {e}") from None
         return [self.store.get(k) for k in keys]
 
 
