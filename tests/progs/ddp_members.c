@@ -30,29 +30,9 @@
 #include <unistd.h>
 
 #include "ddp.h"
+#include "rank_check.h"
 
-static int rank, size, nfail, nchecks;
-
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        nchecks++;                                                            \
-        if (!(cond)) {                                                        \
-            nfail++;                                                          \
-            fprintf (stderr, "FAIL rank %d line %d: ", rank, __LINE__);       \
-            fprintf (stderr, __VA_ARGS__);                                    \
-            fputc ('\n', stderr);                                             \
-        }                                                                     \
-    } while (0)
-
-#define OK(call) CHECK ((call) == 0, "%s: %s", #call, ddp_last_error ())
-
-static double now (void)
-{
-    struct timespec t;
-
-    clock_gettime (CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
+static int size;
 
 /* ---- an all-gather through files ----------------------------------------- */
 
