@@ -424,6 +424,19 @@ def subgroup(args):
     done("subgroup", f", groups {halves}, max |ddp - gloo| {worst:.3g}")
 
 
+def local_refused(ranks):
+    """new_group(ranks, use_local_synchronization=True) with a 3 s timeout,
+    which the caller expects to raise: (the seconds it took, the error's
+    text, or None when the group was made)."""
+    start = time.monotonic()
+    try:
+        dist.new_group(ranks, use_local_synchronization=True,
+                       timeout=datetime.timedelta(seconds=3))
+    except RuntimeError as e:
+        return time.monotonic() - start, str(e)
+    return time.monotonic() - start, None
+
+
 def local_mode(args):
     init()
     size, me = dist.get_world_size(), dist.get_rank()
@@ -468,33 +481,25 @@ def local_mode(args):
     dist.barrier()
     took = None
     if me == 0:
-        start = time.monotonic()
-        try:
-            dist.new_group([0, 1], use_local_synchronization=True,
-                           timeout=datetime.timedelta(seconds=3))
+        took, e = local_refused([0, 1])
+        if e is None:
             fail("a group whose member never came was made")
-        except RuntimeError as e:
-            took = time.monotonic() - start
-            if "world rank(s) [1] did not come" not in str(e):
-                fail(f"the absent member was not named: {e}")
+        elif "world rank(s) [1] did not come" not in e:
+            fail(f"the absent member was not named: {e}")
     dist.barrier()
     # The absent member comes after rank 0 gave up: it is told so at once
     # (not after its own timeout), and then the group made again by both
     # works (their counts of creations of [0, 1] are together again).
     if me == 1:
-        start = time.monotonic()
-        try:
-            dist.new_group([0, 1], use_local_synchronization=True,
-                           timeout=datetime.timedelta(seconds=3))
+        took, e = local_refused([0, 1])
+        if e is None:
             fail("a member that came after its group was abandoned made it")
-        except RuntimeError as e:
-            took = time.monotonic() - start
-            if "abandoned before world rank 1 came" not in str(e) or \
-                    "world rank 0 waited" not in str(e):
-                fail(f"the late member was not told of the abandoned "
-                     f"creation: {e}")
-            elif took > 2:
-                fail(f"the late member waited {took:.1f} s to be told")
+        elif "abandoned before world rank 1 came" not in e or \
+                "world rank 0 waited" not in e:
+            fail(f"the late member was not told of the abandoned "
+                 f"creation: {e}")
+        elif took > 2:
+            fail(f"the late member waited {took:.1f} s to be told")
     dist.barrier()
     if me < 2:
         made = dist.new_group([0, 1], use_local_synchronization=True,
