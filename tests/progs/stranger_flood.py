@@ -15,7 +15,9 @@ for every one the ranks close.  The parent ends when PHASE_FILE says "end" or th
 gone; the child then prints (one line)
   "stranger_flood: ports P conns C opened O closed_by_job K
    opened_in_setup S cpu_s T"
-(P: the ports it found, O: connections it opened, K: of those, closed by
+(P: the ports it found, however many were still listening at the end:
+the ranks of a node that finish first close theirs before the phase file
+says "end"; O: connections it opened, K: of those, closed by
 the other end, S: opened before ddp_loop's first phase began, while the
 ranks were still in ddp_init, T: the CPU seconds the child used: the
 strangers' own load on the machine).
@@ -135,6 +137,7 @@ def child(conns, r):
         decoy.bind(("127.0.0.1", 0))
         decoy.listen(4096)
     ports = []
+    found = set()       # every port the parent named, for the report
     socks = {}          # port -> list of sockets
     on = False
     opened = closed = in_setup = 0
@@ -188,6 +191,7 @@ def child(conns, r):
             if words[0] == "P":
                 ports = [(a.split(":")[0], int(a.split(":")[1]))
                          for a in words[1:]]
+                found.update(ports)
                 if decoy:   # as many targets, all of them ours
                     ports = [(decoy.getsockname(), i)
                              for i in range(len(ports))]
@@ -207,7 +211,7 @@ def child(conns, r):
                 done = True
     print("stranger_flood: ports %d conns %d opened %d closed_by_job %d "
           "opened_in_setup %d cpu_s %.2f"
-          % (len(ports), conns, opened, closed, in_setup,
+          % (len(found), conns, opened, closed, in_setup,
              os.times().user + os.times().system), flush=True)
 
 
