@@ -16,8 +16,9 @@ all its checks passed, and "FAIL: ..." lines otherwise, exiting 1):
             libddp (they wait for a file 0 writes once its group has
             trained), then 2 and 3 make theirs; a DDP on each equals one
             on gloo; the same ranks again; every rank so; a member that
-            never comes
-            (timeout 3 s): the other raises naming it.  Where new_group
+            never comes (timeout 3 s): the other raises naming it; when
+            it comes late it is told at once that the creation was
+            abandoned, and the group made again by both works.  Where new_group
             has no use_local_synchronization (torch 1.13): "rank R/N:
             local unavailable: <why>", exit 0.
   fsdp      FullyShardedDataParallel (CPU, one unit a layer, with and
