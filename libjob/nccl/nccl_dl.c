@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,8 @@ static struct lib nccl = {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int load_rc;             /* 0 or DDP_ECUDA, after the once */
+static atomic_bool loaded;      /* both found and resolved (a handle of
+                                 * the process's is RTLD_DEFAULT, NULL) */
 static char load_why[512];      /* why load_rc != 0 */
 
 /* Append one attempt's outcome to l->tried. */
@@ -247,6 +250,7 @@ static void load_once (void)
         load_rc = DDP_ECUDA;
         ddpi_debug ("nccl: not loaded: %s", load_why);
     } else {
+        loaded = true;
         ddpi_debug ("nccl: loaded %s from %s and %s from %s", cudart.soname,
                     cudart.from, nccl.soname, nccl.from);
     }
@@ -268,7 +272,7 @@ const char *nccl_dl_describe (char *buf, size_t len)
 {
     int v = 0;
 
-    if (cudart.handle && nccl.handle && load_rc == 0) {
+    if (loaded) {
         if (DL (ncclGetVersion) (&v) != ncclSuccess)
             v = 0;
         snprintf (buf, len, "loaded at run time: NCCL %d from %s, CUDA"
