@@ -9,7 +9,9 @@
 #
 #   probe           nccl_check --probe: the GPU, the CUDA runtime and driver
 #   check-1         nccl_check (full) at 1 rank: every collective, dtype, op
-#                   and buffer kind against a CPU reference
+#                   and buffer kind against a CPU reference; and which NCCL
+#                   and CUDA runtime libddp loaded at run time (the report's
+#                   "libddp loaded" line)
 #   avg-probe       nccl_bench --avg-probe: does raw NCCL still leave the
 #                   tail of an out-of-place ncclAvg unwritten, and does
 #                   libddp write every element (doc/nccl.md)
@@ -602,6 +604,7 @@ step_check1 () {
     step_begin check-1 "$what, 1 rank: every collective, dtype, op and buffer kind" || return
     lim=$(limit_for 150)
     single check-1 "$lim" "$P_nccl_check" "${args[@]}"
+    NCCL_LOADED=$(sed -n 's/^# nccl: \(loaded at run time: NCCL .*\)/\1/p' "$SD/out" | head -n 1)
     check_result 1
 }
 
@@ -885,6 +888,7 @@ write_report () {
         printf -- '- driver: %s; CUDA of the driver (nvidia-smi): %s\n' "${DRIVER:-unknown}" "${SMI_CUDA:-unknown}"
         printf -- '- CUDA runtime: %s; driver API: %s\n' "${CUDA_RT:-unknown}" "${CUDA_DRV:-unknown}"
         printf -- '- NCCL: %s (%s)\n' "$(nccl_version "${NCCL_CODE:-unknown}")" "$(nccl_library)"
+        printf -- '- libddp %s\n' "${NCCL_LOADED:-did not say which NCCL it loaded (check-1 did not run or failed)}"
         printf -- '- environment: NCCL_SOCKET_IFNAME=%s NCCL_IB_DISABLE=%s CUDA_VISIBLE_DEVICES=%s; LD_LIBRARY_PATH=%s\n' \
             "$NCCL_SOCKET_IFNAME" "$NCCL_IB_DISABLE" "${CUDA_VISIBLE_DEVICES-unset}" "$LD_LIBRARY_PATH"
         printf -- '- run time: %s s of a %s s budget\n\n' "$(fmt_ms $(( $(now_ms) - T0 )))" "$BUDGET"

@@ -106,6 +106,7 @@ test_expect_success 'the stand-in, from the packed build: a report with every st
 	grep "^- build: $PWD/packed (libddp [0-9]" standin.md &&
 	grep "^- CUDA runtime: [0-9]" standin.md &&
 	grep "^- NCCL: 2\.[0-9]*\.[0-9]" standin.md &&
+	grep "^- libddp loaded at run time: NCCL [0-9]* from .*, CUDA runtime from " standin.md &&
 	for s in $steps; do
 		grep "^### $s: " standin.md &&
 		verdict standin.md $s | grep -E "^(PASS|FAIL|SKIP)$" || return 1

@@ -508,8 +508,17 @@ static void check_misc (void)
     double x = 1, y = 0;
     void *d = NULL;
 
+    char info[1024];
+    const char *loaded = "loaded at run time: NCCL ";
+
     ok (strcmp (ddp_backend_name (), "nccl") == 0, "backend is nccl (%s)",
         ddp_backend_name ());
+    /* libddp dlopens CUDA and NCCL (nccl_dl.c): which files it took is
+     * the line gpu-check.sh reports ("# nccl: ..."). */
+    ddp_nccl_info (info, sizeof (info));
+    diag ("nccl: %s", info);
+    ok (strncmp (info, loaded, strlen (loaded)) == 0,
+        "libddp says which NCCL and CUDA runtime it loaded");
     ok (ddp_nccl_comm () != NULL, "ddp_nccl_comm() is set");
     ok (ddp_cuda_stream () != NULL, "ddp_cuda_stream() is set");
     ok (ddp_cuda_device () >= 0, "ddp_cuda_device() = %d", ddp_cuda_device ());
