@@ -31,6 +31,9 @@ named () {
 		test "$r" = "$3" && continue
 		grep "rank $r: [A-Za-z.]*Error after [0-9.]* s: .*ddp backend: .*rank $3 " "$1.out" ||
 			{ echo "rank $r did not name rank $3"; return 1; }
+		# then a blocking dist.all_reduce (completed on its own thread)
+		grep "rank $r: then all_reduce: PeerError after [0-9.]* s: ddp backend: allreduce of 1 torch.float32 on the world failed: .*rank $3 " "$1.out" ||
+			{ echo "rank $r: its blocking all_reduce did not name rank $3"; return 1; }
 	done &&
 	grep -o "Error after [0-9.]* s:" "$1.out" >"$1.secs" &&
 	test $(wc -l <"$1.secs") -ge $(( $2 - 1 )) &&

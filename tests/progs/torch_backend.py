@@ -670,7 +670,18 @@ def failure(args, how):
         first = str(e).splitlines()[0] if str(e) else ""
         print(f"rank {me}: {type(e).__name__} after {took:.2f} s: {first}",
               flush=True)
-        sys.exit(0)
+        # A blocking call from Python (completed on this thread, not by
+        # the completer) on the broken group: raises at once, as well.
+        t0 = time.monotonic()
+        try:
+            dist.all_reduce(torch.ones(1))
+        except Exception as e2:     # noqa: BLE001 - printed for the test
+            first = str(e2).splitlines()[0] if str(e2) else ""
+            print(f"rank {me}: then all_reduce: {type(e2).__name__} after "
+                  f"{time.monotonic() - t0:.2f} s: {first}", flush=True)
+            sys.exit(0)
+        fail("all_reduce on the broken group returned")
+        sys.exit(1)
     fail("training went through")
     sys.exit(1)
 
