@@ -68,10 +68,10 @@ test_expect_success 'port_range shrunk to one free port, for the tests below' '
 test_expect_success 'a step holds the one port; another job'"'"'s step on the same node is refused, naming it' '
 	hold a --resv-ports=0 --ddp=host -N1 -w n1 &&
 	grep -x "listening on $ONE" a.out &&
+	job=$(squeue -h -n port_holder -o %i | head -n 1) &&
 	rm -f ran &&
 	test_must_fail ddp_srun --resv-ports=0 --ddp=host -N1 -w n1 touch ran 2>b.err &&
 	cat b.err &&
-	job=$(squeue -h -o %i | head -n 1) &&
 	grep "ddp: no free MASTER_PORT on n1, the step.s first node: of the 1 ports of port_range tried, from this step.s own ($ONE) on, 1 claimed by other steps running there (the first: job $job step 0 (uid 0))" b.err &&
 	grep "srun --resv-ports" b.err &&
 	grep "wider port_range (now $ONE-$ONE)" b.err &&
