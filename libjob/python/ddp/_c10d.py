@@ -507,8 +507,7 @@ class ProcessGroup(dist.ProcessGroup):
         work = _work(fut, caller)
         pending = _Pending(req, fut, finish, what)
         if caller == "waits":
-            _settle(req)
-            _complete(pending)
+            _complete(pending)      # waits for req itself
         else:
             self._completer.add(pending)
         return work
